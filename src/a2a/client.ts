@@ -1,0 +1,424 @@
+import { randomUUID } from 'node:crypto';
+import { channel } from 'node:diagnostics_channel';
+import { type AgentCardInfo, cardUrl, readCard } from './card.js';
+import {
+  AgentCallError,
+  CardFetchError,
+  LostConnectionError,
+  MalformedResponseError,
+  OutcomeUnknownError,
+  StreamIdleError,
+  UnsupportedByVersionError,
+} from './errors.js';
+import { classifyNetworkError, discard, type HttpResponse, header, readBounded, send } from './http.js';
+import {
+  type CallKind,
+  decodeResponse,
+  encodeRequest,
+  errorFromRpc,
+  errorFromStatus,
+  type RpcErrorBody,
+} from './jsonrpc.js';
+import type { OutgoingMessage, StreamEvent, Task, TaskPage } from './model.js';
+import { type A2AClientOptions, type ResolvedOptions, resolveOptions } from './options.js';
+import { SseParser } from './sse.js';
+import type { WireCodec } from './wire/codec.js';
+import { v0_3 } from './wire/v0_3/codec.js';
+import { v1_0 } from './wire/v1_0/codec.js';
+
+/**
+ * A diagnostics channel, as undici has: one message per finished call, for metrics and traces
+ * to subscribe to without the client knowing about them. Never carries headers or bodies.
+ */
+export const callChannel = channel('agentkourier:a2a:call');
+
+export interface CallDiagnostic {
+  endpoint: string;
+  method: string;
+  version: string;
+  durationMs: number;
+  /** 'ok', or the error's code. */
+  outcome: string;
+  eventsSeen: number;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/**
+ * An A2A client for one endpoint and one identity, at 1.0 or 0.3 as the card says. Streams are
+ * async generators of the internal model; failures are the typed errors of errors.ts.
+ */
+export class A2AClient {
+  #options: ResolvedOptions;
+  #card: Promise<AgentCardInfo> | undefined;
+
+  constructor(options: A2AClientOptions) {
+    this.#options = resolveOptions(options);
+  }
+
+  get endpoint(): string {
+    return this.#options.endpoint;
+  }
+
+  /**
+   * DT-8: the card is fetched on first use and cached. Changing the endpoint, the identity or
+   * the static headers forgets it, so the next call fetches it again with the new credentials.
+   */
+  reconfigure(options: A2AClientOptions): void {
+    const next = resolveOptions(options);
+    const prev = this.#options;
+    this.#options = next;
+    if (
+      prev.endpoint !== next.endpoint ||
+      JSON.stringify(prev.identity) !== JSON.stringify(next.identity) ||
+      JSON.stringify(prev.headers) !== JSON.stringify(next.headers) ||
+      prev.extensions.join(' ') !== next.extensions.join(' ')
+    ) {
+      this.invalidateCard();
+    }
+  }
+
+  invalidateCard(): void {
+    this.#card = undefined;
+  }
+
+  /** The agent's card, checked against DT-1..DT-4. A failed fetch is not cached. */
+  card(): Promise<AgentCardInfo> {
+    if (this.#card === undefined) {
+      const pending = this.#fetchCard();
+      this.#card = pending;
+      pending.catch(() => {
+        if (this.#card === pending) this.#card = undefined;
+      });
+    }
+    return this.#card;
+  }
+
+  /** M-1: SendStreamingMessage (message/stream). An answer (taskId set) has its own errors (E-4). */
+  async *sendStreamingMessage(
+    message: OutgoingMessage,
+    options: CallOptions = {},
+  ): AsyncGenerator<StreamEvent> {
+    const { codec, card } = await this.#wire();
+    const kind: CallKind = message.taskId === undefined || message.taskId === '' ? 'send' : 'answer';
+    yield* this.#stream(
+      codec,
+      codec.methods.sendStream,
+      codec.sendParams(message, card.tenant),
+      kind,
+      options,
+    );
+  }
+
+  /** M-3: SubscribeToTask (tasks/resubscribe). Starts with a snapshot of the task. */
+  async *subscribeToTask(taskId: string, options: CallOptions = {}): AsyncGenerator<StreamEvent> {
+    const { codec, card } = await this.#wire();
+    yield* this.#stream(
+      codec,
+      codec.methods.subscribe,
+      codec.taskIdParams(taskId, card.tenant),
+      'other',
+      options,
+    );
+  }
+
+  /** M-2: GetTask (tasks/get). */
+  async getTask(taskId: string, options: CallOptions & { historyLength?: number } = {}): Promise<Task> {
+    const { codec, card } = await this.#wire();
+    const result = await this.#call(
+      codec,
+      codec.methods.get,
+      codec.taskIdParams(taskId, card.tenant, options.historyLength),
+      options,
+    );
+    return codec.decodeTask(result);
+  }
+
+  /** M-4: CancelTask (tasks/cancel). Returns the task as the agent reports it after the cancel. */
+  async cancelTask(taskId: string, options: CallOptions = {}): Promise<Task> {
+    const { codec, card } = await this.#wire();
+    const result = await this.#call(
+      codec,
+      codec.methods.cancel,
+      codec.taskIdParams(taskId, card.tenant),
+      options,
+    );
+    return codec.decodeTask(result);
+  }
+
+  /** Whether ListTasks exists for this agent (1.0 only, M-6). */
+  async canListTasks(): Promise<boolean> {
+    const { codec } = await this.#wire();
+    return codec.methods.list !== undefined;
+  }
+
+  /**
+   * M-5/M-6: the tasks of a context, page by page, following nextPageToken for at most
+   * `listTasks.maxPages` pages, each task with history so a turn's messageId can be looked for.
+   */
+  async *listTasks(contextId: string, options: CallOptions = {}): AsyncGenerator<Task> {
+    const { codec, card } = await this.#wire();
+    const method = codec.methods.list;
+    if (method === undefined) throw new UnsupportedByVersionError('ListTasks', codec.version);
+    const { pageSize, maxPages, historyLength } = this.#options.listTasks;
+    let pageToken = '';
+    const seenTokens = new Set<string>();
+    for (let page = 0; page < maxPages; page++) {
+      const params = codec.listParams({ contextId, pageSize, pageToken, historyLength }, card.tenant);
+      const result: TaskPage = codec.decodeTaskPage(await this.#call(codec, method, params, options));
+      yield* result.tasks;
+      pageToken = result.nextPageToken;
+      // A token we have followed already would loop for ever; stop as if the list ended.
+      if (pageToken === '' || seenTokens.has(pageToken)) return;
+      seenTokens.add(pageToken);
+    }
+  }
+
+  /**
+   * M-6: the task of `contextId` whose history holds `messageId`, if any. A task counts only by
+   * its history: an agent that lists tasks without history makes every turn look absent.
+   */
+  async findTaskByMessageId(
+    contextId: string,
+    messageId: string,
+    options: CallOptions = {},
+  ): Promise<Task | undefined> {
+    for await (const task of this.listTasks(contextId, options)) {
+      if (task.history.some((m) => m.messageId === messageId)) return task;
+    }
+    return undefined;
+  }
+
+  async #wire(): Promise<{ codec: WireCodec; card: AgentCardInfo }> {
+    const card = await this.card();
+    return { codec: card.protocolVersion === '1.0' ? v1_0 : v0_3, card };
+  }
+
+  async #fetchCard(): Promise<AgentCardInfo> {
+    const o = this.#options;
+    const url = cardUrl(o.endpoint);
+    const started = o.now();
+    let outcome = 'ok';
+    try {
+      // Servers that speak both versions pick the card's layout by A2A-Version; ask for 1.0's.
+      const res = await send({
+        url,
+        method: 'GET',
+        headers: { ...this.#baseHeaders(), ...v1_0.versionHeaders(), accept: 'application/json' },
+        headersTimeoutMs: o.timeouts.headersMs,
+        dispatcher: o.dispatcher,
+      });
+      if (res.status < 200 || res.status >= 300) {
+        discard(res);
+        const error = errorFromStatus(res.status, this.#statusHeaders(res), 'other', undefined, o.now());
+        if (error.code === 'credentials_rejected') throw error;
+        throw new CardFetchError(`the agent card could not be fetched (HTTP ${res.status})`, {
+          cause: error,
+        });
+      }
+      const body = await readBounded(res, o.limits.maxCardBytes, 'card');
+      let json: unknown;
+      try {
+        json = JSON.parse(body);
+      } catch (error) {
+        throw new CardFetchError('the agent card is not JSON', { cause: error });
+      }
+      return readCard(json, { speaks: o.extensions });
+    } catch (error) {
+      outcome = error instanceof AgentCallError ? error.code : 'error';
+      if (error instanceof AgentCallError) throw error;
+      throw new CardFetchError('the agent card could not be fetched', { cause: error });
+    } finally {
+      this.#publish('card', '', started, outcome, 0);
+    }
+  }
+
+  /** Headers every request carries: the static ones, then exactly one identity header (S-8). */
+  #baseHeaders(): Record<string, string> {
+    const o = this.#options;
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.identity.kind === 'bearer') headers.authorization = `Bearer ${o.identity.token}`;
+    else headers['x-user-id'] = o.identity.userId;
+    const trace = o.traceContext?.();
+    if (trace !== undefined) {
+      headers.traceparent = trace.traceparent;
+      if (trace.tracestate !== undefined && trace.tracestate !== '') headers.tracestate = trace.tracestate;
+    }
+    return headers;
+  }
+
+  async #rpcHeaders(codec: WireCodec, accept: string): Promise<Record<string, string>> {
+    const card = await this.card();
+    const listed = new Set(card.extensions.map((e) => e.uri));
+    const wanted = this.#options.extensions.filter((uri) => listed.has(uri));
+    return {
+      ...this.#baseHeaders(),
+      ...codec.versionHeaders(),
+      ...codec.extensionHeaders(wanted),
+      'content-type': 'application/json',
+      accept,
+    };
+  }
+
+  #statusHeaders(res: HttpResponse): { location?: string; retryAfter?: string } {
+    const out: { location?: string; retryAfter?: string } = {};
+    const location = header(res.headers, 'location');
+    const retryAfter = header(res.headers, 'retry-after');
+    if (location !== undefined) out.location = location;
+    if (retryAfter !== undefined) out.retryAfter = retryAfter;
+    return out;
+  }
+
+  /** Turns a non-2xx response into the contract's error, reading a JSON-RPC error body if any. */
+  async #statusError(res: HttpResponse, kind: CallKind): Promise<AgentCallError> {
+    let rpcError: RpcErrorBody | undefined;
+    const type = header(res.headers, 'content-type') ?? '';
+    if (res.status >= 400 && type.includes('json')) {
+      try {
+        const body = await readBounded(res, 64 * 1024, 'response');
+        const outcome = decodeResponse(body, '');
+        if (!outcome.ok) rpcError = outcome.error;
+      } catch {
+        // A body we cannot read says nothing more than the status.
+      }
+    } else {
+      discard(res);
+    }
+    return errorFromStatus(res.status, this.#statusHeaders(res), kind, rpcError, this.#options.now());
+  }
+
+  async #call(codec: WireCodec, method: string, params: unknown, options: CallOptions): Promise<unknown> {
+    const o = this.#options;
+    const id = randomUUID();
+    const started = o.now();
+    let outcome = 'ok';
+    try {
+      const res = await send({
+        url: o.endpoint,
+        method: 'POST',
+        headers: await this.#rpcHeaders(codec, 'application/json'),
+        body: encodeRequest(id, method, params),
+        headersTimeoutMs: o.timeouts.headersMs,
+        dispatcher: o.dispatcher,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
+      if (res.status < 200 || res.status >= 300) throw await this.#statusError(res, 'other');
+      const body = await readBounded(res, o.limits.maxResponseBytes, 'response');
+      const reply = decodeResponse(body, id);
+      if (!reply.ok) throw errorFromRpc(reply.error, 'other');
+      return reply.result;
+    } catch (error) {
+      outcome = error instanceof AgentCallError ? error.code : 'error';
+      throw error;
+    } finally {
+      this.#publish(method, codec.version, started, outcome, 0);
+    }
+  }
+
+  async *#stream(
+    codec: WireCodec,
+    method: string,
+    params: unknown,
+    kind: CallKind,
+    options: CallOptions,
+  ): AsyncGenerator<StreamEvent> {
+    const o = this.#options;
+    const id = randomUUID();
+    const started = o.now();
+    let outcome = 'ok';
+    let seen = 0;
+    let res: HttpResponse | undefined;
+    let idle: NodeJS.Timeout | undefined;
+    let idleFired = false;
+    let finished = false;
+    const armIdle = (): void => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        idleFired = true;
+        res?.abort(new StreamIdleError(o.timeouts.streamIdleMs, seen));
+      }, o.timeouts.streamIdleMs);
+    };
+    try {
+      res = await send({
+        url: o.endpoint,
+        method: 'POST',
+        headers: await this.#rpcHeaders(codec, 'text/event-stream, application/json'),
+        body: encodeRequest(id, method, params),
+        headersTimeoutMs: o.timeouts.headersMs,
+        dispatcher: o.dispatcher,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
+      if (res.status < 200 || res.status >= 300) throw await this.#statusError(res, kind);
+      const type = (header(res.headers, 'content-type') ?? '').toLowerCase();
+      if (type.startsWith('application/json')) {
+        // Errors before the stream starts come as a plain JSON-RPC body (the SDKs do this).
+        const reply = decodeResponse(await readBounded(res, o.limits.maxEventBytes, 'event'), id);
+        if (!reply.ok) throw errorFromRpc(reply.error, kind);
+        const event = codec.decodeEvent(reply.result);
+        seen++;
+        finished = true;
+        yield event;
+        return;
+      }
+      if (!type.startsWith('text/event-stream')) {
+        throw new MalformedResponseError(`the agent answered a stream with content type "${type}"`);
+      }
+      const parser = new SseParser(o.limits.maxEventBytes);
+      armIdle();
+      for await (const chunk of res.body) {
+        for (const frame of parser.push(chunk as Buffer)) {
+          const reply = decodeResponse(frame.data, id);
+          if (!reply.ok) throw errorFromRpc(reply.error, kind);
+          const event = codec.decodeEvent(reply.result);
+          seen++;
+          clearTimeout(idle);
+          yield event;
+          armIdle();
+        }
+      }
+      parser.end();
+      finished = true;
+    } catch (error) {
+      const failure = this.#streamFailure(error, kind, seen, idleFired);
+      outcome = failure instanceof AgentCallError ? failure.code : 'error';
+      throw failure;
+    } finally {
+      clearTimeout(idle);
+      if (!finished) res?.abort(new Error('stream closed by the client'));
+      this.#publish(method, codec.version, started, outcome, seen);
+    }
+  }
+
+  #streamFailure(error: unknown, kind: CallKind, seen: number, idleFired: boolean): unknown {
+    const o = this.#options;
+    if (idleFired) return new StreamIdleError(o.timeouts.streamIdleMs, seen);
+    if (error instanceof AgentCallError) {
+      // DT-6/E-7: a send that got no event at all may or may not have reached the agent.
+      if (error instanceof LostConnectionError && kind !== 'other' && seen === 0) {
+        return new OutcomeUnknownError('the connection was lost before any event', { cause: error });
+      }
+      return error;
+    }
+    if (error instanceof Error && error.name === 'AbortError') return error;
+    const network = classifyNetworkError(error, seen);
+    if (network instanceof LostConnectionError && kind !== 'other' && seen === 0) {
+      return new OutcomeUnknownError('the connection was lost before any event', { cause: network });
+    }
+    return network;
+  }
+
+  #publish(method: string, version: string, started: number, outcome: string, eventsSeen: number): void {
+    if (!callChannel.hasSubscribers) return;
+    const message: CallDiagnostic = {
+      endpoint: this.#options.endpoint,
+      method,
+      version,
+      durationMs: this.#options.now() - started,
+      outcome,
+      eventsSeen,
+    };
+    callChannel.publish(message);
+  }
+}

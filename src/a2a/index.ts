@@ -1,0 +1,14 @@
+export { type AgentCardInfo, cardUrl, readCard, WELL_KNOWN_CARD_PATH } from './card.js';
+export { A2AClient, type CallDiagnostic, type CallOptions, callChannel } from './client.js';
+export * from './errors.js';
+export * from './model.js';
+export type {
+  A2AClientOptions,
+  Identity,
+  Limits,
+  ListTasksSettings,
+  Timeouts,
+  TraceHeaders,
+} from './options.js';
+export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retry-after.js';
+export { formatSseEvent, type SseEvent, SseParser } from './sse.js';

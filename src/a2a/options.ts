@@ -1,0 +1,160 @@
+import type { Dispatcher } from 'undici';
+import { z } from 'zod';
+import { InvalidConfigError } from '../core/errors.js';
+
+/**
+ * The client's settings, validated once at construction so that a bad header or URL fails at
+ * start with a message naming the setting, never at the first turn. Secrets (the token) are
+ * never echoed in these messages.
+ */
+
+export type Identity = { kind: 'bearer'; token: string } | { kind: 'user-id'; userId: string };
+
+export interface TraceHeaders {
+  traceparent: string;
+  tracestate?: string;
+}
+
+export interface A2AClientOptions {
+  /** The agent endpoint (DT-2, DT-7): the card is read below it and every call goes to it. */
+  endpoint: string;
+  identity: Identity;
+  /** The AgentBackend's static headers, already resolved from Secrets. */
+  headers?: Record<string, string>;
+  /** Extension URIs the dialect speaks: asked for when the card lists them (S-8, DT-4). */
+  extensions?: readonly string[];
+  limits?: Partial<Limits>;
+  timeouts?: Partial<Timeouts>;
+  listTasks?: Partial<ListTasksSettings>;
+  /** The undici dispatcher to use (a proxy agent, a test's own); default: undici's global one. */
+  dispatcher?: Dispatcher;
+  /** The active span's W3C trace context, when there is one (observability supplies it). */
+  traceContext?: () => TraceHeaders | undefined;
+  now?: () => number;
+}
+
+export interface Limits {
+  maxCardBytes: number;
+  maxEventBytes: number;
+  maxResponseBytes: number;
+}
+
+export interface Timeouts {
+  /** DT-6: response headers must arrive within this long, on every call. */
+  headersMs: number;
+  /** R-6: a stream with no event for this long is cut. */
+  streamIdleMs: number;
+}
+
+export interface ListTasksSettings {
+  pageSize: number;
+  /** M-6: at most this many pages are followed. */
+  maxPages: number;
+  /** How much history each listed task carries, so a turn's messageId can be found in it. */
+  historyLength: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxCardBytes: 512 * 1024,
+  maxEventBytes: 4 * 1024 * 1024,
+  maxResponseBytes: 16 * 1024 * 1024,
+};
+
+export const DEFAULT_TIMEOUTS: Timeouts = { headersMs: 30_000, streamIdleMs: 5 * 60_000 };
+
+export const DEFAULT_LIST_TASKS: ListTasksSettings = { pageSize: 50, maxPages: 100, historyLength: 100 };
+
+/** Headers the client sets itself; a static header may not replace them. */
+const RESERVED_HEADERS = new Set([
+  'authorization',
+  'x-user-id',
+  'a2a-version',
+  'a2a-extensions',
+  'x-a2a-extensions',
+  'content-type',
+  'content-length',
+  'accept',
+  'host',
+  'connection',
+  'transfer-encoding',
+  'traceparent',
+  'tracestate',
+]);
+
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'is not a valid HTTP header name');
+const headerValue = z.string().regex(/^[^\r\n\0]*$/, 'contains a line break or NUL');
+const positive = z.number().int().positive();
+
+const schema = z.object({
+  endpoint: z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//i.test(u), 'must be an http or https URL'),
+  identity: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('bearer'), token: headerValue.min(1, 'is empty') }),
+    z.object({ kind: z.literal('user-id'), userId: headerValue.min(1, 'is empty') }),
+  ]),
+  headers: z
+    .record(headerName, headerValue)
+    .optional()
+    .refine(
+      (h) => h === undefined || Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())),
+      'may not set a header the client sets itself (Authorization, X-User-Id, A2A-*, Content-Type, …)',
+    ),
+  extensions: z.array(z.string().min(1)).optional(),
+  limits: z
+    .object({ maxCardBytes: positive, maxEventBytes: positive, maxResponseBytes: positive })
+    .partial()
+    .optional(),
+  timeouts: z.object({ headersMs: positive, streamIdleMs: positive }).partial().optional(),
+  listTasks: z
+    .object({
+      pageSize: positive.max(100),
+      maxPages: positive,
+      historyLength: z.number().int().nonnegative(),
+    })
+    .partial()
+    .optional(),
+});
+
+export interface ResolvedOptions {
+  endpoint: string;
+  identity: Identity;
+  headers: Record<string, string>;
+  extensions: readonly string[];
+  limits: Limits;
+  timeouts: Timeouts;
+  listTasks: ListTasksSettings;
+  dispatcher: Dispatcher | undefined;
+  traceContext: (() => TraceHeaders | undefined) | undefined;
+  now: () => number;
+}
+
+export function resolveOptions(options: A2AClientOptions): ResolvedOptions {
+  const parsed = schema.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue?.path.join('.') ?? '';
+    // The message names the setting and the rule, never the value: it may be a token.
+    throw new InvalidConfigError(
+      `A2A client setting ${path === '' ? '(root)' : path} ${issue?.message ?? 'is invalid'}`,
+    );
+  }
+  return {
+    endpoint: options.endpoint,
+    identity: options.identity,
+    headers: options.headers ?? {},
+    extensions: options.extensions ?? [],
+    limits: { ...DEFAULT_LIMITS, ...stripUndefined(options.limits) },
+    timeouts: { ...DEFAULT_TIMEOUTS, ...stripUndefined(options.timeouts) },
+    listTasks: { ...DEFAULT_LIST_TASKS, ...stripUndefined(options.listTasks) },
+    dispatcher: options.dispatcher,
+    traceContext: options.traceContext,
+    now: options.now ?? Date.now,
+  };
+}
+
+function stripUndefined<T extends object>(value: T | undefined): Partial<T> {
+  if (value === undefined) return {};
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

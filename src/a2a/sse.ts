@@ -1,0 +1,173 @@
+import { SizeLimitError } from './errors.js';
+
+/** One dispatched server-sent event (WHATWG HTML §9.2.6). */
+export interface SseEvent {
+  /** The `event:` field, 'message' when absent. A2A SDKs send errors as `event: error`. */
+  type: string;
+  /** The `data:` lines joined with '\n'. */
+  data: string;
+  id?: string;
+}
+
+const LF = 10;
+const CR = 13;
+const COLON = 58;
+const SPACE = 32;
+
+/**
+ * An incremental SSE parser. Feed it chunks as they arrive, split anywhere (inside a UTF-8
+ * sequence, between CR and LF); it returns the events each chunk completes.
+ *
+ * Work per chunk is proportional to the chunk: scanning resumes where the previous chunk
+ * stopped, so a long event arriving in many small chunks is not rescanned from its start.
+ *
+ * Bounded (CWE-400): a line or an event's data larger than `maxEventBytes` throws a
+ * SizeLimitError instead of growing without end. The bound counts UTF-16 code units of
+ * decoded text, which for JSON is the byte count or less.
+ */
+export class SseParser {
+  readonly #maxEventBytes: number;
+  readonly #decoder = new TextDecoder('utf-8');
+  #buffer = '';
+  /** Where the next line starts in #buffer. */
+  #lineStart = 0;
+  /** Where scanning for the end of the current line resumes. */
+  #scanFrom = 0;
+  /** The previous chunk ended with CR: a LF at the start of the next one belongs to it. */
+  #pendingCr = false;
+  #started = false;
+  #data: string[] = [];
+  #dataSize = 0;
+  #type = '';
+  #id: string | undefined;
+
+  constructor(maxEventBytes: number) {
+    this.#maxEventBytes = maxEventBytes;
+  }
+
+  push(chunk: Uint8Array | string): SseEvent[] {
+    let text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
+    if (!this.#started && text.length > 0) {
+      this.#started = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    return this.#consume(text);
+  }
+
+  /** The stream ended. Per the SSE spec an event without its closing blank line is discarded. */
+  end(): SseEvent[] {
+    const events = this.#consume(this.#decoder.decode());
+    this.#buffer = '';
+    this.#lineStart = 0;
+    this.#scanFrom = 0;
+    this.#resetEvent();
+    return events;
+  }
+
+  #consume(text: string): SseEvent[] {
+    const events: SseEvent[] = [];
+    if (text.length === 0) return events;
+    if (this.#lineStart > 0 && this.#lineStart === this.#buffer.length) {
+      this.#buffer = text;
+      this.#lineStart = 0;
+      this.#scanFrom = 0;
+    } else {
+      this.#buffer += text;
+    }
+    const buffer = this.#buffer;
+    let i = this.#scanFrom;
+    if (this.#pendingCr && i < buffer.length) {
+      this.#pendingCr = false;
+      if (buffer.charCodeAt(i) === LF) {
+        i++;
+        this.#lineStart = i;
+      }
+    }
+    const length = buffer.length;
+    while (i < length) {
+      const c = buffer.charCodeAt(i);
+      if (c !== LF && c !== CR) {
+        i++;
+        continue;
+      }
+      const event = this.#line(buffer, this.#lineStart, i);
+      if (event !== undefined) events.push(event);
+      i++;
+      if (c === CR) {
+        if (i === length) this.#pendingCr = true;
+        else if (buffer.charCodeAt(i) === LF) i++;
+      }
+      this.#lineStart = i;
+    }
+    this.#scanFrom = i;
+    if (length - this.#lineStart > this.#maxEventBytes)
+      throw new SizeLimitError('event', this.#maxEventBytes);
+    // Drop consumed text now and then, not on every chunk, so slicing stays amortised O(chunk).
+    if (this.#lineStart > 65_536 && this.#lineStart > length >> 1) {
+      this.#buffer = buffer.slice(this.#lineStart);
+      this.#scanFrom -= this.#lineStart;
+      this.#lineStart = 0;
+    }
+    return events;
+  }
+
+  #line(buffer: string, start: number, end: number): SseEvent | undefined {
+    if (start === end) return this.#dispatch();
+    if (buffer.charCodeAt(start) === COLON) return undefined;
+    const colon = buffer.indexOf(':', start);
+    let field: string;
+    let value: string;
+    if (colon === -1 || colon >= end) {
+      field = buffer.slice(start, end);
+      value = '';
+    } else {
+      field = buffer.slice(start, colon);
+      const valueStart = buffer.charCodeAt(colon + 1) === SPACE ? colon + 2 : colon + 1;
+      value = valueStart >= end ? '' : buffer.slice(valueStart, end);
+    }
+    switch (field) {
+      case 'data':
+        this.#dataSize += value.length + 1;
+        if (this.#dataSize > this.#maxEventBytes) throw new SizeLimitError('event', this.#maxEventBytes);
+        this.#data.push(value);
+        break;
+      case 'event':
+        this.#type = value;
+        break;
+      case 'id':
+        if (!value.includes('\0')) this.#id = value;
+        break;
+      default:
+        // retry and unknown fields: nothing to do for a client that does not reconnect by itself.
+        break;
+    }
+    return undefined;
+  }
+
+  #dispatch(): SseEvent | undefined {
+    if (this.#data.length === 0) {
+      this.#type = '';
+      return undefined;
+    }
+    const data = this.#data.length === 1 ? (this.#data[0] as string) : this.#data.join('\n');
+    const event: SseEvent = { type: this.#type === '' ? 'message' : this.#type, data };
+    if (this.#id !== undefined) event.id = this.#id;
+    this.#resetEvent();
+    return event;
+  }
+
+  #resetEvent(): void {
+    this.#data = [];
+    this.#dataSize = 0;
+    this.#type = '';
+  }
+}
+
+/** Writes one event the way the parser reads it; used by tests and our own test agents. */
+export function formatSseEvent(data: string, type?: string): string {
+  const head = type === undefined ? '' : `event: ${type}\n`;
+  return `${head}${data
+    .split('\n')
+    .map((line) => `data: ${line}`)
+    .join('\n')}\n\n`;
+}

@@ -1,0 +1,168 @@
+import { UnsupportedByVersionError } from '../../errors.js';
+import {
+  type Artifact,
+  type Message,
+  type OutgoingMessage,
+  type Part,
+  type StreamEvent,
+  TASK_STATES,
+  type Task,
+  type TaskPage,
+  type TaskState,
+  type TaskStatus,
+} from '../../model.js';
+import type { WireCodec } from '../codec.js';
+import { malformed } from '../zod-error.js';
+import * as s from './schemas.js';
+
+const KNOWN_STATES: ReadonlySet<string> = new Set(TASK_STATES);
+
+function toState(value: string): TaskState {
+  return KNOWN_STATES.has(value) ? (value as TaskState) : 'unknown';
+}
+
+function toPart(p: s.WirePart): Part {
+  const metadata = p.metadata === undefined ? {} : { metadata: p.metadata };
+  switch (p.kind) {
+    case 'text':
+      return { kind: 'text', text: p.text, ...metadata };
+    case 'data':
+      return { kind: 'data', data: p.data, ...metadata };
+    case 'file': {
+      const file: Part = { kind: 'file', ...metadata };
+      if (p.file.uri !== undefined) file.uri = p.file.uri;
+      if (p.file.bytes !== undefined) file.bytes = p.file.bytes;
+      if (p.file.mimeType !== undefined) file.mediaType = p.file.mimeType;
+      if (p.file.name !== undefined) file.name = p.file.name;
+      return file;
+    }
+  }
+}
+
+function toMessage(m: s.WireMessage): Message {
+  const out: Message = {
+    messageId: m.messageId,
+    role: m.role === 'user' ? 'user' : 'agent',
+    parts: m.parts.map(toPart),
+  };
+  if (m.contextId !== undefined) out.contextId = m.contextId;
+  if (m.taskId !== undefined) out.taskId = m.taskId;
+  if (m.referenceTaskIds !== undefined) out.referenceTaskIds = m.referenceTaskIds;
+  if (m.extensions !== undefined) out.extensions = m.extensions;
+  if (m.metadata !== undefined) out.metadata = m.metadata;
+  return out;
+}
+
+function toStatus(st: s.WireTaskStatus): TaskStatus {
+  const out: TaskStatus = { state: toState(st.state) };
+  if (st.message !== undefined) out.message = toMessage(st.message);
+  if (st.timestamp !== undefined) out.timestamp = st.timestamp;
+  return out;
+}
+
+function toArtifact(a: s.WireArtifact): Artifact {
+  const out: Artifact = { artifactId: a.artifactId, parts: a.parts.map(toPart) };
+  if (a.name !== undefined) out.name = a.name;
+  if (a.description !== undefined) out.description = a.description;
+  if (a.metadata !== undefined) out.metadata = a.metadata;
+  if (a.extensions !== undefined) out.extensions = a.extensions;
+  return out;
+}
+
+function toTask(t: s.WireTask): Task {
+  const out: Task = {
+    id: t.id,
+    contextId: t.contextId,
+    status: toStatus(t.status),
+    artifacts: t.artifacts.map(toArtifact),
+    history: t.history.map(toMessage),
+  };
+  if (t.metadata !== undefined) out.metadata = t.metadata;
+  return out;
+}
+
+export const v0_3: WireCodec = {
+  version: '0.3',
+  methods: {
+    sendStream: 'message/stream',
+    get: 'tasks/get',
+    subscribe: 'tasks/resubscribe',
+    cancel: 'tasks/cancel',
+  },
+
+  // No header: its absence is what means 0.3 to a server that speaks both.
+  versionHeaders: () => ({}),
+
+  // 0.3 named the header X-A2A-Extensions; servers that grew into 1.0 read A2A-Extensions.
+  // Sending both costs nothing and reaches both.
+  extensionHeaders(uris): Record<string, string> {
+    if (uris.length === 0) return {};
+    return { 'x-a2a-extensions': uris.join(', '), 'a2a-extensions': uris.join(', ') };
+  },
+
+  sendParams(msg: OutgoingMessage) {
+    const message: Record<string, unknown> = {
+      kind: 'message',
+      messageId: msg.messageId,
+      role: 'user',
+      parts: [{ kind: 'text', text: msg.text }],
+    };
+    if (msg.contextId !== undefined && msg.contextId !== '') message.contextId = msg.contextId;
+    if (msg.taskId !== undefined && msg.taskId !== '') message.taskId = msg.taskId;
+    if (msg.metadata !== undefined) message.metadata = msg.metadata;
+    return { message };
+  },
+
+  taskIdParams(taskId, _tenant, historyLength) {
+    return historyLength === undefined ? { id: taskId } : { id: taskId, historyLength };
+  },
+
+  listParams() {
+    throw new UnsupportedByVersionError('ListTasks', '0.3');
+  },
+
+  decodeEvent(result: unknown): StreamEvent {
+    const parsed = s.streamResult.safeParse(result);
+    if (!parsed.success) throw malformed('stream event', parsed.error);
+    const r = parsed.data;
+    switch (r.kind) {
+      case 'task':
+        return { kind: 'task', task: toTask(r) };
+      case 'message':
+        return { kind: 'message', message: toMessage(r) };
+      case 'status-update': {
+        const event: StreamEvent = {
+          kind: 'status-update',
+          taskId: r.taskId,
+          contextId: r.contextId,
+          status: toStatus(r.status),
+        };
+        if (r.final !== undefined) event.final = r.final;
+        if (r.metadata !== undefined) event.metadata = r.metadata;
+        return event;
+      }
+      case 'artifact-update': {
+        const event: StreamEvent = {
+          kind: 'artifact-update',
+          taskId: r.taskId,
+          contextId: r.contextId,
+          artifact: toArtifact(r.artifact),
+          append: r.append,
+          lastChunk: r.lastChunk,
+        };
+        if (r.metadata !== undefined) event.metadata = r.metadata;
+        return event;
+      }
+    }
+  },
+
+  decodeTask(result: unknown): Task {
+    const parsed = s.task.safeParse(result);
+    if (!parsed.success) throw malformed('task', parsed.error);
+    return toTask(parsed.data);
+  },
+
+  decodeTaskPage(): TaskPage {
+    throw new UnsupportedByVersionError('ListTasks', '0.3');
+  },
+};

@@ -1,0 +1,195 @@
+import { MalformedResponseError } from '../../errors.js';
+import type {
+  Artifact,
+  Message,
+  OutgoingMessage,
+  Part,
+  Role,
+  StreamEvent,
+  Task,
+  TaskPage,
+  TaskState,
+  TaskStatus,
+} from '../../model.js';
+import type { ListQuery, WireCodec } from '../codec.js';
+import { malformed } from '../zod-error.js';
+import * as s from './schemas.js';
+
+/** Proto enum names, and the numbers ProtoJSON also allows, mapped to the internal state. */
+const STATES: Record<string, TaskState> = {
+  TASK_STATE_SUBMITTED: 'submitted',
+  TASK_STATE_WORKING: 'working',
+  TASK_STATE_COMPLETED: 'completed',
+  TASK_STATE_FAILED: 'failed',
+  TASK_STATE_CANCELED: 'canceled',
+  TASK_STATE_INPUT_REQUIRED: 'input-required',
+  TASK_STATE_REJECTED: 'rejected',
+  TASK_STATE_AUTH_REQUIRED: 'auth-required',
+  1: 'submitted',
+  2: 'working',
+  3: 'completed',
+  4: 'failed',
+  5: 'canceled',
+  6: 'input-required',
+  7: 'rejected',
+  8: 'auth-required',
+};
+
+function toState(value: string | number): TaskState {
+  return STATES[value] ?? 'unknown';
+}
+
+function toRole(value: string | number | undefined): Role {
+  return value === 'ROLE_USER' || value === 1 ? 'user' : 'agent';
+}
+
+function toPart(p: s.WirePart): Part {
+  const metadata = p.metadata === undefined ? {} : { metadata: p.metadata };
+  if (p.text !== undefined) return { kind: 'text', text: p.text, ...metadata };
+  if (p.data !== undefined) return { kind: 'data', data: p.data, ...metadata };
+  const file: Part = { kind: 'file', ...metadata };
+  if (p.url !== undefined) file.uri = p.url;
+  else if (p.raw !== undefined) file.bytes = p.raw;
+  else throw new MalformedResponseError('the agent sent a part with none of text, raw, url or data');
+  if (p.mediaType !== undefined) file.mediaType = p.mediaType;
+  if (p.filename !== undefined) file.name = p.filename;
+  return file;
+}
+
+function toMessage(m: s.WireMessage): Message {
+  const out: Message = { messageId: m.messageId, role: toRole(m.role), parts: m.parts.map(toPart) };
+  if (m.contextId !== undefined) out.contextId = m.contextId;
+  if (m.taskId !== undefined) out.taskId = m.taskId;
+  if (m.referenceTaskIds !== undefined) out.referenceTaskIds = m.referenceTaskIds;
+  if (m.extensions !== undefined) out.extensions = m.extensions;
+  if (m.metadata !== undefined) out.metadata = m.metadata;
+  return out;
+}
+
+function toStatus(st: s.WireTaskStatus): TaskStatus {
+  const out: TaskStatus = { state: toState(st.state) };
+  if (st.message !== undefined) out.message = toMessage(st.message);
+  if (st.timestamp !== undefined) out.timestamp = st.timestamp;
+  return out;
+}
+
+function toArtifact(a: s.WireArtifact): Artifact {
+  const out: Artifact = { artifactId: a.artifactId, parts: a.parts.map(toPart) };
+  if (a.name !== undefined) out.name = a.name;
+  if (a.description !== undefined) out.description = a.description;
+  if (a.metadata !== undefined) out.metadata = a.metadata;
+  if (a.extensions !== undefined) out.extensions = a.extensions;
+  return out;
+}
+
+function toTask(t: s.WireTask): Task {
+  const out: Task = {
+    id: t.id,
+    contextId: t.contextId,
+    status: toStatus(t.status),
+    artifacts: t.artifacts.map(toArtifact),
+    history: t.history.map(toMessage),
+  };
+  if (t.metadata !== undefined) out.metadata = t.metadata;
+  return out;
+}
+
+function withTenant(params: Record<string, unknown>, tenant: string | undefined): Record<string, unknown> {
+  if (tenant !== undefined && tenant !== '') params.tenant = tenant;
+  return params;
+}
+
+export const v1_0: WireCodec = {
+  version: '1.0',
+  methods: {
+    sendStream: 'SendStreamingMessage',
+    get: 'GetTask',
+    subscribe: 'SubscribeToTask',
+    cancel: 'CancelTask',
+    list: 'ListTasks',
+  },
+
+  versionHeaders: () => ({ 'a2a-version': '1.0' }),
+
+  extensionHeaders(uris): Record<string, string> {
+    return uris.length === 0 ? {} : { 'a2a-extensions': uris.join(', ') };
+  },
+
+  sendParams(msg: OutgoingMessage, tenant) {
+    const message: Record<string, unknown> = {
+      messageId: msg.messageId,
+      role: 'ROLE_USER',
+      parts: [{ text: msg.text }],
+    };
+    if (msg.contextId !== undefined && msg.contextId !== '') message.contextId = msg.contextId;
+    if (msg.taskId !== undefined && msg.taskId !== '') message.taskId = msg.taskId;
+    if (msg.metadata !== undefined) message.metadata = msg.metadata;
+    return withTenant({ message }, tenant);
+  },
+
+  taskIdParams(taskId, tenant, historyLength) {
+    const params: Record<string, unknown> = { id: taskId };
+    if (historyLength !== undefined) params.historyLength = historyLength;
+    return withTenant(params, tenant);
+  },
+
+  listParams(query: ListQuery, tenant) {
+    const params: Record<string, unknown> = { contextId: query.contextId, pageSize: query.pageSize };
+    if (query.pageToken !== undefined && query.pageToken !== '') params.pageToken = query.pageToken;
+    if (query.historyLength !== undefined) params.historyLength = query.historyLength;
+    return withTenant(params, tenant);
+  },
+
+  decodeEvent(result: unknown): StreamEvent {
+    const parsed = s.streamResponse.safeParse(result);
+    if (!parsed.success) throw malformed('stream event', parsed.error);
+    const r = parsed.data;
+    const present =
+      Number(r.task !== undefined) +
+      Number(r.message !== undefined) +
+      Number(r.statusUpdate !== undefined) +
+      Number(r.artifactUpdate !== undefined);
+    if (present !== 1) {
+      throw new MalformedResponseError(
+        `the agent sent a stream event with ${present} of task, message, statusUpdate, artifactUpdate (exactly one expected)`,
+      );
+    }
+    if (r.task !== undefined) return { kind: 'task', task: toTask(r.task) };
+    if (r.message !== undefined) return { kind: 'message', message: toMessage(r.message) };
+    if (r.statusUpdate !== undefined) {
+      const u = r.statusUpdate;
+      const event: StreamEvent = {
+        kind: 'status-update',
+        taskId: u.taskId,
+        contextId: u.contextId,
+        status: toStatus(u.status),
+      };
+      if (u.metadata !== undefined) event.metadata = u.metadata;
+      return event;
+    }
+    const u = r.artifactUpdate;
+    if (u === undefined) throw new MalformedResponseError('unreachable: no stream event member');
+    const event: StreamEvent = {
+      kind: 'artifact-update',
+      taskId: u.taskId,
+      contextId: u.contextId,
+      artifact: toArtifact(u.artifact),
+      append: u.append,
+      lastChunk: u.lastChunk,
+    };
+    if (u.metadata !== undefined) event.metadata = u.metadata;
+    return event;
+  },
+
+  decodeTask(result: unknown): Task {
+    const parsed = s.task.safeParse(result);
+    if (!parsed.success) throw malformed('task', parsed.error);
+    return toTask(parsed.data);
+  },
+
+  decodeTaskPage(result: unknown): TaskPage {
+    const parsed = s.listTasksResponse.safeParse(result);
+    if (!parsed.success) throw malformed('task list', parsed.error);
+    return { tasks: parsed.data.tasks.map(toTask), nextPageToken: parsed.data.nextPageToken };
+  },
+};

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+// Integration tests start real peers in other processes (the Python A2A SDK, later a
+// kube-apiserver and PostgreSQL), so they run one file at a time.
+export default defineConfig({
+  test: {
+    include: ['test/integration/**/*.test.ts'],
+    globalSetup: ['test/integration/setup-python-peers.ts'],
+    fileParallelism: false,
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
