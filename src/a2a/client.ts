@@ -97,28 +97,19 @@ export class A2AClient {
   }
 
   /** M-1: SendStreamingMessage (message/stream). An answer (taskId set) has its own errors (E-4). */
-  async *sendStreamingMessage(
-    message: OutgoingMessage,
-    options: CallOptions = {},
-  ): AsyncGenerator<StreamEvent> {
-    const { codec, card } = await this.#wire();
+  sendStreamingMessage(message: OutgoingMessage, options: CallOptions = {}): AsyncGenerator<StreamEvent> {
     const kind: CallKind = message.taskId === undefined || message.taskId === '' ? 'send' : 'answer';
-    yield* this.#stream(
-      codec,
-      codec.methods.sendStream,
-      codec.sendParams(message, card.tenant),
+    return this.#stream(
+      (codec, card) => [codec.methods.sendStream, codec.sendParams(message, card.tenant)],
       kind,
       options,
     );
   }
 
   /** M-3: SubscribeToTask (tasks/resubscribe). Starts with a snapshot of the task. */
-  async *subscribeToTask(taskId: string, options: CallOptions = {}): AsyncGenerator<StreamEvent> {
-    const { codec, card } = await this.#wire();
-    yield* this.#stream(
-      codec,
-      codec.methods.subscribe,
-      codec.taskIdParams(taskId, card.tenant),
+  subscribeToTask(taskId: string, options: CallOptions = {}): AsyncGenerator<StreamEvent> {
+    return this.#stream(
+      (codec, card) => [codec.methods.subscribe, codec.taskIdParams(taskId, card.tenant)],
       'other',
       options,
     );
@@ -317,28 +308,38 @@ export class A2AClient {
     }
   }
 
+  /**
+   * One streaming call. `request` picks the method and params once the card has said which wire
+   * version to speak. A single generator (no `yield*` layers) keeps the per-event cost low.
+   */
   async *#stream(
-    codec: WireCodec,
-    method: string,
-    params: unknown,
+    request: (codec: WireCodec, card: AgentCardInfo) => [string, unknown],
     kind: CallKind,
     options: CallOptions,
   ): AsyncGenerator<StreamEvent> {
     const o = this.#options;
+    const { codec, card } = await this.#wire();
+    const [method, params] = request(codec, card);
     const id = randomUUID();
     const started = o.now();
     let outcome = 'ok';
     let seen = 0;
     let res: HttpResponse | undefined;
-    let idle: NodeJS.Timeout | undefined;
-    let idleFired = false;
     let finished = false;
-    const armIdle = (): void => {
-      clearTimeout(idle);
-      idle = setTimeout(() => {
-        idleFired = true;
-        res?.abort(new StreamIdleError(o.timeouts.streamIdleMs, seen));
-      }, o.timeouts.streamIdleMs);
+    // R-6: one timer for the whole stream. Events only stamp the time; when the timer fires it
+    // re-arms for the rest of the window, so the per-event cost is a clock read, not a timer.
+    const idleMs = o.timeouts.streamIdleMs;
+    let lastEventAt = performance.now();
+    let idleFired = false;
+    let idle: NodeJS.Timeout | undefined;
+    const onIdleTimer = (): void => {
+      const quiet = performance.now() - lastEventAt;
+      if (quiet < idleMs) {
+        idle = setTimeout(onIdleTimer, idleMs - quiet);
+        return;
+      }
+      idleFired = true;
+      res?.abort(new StreamIdleError(idleMs, seen));
     };
     try {
       res = await send({
@@ -366,16 +367,17 @@ export class A2AClient {
         throw new MalformedResponseError(`the agent answered a stream with content type "${type}"`);
       }
       const parser = new SseParser(o.limits.maxEventBytes);
-      armIdle();
+      lastEventAt = performance.now();
+      idle = setTimeout(onIdleTimer, idleMs);
       for await (const chunk of res.body) {
         for (const frame of parser.push(chunk as Buffer)) {
           const reply = decodeResponse(frame.data, id);
           if (!reply.ok) throw errorFromRpc(reply.error, kind);
           const event = codec.decodeEvent(reply.result);
           seen++;
-          clearTimeout(idle);
           yield event;
-          armIdle();
+          // Time the consumer spends does not count against the agent.
+          lastEventAt = performance.now();
         }
       }
       parser.end();

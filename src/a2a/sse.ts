@@ -84,7 +84,18 @@ export class SseParser {
       }
     }
     const length = buffer.length;
+    // Most servers end lines with LF alone: then the native indexOf finds line ends. A chunk
+    // with a CR anywhere takes the character loop, which handles CR and CRLF.
+    const lfOnly = text.indexOf('\r') === -1;
     while (i < length) {
+      if (lfOnly) {
+        const lf = buffer.indexOf('\n', i);
+        if (lf === -1) {
+          i = length;
+          break;
+        }
+        i = lf;
+      }
       const c = buffer.charCodeAt(i);
       if (c !== LF && c !== CR) {
         i++;

@@ -1,0 +1,259 @@
+/**
+ * `npm run bench`: speed goals as ratios against a baseline measured in the same run, so the
+ * numbers compare like with like on any machine (never as timed unit tests).
+ *
+ * 1. SSE parse + normalise: our SseParser + JSON-RPC envelope + zod wire codec, against a bare
+ *    `JSON.parse` of each event's data over the same bytes. Ratio = ours / baseline events/s.
+ * 2. A streamed turn of N artifact chunks: our A2AClient against the @a2a-js/sdk 1.3.0 client
+ *    reading the same bytes from the same server. Goal: ratio ≥ 1 (ours at least as fast).
+ * 3. Linearity: the time per event of a 20,000-chunk turn against a 2,000-chunk one. Work per
+ *    event must not grow with the answer so far, so this stays near 1.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Role, type SendMessageRequest } from '@a2a-js/sdk';
+import { ClientFactory } from '@a2a-js/sdk/client';
+import { A2AClient } from '../src/a2a/client.js';
+import { decodeResponse } from '../src/a2a/jsonrpc.js';
+import { SseParser } from '../src/a2a/sse.js';
+import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
+
+const TASK_ID = 'task-bench';
+const CONTEXT_ID = 'ctx-bench';
+
+function frame(id: string | number, result: unknown): string {
+  return `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
+}
+
+/** A realistic 1.0 answer: task, working, N appended chunks of prose, completed. */
+function turnFrames(id: string | number, chunks: number): string[] {
+  const frames = [
+    frame(id, { task: { id: TASK_ID, contextId: CONTEXT_ID, status: { state: 'TASK_STATE_SUBMITTED' } } }),
+    frame(id, {
+      statusUpdate: { taskId: TASK_ID, contextId: CONTEXT_ID, status: { state: 'TASK_STATE_WORKING' } },
+    }),
+  ];
+  for (let i = 0; i < chunks; i++) {
+    const artifactUpdate: Record<string, unknown> = {
+      taskId: TASK_ID,
+      contextId: CONTEXT_ID,
+      artifact: { artifactId: 'answer', parts: [{ text: `token ${i} of the answer, with some words. ` }] },
+    };
+    if (i > 0) artifactUpdate.append = true;
+    frames.push(frame(id, { artifactUpdate }));
+  }
+  frames.push(
+    frame(id, {
+      statusUpdate: {
+        taskId: TASK_ID,
+        contextId: CONTEXT_ID,
+        status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() },
+      },
+    }),
+  );
+  return frames;
+}
+
+function chunked(bytes: Buffer, size: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += size) out.push(bytes.subarray(i, i + size));
+  return out;
+}
+
+function best(runs: number, fn: () => number): number {
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < runs; i++) min = Math.min(min, fn());
+  return min;
+}
+
+async function bestAsync(runs: number, fn: () => Promise<number>): Promise<number> {
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < runs; i++) min = Math.min(min, await fn());
+  return min;
+}
+
+function benchParse(): void {
+  const events = 20_000;
+  const bytes = Buffer.from(turnFrames('1', events - 3).join(''));
+  const pieces = chunked(bytes, 16 * 1024);
+
+  const baseline = best(11, () => {
+    const started = performance.now();
+    const text = bytes.toString('utf8');
+    let n = 0;
+    for (const block of text.split('\n\n')) {
+      if (block.length === 0) continue;
+      JSON.parse(block.slice(6));
+      n++;
+    }
+    if (n !== events) throw new Error(`baseline parsed ${n} events`);
+    return performance.now() - started;
+  });
+
+  const ours = best(11, () => {
+    const started = performance.now();
+    const parser = new SseParser(4 * 1024 * 1024);
+    let n = 0;
+    for (const piece of pieces) {
+      for (const sse of parser.push(piece)) {
+        const reply = decodeResponse(sse.data, '1');
+        if (!reply.ok) throw new Error('unexpected error frame');
+        v1_0.decodeEvent(reply.result);
+        n++;
+      }
+    }
+    if (n !== events) throw new Error(`parser produced ${n} events`);
+    return performance.now() - started;
+  });
+
+  const rate = (ms: number) => Math.round((events / ms) * 1000);
+  console.log('SSE parse + normalise (20,000 events of a 1.0 turn, 16 KiB chunks)');
+  console.log(`  bare JSON.parse loop: ${rate(baseline).toLocaleString('en')} events/s`);
+  console.log(`  ours (SSE + envelope + zod codec): ${rate(ours).toLocaleString('en')} events/s`);
+  console.log(`  ratio ours/baseline: ${(baseline / ours).toFixed(2)} (1.00 = as fast as a bare JSON.parse)`);
+}
+
+interface StreamServer {
+  endpoint: string;
+  setChunks(n: number): void;
+  close(): Promise<void>;
+}
+
+/** Serves a 1.0 card and replays a prebuilt turn, answering with the request's own id. */
+async function startStreamServer(): Promise<StreamServer> {
+  let chunks = 1000;
+  let server: Server | undefined;
+  const endpointBox = { value: '' };
+  server = createServer((req, res) => {
+    if (req.method === 'GET') {
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          name: 'bench',
+          description: 'bench',
+          version: '1.0.0',
+          supportedInterfaces: [
+            { url: endpointBox.value, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          ],
+          capabilities: { streaming: true },
+          defaultInputModes: ['text/plain'],
+          defaultOutputModes: ['text/plain'],
+          skills: [{ id: 's', name: 's', description: 's', tags: [] }],
+        }),
+      );
+      return;
+    }
+    let body = '';
+    req.on('data', (c: Buffer) => {
+      body += c.toString();
+    });
+    req.on('end', () => {
+      // Echo the id with its JSON type: the SDK client sends a number and checks it strictly.
+      const id = (JSON.parse(body) as { id: string | number }).id;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const payload = Buffer.from(turnFrames(id, chunks).join(''));
+      // Written in 16 KiB pieces, as a real server flushes them.
+      for (const piece of chunked(payload, 16 * 1024)) res.write(piece);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  endpointBox.value = `http://127.0.0.1:${port}/a2a`;
+  return {
+    endpoint: endpointBox.value,
+    setChunks: (n) => {
+      chunks = n;
+    },
+    close: () => new Promise((resolve) => server?.close(() => resolve())),
+  };
+}
+
+function sdkRequest(text: string): SendMessageRequest {
+  return {
+    tenant: '',
+    message: {
+      messageId: randomUUID(),
+      contextId: '',
+      taskId: '',
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
+    configuration: undefined,
+    metadata: undefined,
+  };
+}
+
+async function oursTurn(client: A2AClient, expectChunks: number): Promise<number> {
+  const started = performance.now();
+  const parts: string[] = [];
+  let n = 0;
+  for await (const event of client.sendStreamingMessage({ messageId: randomUUID(), text: 'go' })) {
+    if (event.kind === 'artifact-update') {
+      for (const part of event.artifact.parts) if (part.kind === 'text') parts.push(part.text);
+      n++;
+    }
+  }
+  if (n !== expectChunks) throw new Error(`ours saw ${n} chunks`);
+  if (parts.join('').length === 0) throw new Error('no text');
+  return performance.now() - started;
+}
+
+async function benchTurn(): Promise<void> {
+  const server = await startStreamServer();
+  try {
+    const chunks = 10_000;
+    server.setChunks(chunks);
+    const ours = new A2AClient({ endpoint: server.endpoint, identity: { kind: 'user-id', userId: 'bench' } });
+    const sdk = await new ClientFactory().createFromUrl(`${server.endpoint}/.well-known/agent-card.json`, '');
+
+    const sdkTurn = async (): Promise<number> => {
+      const started = performance.now();
+      const parts: string[] = [];
+      let n = 0;
+      for await (const event of sdk.sendMessageStream(sdkRequest('go'))) {
+        const payload = event.payload;
+        if (payload?.$case === 'artifactUpdate') {
+          for (const part of payload.value.artifact?.parts ?? []) {
+            if (part.content?.$case === 'text') parts.push(part.content.value);
+          }
+          n++;
+        }
+      }
+      if (n !== chunks) throw new Error(`sdk saw ${n} chunks`);
+      return performance.now() - started;
+    };
+
+    // Warm both up, then take the best of several turns each, interleaved.
+    await oursTurn(ours, chunks);
+    await sdkTurn();
+    let bestOurs = Number.POSITIVE_INFINITY;
+    let bestSdk = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 9; i++) {
+      bestOurs = Math.min(bestOurs, await oursTurn(ours, chunks));
+      bestSdk = Math.min(bestSdk, await sdkTurn());
+    }
+    console.log(`\nA streamed 1.0 turn of ${chunks.toLocaleString('en')} artifact chunks over loopback`);
+    console.log(`  @a2a-js/sdk 1.3.0 client: ${bestSdk.toFixed(1)} ms`);
+    console.log(`  ours: ${bestOurs.toFixed(1)} ms`);
+    console.log(`  ratio sdk/ours: ${(bestSdk / bestOurs).toFixed(2)} (goal ≥ 1.00: ours at least as fast)`);
+
+    server.setChunks(2_000);
+    const small = await bestAsync(5, () => oursTurn(ours, 2_000));
+    server.setChunks(20_000);
+    const large = await bestAsync(3, () => oursTurn(ours, 20_000));
+    const perEventRatio = large / 20_000 / (small / 2_000);
+    console.log('\nLinearity: time per event, 20,000-chunk turn against a 2,000-chunk turn');
+    console.log(`  2,000 chunks: ${small.toFixed(1)} ms; 20,000 chunks: ${large.toFixed(1)} ms`);
+    console.log(`  ratio: ${perEventRatio.toFixed(2)} (≈1 means O(chunk) per event; 10 would be quadratic)`);
+  } finally {
+    await server.close();
+  }
+}
+
+benchParse();
+await benchTurn();

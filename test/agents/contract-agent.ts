@@ -1,0 +1,566 @@
+/**
+ * The contract agent: a real A2A JSON-RPC + SSE server (node:http on 127.0.0.1, port 0) that
+ * speaks 1.0 or 0.3, behaves well by default and misbehaves on demand in every way the agent
+ * contract names. It writes its wire JSON itself (./wire.ts) and imports nothing from src/, so
+ * it stays an independent peer for the client, the session engine and the contract checker.
+ *
+ *   const agent = await startContractAgent({ version: '1.0' });
+ *   agent.enqueue(dropAfter(2));          // the next JSON-RPC call, whatever its method
+ *   ...
+ *   await agent.close();
+ */
+
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Behaviour } from './behaviours.js';
+import { buildCard, type CardOptions } from './card.js';
+import { agentMessage, answerOps, type Op, type Plan, shapeOps, stepsToOps } from './ops.js';
+import {
+  awkwardSseFrame,
+  isGone,
+  sleep,
+  sseFrame,
+  sseHeaders,
+  untilGone,
+  write,
+  writeInPieces,
+} from './sse.js';
+import { now, RpcFailure, type SeedTask, TaskStore } from './task-store.js';
+import {
+  decodeMessage,
+  type EncodeOptions,
+  encodeStreamResult,
+  encodeTask,
+  errorEnvelope,
+  isRecord,
+  type JsonObject,
+  type JsonRpcId,
+  type RpcErrorObject,
+  resultEnvelope,
+  rpcErrorObject,
+  type StoredTask,
+  TERMINAL_STATES,
+  type WireVersion,
+} from './wire.js';
+
+export * from './behaviours.js';
+export type { CardOptions } from './card.js';
+export type { SeedTask } from './task-store.js';
+export type {
+  StoredArtifact,
+  StoredMessage,
+  StoredPart,
+  StoredStatus,
+  StoredTask,
+  TaskState,
+  WireVersion,
+} from './wire.js';
+
+export interface ContractAgentOptions {
+  version: WireVersion;
+  card?: CardOptions;
+  /** Endpoint path, default '/a2a'. */
+  path?: string;
+}
+
+export interface RecordedRequest {
+  httpMethod: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The JSON-RPC method, when the body was a JSON object with one. */
+  rpcMethod?: string;
+  /** The parsed JSON body, or the raw text when it was not JSON. */
+  body?: unknown;
+}
+
+export interface ContractAgent {
+  readonly version: WireVersion;
+  /** http://127.0.0.1:PORT/a2a */
+  readonly endpoint: string;
+  /** http://127.0.0.1:PORT */
+  readonly origin: string;
+  /** Every HTTP request, card GETs included, in arrival order. */
+  readonly requests: RecordedRequest[];
+  /** Recorded JSON-RPC requests with that method name. */
+  rpc(method: string): RecordedRequest[];
+  /** Behaviours for the next JSON-RPC calls, FIFO, one per call (any method). */
+  enqueue(...b: Behaviour[]): void;
+  /** Behaviours only calls of this method consume; they go before the shared queue. */
+  enqueueFor(method: string, ...b: Behaviour[]): void;
+  /** How many enqueued behaviours are still waiting. */
+  queued(): number;
+  setCard(c: CardOptions): void;
+  /** The agent's task store, live: seed it or inspect it. */
+  readonly tasks: Map<string, StoredTask>;
+  /** Puts a task in the store (defaults: fresh ids, state working, no history). */
+  seedTask(t?: SeedTask): StoredTask;
+  /** Closes the server and destroys open sockets, hanging streams included. */
+  close(): Promise<void>;
+}
+
+type Operation = 'send' | 'get' | 'subscribe' | 'cancel' | 'list';
+
+const METHODS: Record<WireVersion, Record<string, Operation>> = {
+  '1.0': {
+    SendStreamingMessage: 'send',
+    GetTask: 'get',
+    SubscribeToTask: 'subscribe',
+    CancelTask: 'cancel',
+    ListTasks: 'list',
+  },
+  '0.3': {
+    'message/stream': 'send',
+    'tasks/get': 'get',
+    'tasks/resubscribe': 'subscribe',
+    'tasks/cancel': 'cancel',
+  },
+};
+
+const CARD_FILE = '/.well-known/agent-card.json';
+
+interface Call {
+  req: IncomingMessage;
+  res: ServerResponse;
+  id: JsonRpcId;
+  method: string | undefined;
+  params: JsonObject;
+  /** The body was not JSON at all. */
+  unparsable: boolean;
+  /** The body was JSON but not a JSON-RPC request. */
+  invalid: boolean;
+}
+
+function trimSlashes(path: string): string {
+  return path.replace(/\/+$/, '');
+}
+
+function otherId(id: JsonRpcId): JsonRpcId {
+  if (typeof id === 'number') return id + 1000;
+  return `${id ?? 'null'}-not-yours`;
+}
+
+function json(res: ServerResponse, status: number, payload: unknown): void {
+  res.writeHead(status, { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify(payload));
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+class Agent implements ContractAgent {
+  readonly requests: RecordedRequest[] = [];
+  readonly tasks = new Map<string, StoredTask>();
+  private readonly store: TaskStore;
+  endpoint = '';
+  origin = '';
+  private card: CardOptions;
+  private readonly queue: Behaviour[] = [];
+  private readonly byMethod = new Map<string, Behaviour[]>();
+  private readonly sockets = new Set<Socket>();
+  private readonly closing = new AbortController();
+  private readonly server = createServer((req, res) => {
+    this.handle(req, res).catch((err: unknown) => {
+      // A bug in the agent itself: make it loud in the test that hit it rather than hang.
+      if (!res.headersSent) {
+        res.writeHead(500, { 'Content-Type': 'text/plain' });
+        res.end(`contract agent failed: ${err instanceof Error ? err.stack : String(err)}`);
+      } else {
+        res.destroy();
+      }
+    });
+  });
+  private closed: Promise<void> | undefined;
+  private readonly endpointPath: string;
+
+  constructor(
+    readonly version: WireVersion,
+    card: CardOptions,
+    path: string,
+  ) {
+    this.card = card;
+    this.store = new TaskStore(version, this.tasks);
+    this.endpointPath = trimSlashes(path.startsWith('/') ? path : `/${path}`);
+    this.server.on('connection', (s: Socket) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const { port } = this.server.address() as AddressInfo;
+    this.origin = `http://127.0.0.1:${port}`;
+    this.endpoint = `${this.origin}${this.endpointPath || '/'}`;
+  }
+
+  rpc(method: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.rpcMethod === method);
+  }
+
+  enqueue(...b: Behaviour[]): void {
+    this.queue.push(...b);
+  }
+
+  enqueueFor(method: string, ...b: Behaviour[]): void {
+    const q = this.byMethod.get(method) ?? [];
+    q.push(...b);
+    this.byMethod.set(method, q);
+  }
+
+  queued(): number {
+    let n = this.queue.length;
+    for (const q of this.byMethod.values()) n += q.length;
+    return n;
+  }
+
+  setCard(c: CardOptions): void {
+    this.card = c;
+  }
+
+  seedTask(t: SeedTask = {}): StoredTask {
+    return this.store.seed(t);
+  }
+
+  close(): Promise<void> {
+    this.closed ??= new Promise<void>((resolve) => {
+      this.closing.abort();
+      this.server.close(() => resolve());
+      for (const s of this.sockets) s.destroy();
+    });
+    return this.closed;
+  }
+
+  private get signal(): AbortSignal {
+    return this.closing.signal;
+  }
+
+  private take(method: string | undefined): Behaviour | undefined {
+    const own = method === undefined ? undefined : this.byMethod.get(method);
+    if (own !== undefined && own.length > 0) return own.shift();
+    return this.queue.shift();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://agent.invalid').pathname;
+    const rec: RecordedRequest = { httpMethod: req.method ?? '', path, headers: { ...req.headers } };
+    this.requests.push(rec);
+    const text = await readBody(req);
+    if (text !== '') {
+      try {
+        rec.body = JSON.parse(text);
+      } catch {
+        rec.body = text;
+      }
+    }
+    if (req.method === 'GET' && (path === CARD_FILE || path === `${this.endpointPath}${CARD_FILE}`)) {
+      this.serveCard(res);
+      return;
+    }
+    if (req.method !== 'POST' || trimSlashes(path) !== this.endpointPath) {
+      res.writeHead(404, { 'Content-Type': 'text/plain' });
+      res.end('not found');
+      return;
+    }
+    const body = rec.body;
+    const invalid = !isRecord(body) || body.jsonrpc !== '2.0' || typeof body.method !== 'string';
+    const call: Call = {
+      req,
+      res,
+      id: isRecord(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null,
+      method: isRecord(body) && typeof body.method === 'string' ? body.method : undefined,
+      params: isRecord(body) && isRecord(body.params) ? body.params : {},
+      unparsable: typeof body === 'string' || body === undefined,
+      invalid,
+    };
+    if (call.method !== undefined) rec.rpcMethod = call.method;
+    await this.run(call, this.take(call.method));
+  }
+
+  private serveCard(res: ServerResponse): void {
+    const c = this.card;
+    if (c.redirectTo !== undefined) {
+      res.writeHead(302, { Location: c.redirectTo });
+      res.end();
+      return;
+    }
+    const body = c.raw ?? JSON.stringify(buildCard(this.version, this.endpoint, c));
+    res.writeHead(c.status ?? 200, { 'Content-Type': 'application/json' });
+    res.end(body);
+  }
+
+  private rpcError(code: number, message?: string, data?: unknown): RpcErrorObject {
+    return rpcErrorObject(this.version, code, message, data);
+  }
+
+  /** Transport-level behaviours apply to any method; the rest are up to the method. */
+  private async run(call: Call, b: Behaviour | undefined): Promise<void> {
+    const { req, res } = call;
+    switch (b?.kind) {
+      case 'redirect':
+        res.writeHead(b.status, { Location: b.location });
+        res.end();
+        return;
+      case 'http-status':
+        res.writeHead(b.status, { 'Content-Type': 'text/plain', ...b.headers });
+        res.end(b.body ?? STATUS_CODES[b.status] ?? '');
+        return;
+      case 'rpc-error':
+        json(res, b.httpStatus, errorEnvelope(call.id, this.rpcError(b.code, b.message, b.data)));
+        return;
+      case 'drop-before-headers':
+        if (b.createTask && METHODS[this.version][call.method ?? ''] === 'send') {
+          try {
+            this.store.open(call.params, undefined);
+          } catch {
+            // The request could not have created a task anyway; drop it all the same.
+          }
+        }
+        req.socket.destroy();
+        return;
+      case 'slow-headers':
+        await sleep(b.ms, this.signal);
+        if (isGone(res) || this.signal.aborted) return;
+        return this.run(call, b.then);
+      case 'silent-stream':
+        sseHeaders(res);
+        await untilGone(res, this.signal);
+        return;
+      case 'keep-alive-only':
+        sseHeaders(res);
+        while (!isGone(res) && !this.signal.aborted) {
+          await write(res, ': ping\n\n');
+          await sleep(b.intervalMs, this.signal);
+        }
+        return;
+    }
+    if (call.unparsable) {
+      json(res, 200, errorEnvelope(null, this.rpcError(-32700, 'Invalid JSON payload')));
+      return;
+    }
+    if (call.invalid) {
+      json(res, 200, errorEnvelope(call.id, this.rpcError(-32600, 'Request payload validation error')));
+      return;
+    }
+    const operation = METHODS[this.version][call.method ?? ''];
+    try {
+      switch (operation) {
+        case 'send':
+          return await this.send(call, b);
+        case 'subscribe':
+          return await this.subscribe(call, b);
+        case 'get':
+          return await this.unary(call, b, (o) => this.store.get(call.params, o));
+        case 'cancel':
+          return await this.unary(call, b, (o) => this.store.cancel(call.params, o));
+        case 'list':
+          return await this.unary(call, b, (o) => this.store.list(call.params, o));
+        case undefined:
+          throw new RpcFailure(-32601, `Method not found: ${call.method}`);
+      }
+    } catch (err) {
+      if (!(err instanceof RpcFailure)) throw err;
+      json(res, 200, errorEnvelope(call.id, this.rpcError(err.code, err.message)));
+    }
+  }
+
+  private requireStreaming(): void {
+    // Reference §6: streaming without capabilities.streaming is UnsupportedOperation.
+    if (this.card.streaming === false) {
+      throw new RpcFailure(-32004, 'Streaming is not supported by this agent');
+    }
+  }
+
+  private async send(call: Call, b: Behaviour | undefined): Promise<void> {
+    this.requireStreaming();
+    if (b?.kind === 'bare-message') {
+      const msg = decodeMessage(call.params.message);
+      const reply = agentMessage(undefined, [{ text: b.text }]);
+      reply.contextId = msg?.contextId ?? randomUUID();
+      return this.stream(call, undefined, { ops: [{ op: 'message', message: reply }], end: 'close' });
+    }
+    const forced =
+      b?.kind === 'new-context' ? randomUUID() : b?.kind === 'answer' ? b.options.contextId : undefined;
+    const task = this.store.open(call.params, forced);
+    if (b?.kind === 'script') return this.stream(call, task, { ops: stepsToOps(b.steps, task), end: b.end });
+    const base = answerOps(task, b?.kind === 'answer' ? b.options : {}, { snapshot: true, working: true });
+    return this.stream(
+      call,
+      task,
+      shapeOps(base, b, () => this.oversized(task, b)),
+    );
+  }
+
+  private async subscribe(call: Call, b: Behaviour | undefined): Promise<void> {
+    this.requireStreaming();
+    const task = this.store.find(call.params);
+    if (b?.kind === 'script') return this.stream(call, task, { ops: stepsToOps(b.steps, task), end: b.end });
+    if (b?.kind === 'bare-message') {
+      const reply = agentMessage(undefined, [{ text: b.text }]);
+      reply.contextId = task.contextId;
+      return this.stream(call, task, { ops: [{ op: 'message', message: reply }], end: 'close' });
+    }
+    const forced =
+      b?.kind === 'new-context' ? randomUUID() : b?.kind === 'answer' ? b.options.contextId : undefined;
+    if (forced !== undefined) task.contextId = forced;
+    // A2A: a subscription starts with a snapshot; a terminal task has nothing more to say.
+    const base: Op[] = [{ op: 'snapshot' }];
+    if (!TERMINAL_STATES.has(task.status.state)) {
+      const opts = b?.kind === 'answer' ? b.options : {};
+      base.push(...answerOps(task, opts, { snapshot: false, working: b?.kind === 'answer' }));
+    }
+    return this.stream(
+      call,
+      task,
+      shapeOps(base, b, () => this.oversized(task, b)),
+    );
+  }
+
+  private oversized(task: StoredTask, b: Behaviour | undefined): unknown {
+    const bytes = b?.kind === 'oversized-event' ? b.bytes : 0;
+    return encodeStreamResult(this.version, {
+      kind: 'artifact',
+      taskId: task.id,
+      contextId: task.contextId,
+      artifact: { artifactId: 'oversized', parts: [{ text: 'x'.repeat(bytes + 1) }] },
+      append: false,
+      lastChunk: true,
+    });
+  }
+
+  /**
+   * GetTask, CancelTask and ListTasks. A script answers with a JSON body built from its steps;
+   * the envelope misbehaviours apply to the body; stream-shaping ones (answer, bareMessage,
+   * newContext, splitFrames, oversizedEvent) mean nothing here and are used up as the default.
+   */
+  private async unary(
+    call: Call,
+    b: Behaviour | undefined,
+    compute: (o: EncodeOptions) => unknown,
+  ): Promise<void> {
+    const { res } = call;
+    if (b?.kind === 'script') {
+      const id = call.params.id;
+      const task = typeof id === 'string' ? this.tasks.get(id) : undefined;
+      return this.stream(call, task, { ops: stepsToOps(b.steps, task), end: b.end }, true);
+    }
+    if (b?.kind === 'drop-after') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.flushHeaders();
+      res.destroy();
+      return;
+    }
+    if (b?.kind === 'malformed-sse') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"jsonrpc":"2.0",oops');
+      return;
+    }
+    const result = b?.kind === 'invalid-event' ? { foo: 1 } : compute({ omitIds: b?.kind === 'no-ids' });
+    json(res, 200, resultEnvelope(b?.kind === 'wrong-id' ? otherId(call.id) : call.id, result));
+  }
+
+  /** Writes a plan: SSE for streaming methods, one JSON body for unary ones (scripts only). */
+  private async stream(call: Call, task: StoredTask | undefined, plan: Plan, unary = false): Promise<void> {
+    const { res } = call;
+    if (unary) {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.flushHeaders();
+    } else {
+      sseHeaders(res);
+    }
+    const id = plan.wrongId ? otherId(call.id) : call.id;
+    const o: EncodeOptions = { omitIds: plan.omitIds ?? false };
+    for (const op of plan.ops) {
+      if (isGone(res) || this.signal.aborted) return;
+      if (op.op === 'wait') {
+        await sleep(op.ms, this.signal);
+        continue;
+      }
+      if (op.op === 'raw') {
+        await write(res, op.text);
+        continue;
+      }
+      const payload = this.apply(op, task, id, o, unary);
+      const isError = op.op === 'error' || 'error' in payload;
+      if (unary) {
+        await write(res, JSON.stringify(payload));
+      } else if (plan.pieces !== undefined) {
+        const frame = awkwardSseFrame(payload, isError ? 'error' : undefined);
+        await writeInPieces(res, frame, plan.pieces, this.signal);
+      } else {
+        await write(res, sseFrame(payload, isError ? 'error' : undefined));
+      }
+    }
+    if (isGone(res)) return;
+    if (plan.end === 'close') res.end();
+    else if (plan.end === 'destroy') res.destroy();
+    else await untilGone(res, this.signal);
+  }
+
+  /** Performs one event op on the live store and returns its JSON-RPC envelope. */
+  private apply(
+    op: Exclude<Op, { op: 'wait' | 'raw' }>,
+    given: StoredTask | undefined,
+    id: JsonRpcId,
+    o: EncodeOptions,
+    unary: boolean,
+  ): JsonObject {
+    const v = this.version;
+    if (op.op === 'result') return resultEnvelope(id, op.result);
+    if (op.op === 'error') return errorEnvelope(id, op.error);
+    if (op.op === 'message') {
+      return resultEnvelope(id, encodeStreamResult(v, { kind: 'message', message: op.message }, o));
+    }
+    // Look the task up again: a test may have replaced it in the store mid-stream.
+    const task = given === undefined ? undefined : (this.tasks.get(given.id) ?? given);
+    if (task === undefined) return errorEnvelope(id, this.rpcError(-32001, 'this step needs a task'));
+    if (op.op === 'snapshot') {
+      return resultEnvelope(
+        id,
+        unary ? encodeTask(v, task, o) : encodeStreamResult(v, { kind: 'task', task }, o),
+      );
+    }
+    if (op.op === 'status') {
+      task.status = { state: op.state, timestamp: now() };
+      if (op.message !== undefined) task.status.message = op.message;
+      const status = task.status;
+      return resultEnvelope(
+        id,
+        encodeStreamResult(v, { kind: 'status', taskId: task.id, contextId: task.contextId, status }, o),
+      );
+    }
+    const existing = task.artifacts.find((a) => a.artifactId === op.artifactId);
+    if (existing === undefined) task.artifacts.push({ artifactId: op.artifactId, parts: [...op.parts] });
+    else existing.parts = op.append ? [...existing.parts, ...op.parts] : [...op.parts];
+    return resultEnvelope(
+      id,
+      encodeStreamResult(
+        v,
+        {
+          kind: 'artifact',
+          taskId: task.id,
+          contextId: task.contextId,
+          artifact: { artifactId: op.artifactId, parts: op.parts },
+          append: op.append,
+          lastChunk: op.lastChunk,
+        },
+        o,
+      ),
+    );
+  }
+}
+
+export async function startContractAgent(o: ContractAgentOptions): Promise<ContractAgent> {
+  const agent = new Agent(o.version, o.card ?? {}, o.path ?? '/a2a');
+  await agent.listen();
+  return agent;
+}
