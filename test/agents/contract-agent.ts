@@ -502,8 +502,13 @@ class Agent implements ContractAgent {
     }
     if (isGone(res)) return;
     if (plan.end === 'close') res.end();
-    else if (plan.end === 'destroy') res.destroy();
-    else await untilGone(res, this.signal);
+    else if (plan.end === 'destroy') {
+      // A drop after events: let what was written reach the client first, as it would over a
+      // real network, then cut the connection without ending the response.
+      await new Promise<void>((resolve) => res.write('', () => resolve()));
+      await sleep(20, this.signal);
+      res.destroy();
+    } else await untilGone(res, this.signal);
   }
 
   /** Performs one event op on the live store and returns its JSON-RPC envelope. */
