@@ -393,7 +393,7 @@ describe.each(['1.0', '0.3'] as const)('A2A client against the contract agent at
     });
 
     if (version === '1.0') {
-      it('[M-6] follows nextPageToken, and finds a turn only by the messageId in a task history', async () => {
+      it('[M-5][M-6] follows nextPageToken, and finds a turn only by the messageId in a task history', async () => {
         const a = await agent();
         const seeds: SeedTask[] = Array.from({ length: 5 }, (_, i) => withTurn('ctx-list', `mid-${i}`));
         const tasks = seeds.map((s) => a.seedTask(s));
