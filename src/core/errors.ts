@@ -34,3 +34,24 @@ export class InvalidConfigError extends KourierError {
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
+
+/** A session changed between read and write (another driver wrote it): re-read and retry. */
+export class StaleWriteError extends KourierError {
+  constructor(sessionId: string) {
+    super('stale_write', `session ${sessionId} changed since it was read`);
+  }
+}
+
+/** The replica no longer holds the session's lease: it must stop driving the session. */
+export class LeaseLostError extends KourierError {
+  constructor(sessionId: string, owner: string) {
+    super('lease_lost', `replica ${owner} no longer holds the lease of session ${sessionId}`);
+  }
+}
+
+/** The store itself failed (I/O, a broken database): the engine retries later. */
+export class StoreError extends KourierError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super('store_error', message, options);
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * The durable state of the session engine (ARCHITECTURE.md, "Durable state") and the port that
+ * keeps it. Two implementations pass one shared suite: SQLite (default, one replica) and
+ * PostgreSQL (several replicas, one driver per session through a lease).
+ *
+ * Rule of use: every write that guards an effect happens before the effect (record that a turn
+ * is being sent, then send it), so a crash between the two leaves a state recovery can read.
+ */
+
+/** Where a session lives. The workspace id is part of every key: one install serves several. */
+export interface SessionKey {
+  /** 'slack', 'webchat', … */
+  surface: string;
+  /** Slack team id; 'local' for the web chat. */
+  workspaceId: string;
+  channelId: string;
+  /** The thread's root message id (Slack ts). */
+  threadId: string;
+}
+
+export function sessionIdOf(key: SessionKey): string {
+  return [key.surface, key.workspaceId, key.channelId, key.threadId].map(encodeURIComponent).join(':');
+}
+
+/** The task the session is waiting on: while one is recorded, no new turn is sent (R-7). */
+export interface RecordedTask {
+  taskId: string;
+  /** The turn that created it. */
+  turnId: string;
+  state: string;
+  /** Last time the agent showed any sign of life on this task (ms since epoch). */
+  lastActivityAt: number;
+  /** When the stream to it was lost, if it was and has not been re-established. */
+  streamLostAt: number | null;
+}
+
+/** A question the agent asked, waiting for the person's reply (Q rows). */
+export interface PendingQuestion {
+  taskId: string;
+  contextId: string;
+  /** 'text' (a2a), 'structured' (kagent-v1), or 'auth' (auth-required: no prompt, no timeout). */
+  kind: 'text' | 'structured' | 'auth';
+  /** Identifies the question (status messageId or timestamp) so a repeat is not asked twice. */
+  questionKey: string;
+  askedAt: number;
+  expiresAt: number | null;
+  /** The surface's reference to the prompt it showed, to update it when answered. */
+  promptRef: string | null;
+  /** Dialect data needed to answer (kagent's payload); JSON. */
+  payload: unknown;
+}
+
+export interface SessionRecord {
+  id: string;
+  key: SessionKey;
+  /** The Binding that owns the channel, 'namespace/name'. */
+  binding: string;
+  /** The agent's context for this thread; null until the first turn is accepted (S-3). */
+  contextId: string | null;
+  task: RecordedTask | null;
+  question: PendingQuestion | null;
+  /** The key of the last question shown, so the same question is not asked twice (Q-1). */
+  lastQuestionKey: string | null;
+  /** Bumped by every write; a write with a stale version fails (optimistic concurrency). */
+  version: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type TurnKind = 'message' | 'answer' | 'trigger';
+
+/**
+ * queued: stored, not sent yet. sending: written before the send, so after a crash its outcome
+ * is unknown. accepted: the agent named the task. settled: nothing more will happen.
+ */
+export type TurnState = 'queued' | 'sending' | 'accepted' | 'settled';
+
+export interface TurnRecord {
+  /** The A2A messageId: fixed for the chat message, derived from its identity (S-2). */
+  id: string;
+  sessionId: string;
+  /** Order within the session, assigned by the store at insert. */
+  seq: number;
+  kind: TurnKind;
+  /** The surface's id of the chat message (Slack ts); unique within a session. */
+  chatMessageId: string;
+  /** The full text sent to the agent. */
+  text: string;
+  /** `message.metadata` (the actor, S-5); JSON. */
+  metadata: Record<string, unknown> | null;
+  /** An answer's paused task (S-4); the accepted task otherwise. */
+  taskId: string | null;
+  state: TurnState;
+  /** How it settled: a task state ('completed', …) or 'error:<code>'. */
+  outcome: string | null;
+  attempts: number;
+  /** When it was first sent: the start of the 15-minute windows (R-1, E-6). */
+  firstSentAt: number | null;
+  /** When the thread was told the agent is busy (E-3), so it is told once. */
+  busyNoticeAt: number | null;
+  /** The surface's reference to the message that shows the answer. */
+  answerRef: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface NewSession {
+  key: SessionKey;
+  binding: string;
+  now: number;
+}
+
+export type NewTurn = Omit<TurnRecord, 'seq' | 'createdAt' | 'updatedAt'> & { now: number };
+
+/** A write of a session and/or turns, applied atomically. */
+export interface Commit {
+  session?: SessionRecord;
+  turns?: TurnRecord[];
+  now: number;
+  /**
+   * Fencing for several replicas: the write applies only while `owner` holds the session's
+   * lease, so a replica that lost it (paused, partitioned) cannot overwrite its successor.
+   */
+  fence?: { owner: string };
+}
+
+export interface SessionStore {
+  /** Applies the versioned migrations. Idempotent. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+
+  /** Gets the session for a key, creating it (with the binding) if it does not exist. */
+  openSession(init: NewSession): Promise<SessionRecord>;
+  getSession(id: string): Promise<SessionRecord | undefined>;
+
+  /**
+   * Adds a turn, idempotently: a turn with the same id (or the same chat message in the same
+   * session) is not added twice; `created` says which happened.
+   */
+  addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }>;
+  getTurn(id: string): Promise<TurnRecord | undefined>;
+  /** A session's turns that are not settled, in seq order. */
+  openTurns(sessionId: string): Promise<TurnRecord[]>;
+
+  /**
+   * Writes the session (checking `version`, then bumping it) and the turns, all or nothing.
+   * Throws StaleWriteError when the session changed since it was read, LeaseLostError when
+   * fenced and the lease is gone. Returns the session as written.
+   */
+  commit(commit: Commit): Promise<SessionRecord | undefined>;
+
+  /** Ids of sessions with work: an open turn, a recorded task or a pending question. */
+  sessionsWithWork(): Promise<string[]>;
+
+  /** Remembers an inbound event id (Slack's event_id); false when it was seen before. */
+  claimInboundEvent(eventKey: string, now: number): Promise<boolean>;
+
+  /** Takes or renews the lease of a session for `owner` until now + ttlMs. */
+  acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+  /** Renews every lease `owner` holds; returns the session ids it still holds. */
+  renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]>;
+  releaseLease(sessionId: string, owner: string): Promise<void>;
+}
