@@ -58,6 +58,8 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
       headers: res.headers,
       body: res.body,
       abort: (reason) => {
+        // Nobody may be reading the body any more: an unheard 'error' would crash the process.
+        res.body.on('error', ignore);
         controller.abort(reason);
         res.body.destroy(reason);
       },
@@ -130,8 +132,11 @@ export async function readBounded(res: HttpResponse, maxBytes: number, kind: Siz
 
 /** Discards a body we do not want, without waiting for it. */
 export function discard(res: HttpResponse): void {
+  res.body.on('error', ignore);
   res.body.destroy();
 }
+
+function ignore(): void {}
 
 export function header(headers: HttpResponse['headers'], name: string): string | undefined {
   const value = headers[name];
