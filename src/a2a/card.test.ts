@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { cardUrl, readCard } from './card.js';
 import {
   CardFetchError,
   NoJsonRpcInterfaceError,
   StreamingNotAdvertisedError,
   type UnsupportedExtensionRequiredError,
-} from './errors.js';
+} from '../core/agent/errors.js';
+import { cardUrl, readCard } from './card.js';
 
 const base = {
   name: 'a',

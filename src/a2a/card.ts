@@ -3,8 +3,8 @@ import {
   NoJsonRpcInterfaceError,
   StreamingNotAdvertisedError,
   UnsupportedExtensionRequiredError,
-} from './errors.js';
-import type { WireVersion } from './model.js';
+} from '../core/agent/errors.js';
+import type { WireVersion } from '../core/agent/model.js';
 import { malformedCard } from './wire/zod-error.js';
 
 /**

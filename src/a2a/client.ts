@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
-import { type AgentCardInfo, cardUrl, readCard } from './card.js';
 import {
   AgentCallError,
   CardFetchError,
@@ -9,7 +8,9 @@ import {
   OutcomeUnknownError,
   StreamIdleError,
   UnsupportedByVersionError,
-} from './errors.js';
+} from '../core/agent/errors.js';
+import type { OutgoingMessage, StreamEvent, Task, TaskPage } from '../core/agent/model.js';
+import { type AgentCardInfo, cardUrl, readCard } from './card.js';
 import { classifyNetworkError, discard, type HttpResponse, header, readBounded, send } from './http.js';
 import {
   type CallKind,
@@ -19,7 +20,6 @@ import {
   errorFromStatus,
   type RpcErrorBody,
 } from './jsonrpc.js';
-import type { OutgoingMessage, StreamEvent, Task, TaskPage } from './model.js';
 import { type A2AClientOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { SseParser } from './sse.js';
 import type { WireCodec } from './wire/codec.js';

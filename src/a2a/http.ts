@@ -1,5 +1,10 @@
 import { type Dispatcher, request, errors as undiciErrors } from 'undici';
-import { LostConnectionError, NotSentError, SizeLimitError, type SizeLimitKind } from './errors.js';
+import {
+  LostConnectionError,
+  NotSentError,
+  SizeLimitError,
+  type SizeLimitKind,
+} from '../core/agent/errors.js';
 
 /**
  * The one place that does HTTP. It never follows a redirect (undici's `request` does not, and

@@ -1,7 +1,7 @@
+export * from '../core/agent/errors.js';
+export * from '../core/agent/model.js';
 export { type AgentCardInfo, cardUrl, readCard, WELL_KNOWN_CARD_PATH } from './card.js';
 export { A2AClient, type CallDiagnostic, type CallOptions, callChannel } from './client.js';
-export * from './errors.js';
-export * from './model.js';
 export type {
   A2AClientOptions,
   Identity,

@@ -12,7 +12,7 @@ import {
   RedirectRefusedError,
   RpcError,
   TaskNotFoundError,
-} from './errors.js';
+} from '../core/agent/errors.js';
 import { decodeResponse, errorFromRpc, errorFromStatus } from './jsonrpc.js';
 
 const now = 0;

@@ -12,7 +12,7 @@ import {
   RedirectRefusedError,
   RpcError,
   TaskNotFoundError,
-} from './errors.js';
+} from '../core/agent/errors.js';
 import { parseRetryAfter } from './retry-after.js';
 
 /** Which kind of call failed decides what an error code means (the contract's Errors table). */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SizeLimitError } from './errors.js';
+import { SizeLimitError } from '../core/agent/errors.js';
 import { formatSseEvent, type SseEvent, SseParser } from './sse.js';
 
 function parseAll(chunks: Array<string | Uint8Array>, max = 1 << 20): SseEvent[] {

@@ -1,4 +1,4 @@
-import { SizeLimitError } from './errors.js';
+import { SizeLimitError } from '../core/agent/errors.js';
 
 /** One dispatched server-sent event (WHATWG HTML §9.2.6). */
 export interface SseEvent {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
+import type { A2AClientOptions } from '../../src/a2a/options.js';
 import {
   AgentBusyError,
   AgentThrottledError,
@@ -18,9 +19,8 @@ import {
   StreamingNotAdvertisedError,
   TaskNotFoundError,
   UnsupportedExtensionRequiredError,
-} from '../../src/a2a/errors.js';
-import { namesTaskAndContext } from '../../src/a2a/model.js';
-import type { A2AClientOptions } from '../../src/a2a/options.js';
+} from '../../src/core/agent/errors.js';
+import { namesTaskAndContext } from '../../src/core/agent/model.js';
 import {
   answer,
   bareMessage,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
-import { eventIds } from '../../src/a2a/model.js';
+import { eventIds } from '../../src/core/agent/model.js';
 import { answerText, collect, idsOf, lastState } from '../helpers/stream.js';
 import { type SdkAgent, startSdkAgent } from '../peers/js-sdk-agent.js';
 

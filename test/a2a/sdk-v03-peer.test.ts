@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
-import { TaskNotFoundError, UnsupportedByVersionError } from '../../src/a2a/errors.js';
+import { TaskNotFoundError, UnsupportedByVersionError } from '../../src/core/agent/errors.js';
 import { answerText, collect, failureOf, idsOf, lastState } from '../helpers/stream.js';
 import { type SdkV03Agent, startSdkV03Agent } from '../peers/js-sdk-v03-agent.js';
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MalformedResponseError } from '../../src/a2a/errors.js';
 import { v0_3 } from '../../src/a2a/wire/v0_3/codec.js';
 import { v1_0 } from '../../src/a2a/wire/v1_0/codec.js';
+import { MalformedResponseError } from '../../src/core/agent/errors.js';
 import { type AgentEvent, encodeStreamResult, type StoredPart, type TaskState } from '../agents/wire.js';
 
 // The test agent's encoders (test/agents/wire.ts) were written apart from our codecs; the same

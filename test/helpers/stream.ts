@@ -1,5 +1,5 @@
-import type { ArtifactUpdateEvent, StreamEvent } from '../../src/a2a/model.js';
-import { eventIds, eventState, textOf } from '../../src/a2a/model.js';
+import type { ArtifactUpdateEvent, StreamEvent } from '../../src/core/agent/model.js';
+import { eventIds, eventState, textOf } from '../../src/core/agent/model.js';
 
 /** Drains a stream into an array, so assertions run after the await, not inside a loop. */
 export async function collect(stream: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
-import { TaskNotFoundError } from '../../src/a2a/errors.js';
-import { eventIds } from '../../src/a2a/model.js';
+import { TaskNotFoundError } from '../../src/core/agent/errors.js';
+import { eventIds } from '../../src/core/agent/model.js';
 import { answerText, collect, failureOf, idsOf, lastState } from '../helpers/stream.js';
 import { type PythonPeer, startPythonPeer } from '../peers/python-peer.js';
 

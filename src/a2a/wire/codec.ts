@@ -1,4 +1,4 @@
-import type { OutgoingMessage, StreamEvent, Task, TaskPage, WireVersion } from '../model.js';
+import type { OutgoingMessage, StreamEvent, Task, TaskPage, WireVersion } from '../../core/agent/model.js';
 
 /** The JSON-RPC method names of one wire version. `list` is absent where the version has none. */
 export interface MethodNames {

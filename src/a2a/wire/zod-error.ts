@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { CardFetchError, MalformedResponseError } from '../errors.js';
+import { CardFetchError, MalformedResponseError } from '../../core/agent/errors.js';
 
 /** Turns a zod failure into our typed error, naming the first bad path (never the value). */
 export function malformed(what: string, error: z.ZodError): MalformedResponseError {

@@ -1,4 +1,4 @@
-import { UnsupportedByVersionError } from '../../errors.js';
+import { UnsupportedByVersionError } from '../../../core/agent/errors.js';
 import {
   type Artifact,
   type Message,
@@ -10,7 +10,7 @@ import {
   type TaskPage,
   type TaskState,
   type TaskStatus,
-} from '../../model.js';
+} from '../../../core/agent/model.js';
 import type { WireCodec } from '../codec.js';
 import { malformed } from '../zod-error.js';
 import * as s from './schemas.js';

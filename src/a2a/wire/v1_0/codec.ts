@@ -1,4 +1,4 @@
-import { MalformedResponseError } from '../../errors.js';
+import { MalformedResponseError } from '../../../core/agent/errors.js';
 import type {
   Artifact,
   Message,
@@ -10,7 +10,7 @@ import type {
   TaskPage,
   TaskState,
   TaskStatus,
-} from '../../model.js';
+} from '../../../core/agent/model.js';
 import type { ListQuery, WireCodec } from '../codec.js';
 import { malformed } from '../zod-error.js';
 import * as s from './schemas.js';

@@ -1,4 +1,4 @@
-import { KourierError } from '../core/errors.js';
+import { KourierError } from '../errors.js';
 
 /**
  * One class per row of the agent contract's Errors table (E-*), plus the transport and card
