@@ -67,7 +67,8 @@ export interface SessionRecord {
   updatedAt: number;
 }
 
-export type TurnKind = 'message' | 'answer' | 'trigger';
+/** context: a reply that did not address the broker, carried into the next turn (S-7). */
+export type TurnKind = 'message' | 'answer' | 'trigger' | 'context';
 
 /**
  * queued: stored, not sent yet. sending: written before the send, so after a crash its outcome

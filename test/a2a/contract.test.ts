@@ -536,9 +536,9 @@ describe.each(['1.0', '0.3'] as const)('A2A client against the contract agent at
     it(`turns malformed SSE, a non-A2A event and a wrong id into MalformedResponseError (${version})`, async () => {
       const a = await agent();
       const c = client(a);
-      for (const behaviour of [malformedSse(1), invalidEvent(1), wrongId()]) {
+      for (const [i, behaviour] of [malformedSse(1), invalidEvent(1), wrongId()].entries()) {
         a.enqueue(behaviour);
-        const { error } = await failureOf(c.sendStreamingMessage({ messageId: 'm', text: 'hi' }));
+        const { error } = await failureOf(c.sendStreamingMessage({ messageId: `m-bad-${i}`, text: 'hi' }));
         expect(error).toBeInstanceOf(MalformedResponseError);
       }
     });

@@ -62,6 +62,12 @@ export interface ContractAgentOptions {
   card?: CardOptions;
   /** Endpoint path, default '/a2a'. */
   path?: string;
+  /**
+   * R-8: treat a repeated messageId as the same turn (default true): a second send of it gets
+   * the existing task, once settled, instead of a second run. false plays an agent that runs
+   * it twice.
+   */
+  dedupe?: boolean;
 }
 
 export interface RecordedRequest {
@@ -95,6 +101,8 @@ export interface ContractAgent {
   readonly tasks: Map<string, StoredTask>;
   /** Puts a task in the store (defaults: fresh ids, state working, no history). */
   seedTask(t?: SeedTask): StoredTask;
+  /** How many times each user messageId started a task: the agent's runs of that turn. */
+  readonly runs: Map<string, number>;
   /** Closes the server and destroys open sockets, hanging streams included. */
   close(): Promise<void>;
 }
@@ -157,6 +165,7 @@ function readBody(req: IncomingMessage): Promise<string> {
 class Agent implements ContractAgent {
   readonly requests: RecordedRequest[] = [];
   readonly tasks = new Map<string, StoredTask>();
+  readonly runs = new Map<string, number>();
   private readonly store: TaskStore;
   endpoint = '';
   origin = '';
@@ -183,6 +192,7 @@ class Agent implements ContractAgent {
     readonly version: WireVersion,
     card: CardOptions,
     path: string,
+    private readonly dedupe: boolean,
   ) {
     this.card = card;
     this.store = new TaskStore(version, this.tasks);
@@ -320,7 +330,7 @@ class Agent implements ContractAgent {
       case 'drop-before-headers':
         if (b.createTask && METHODS[this.version][call.method ?? ''] === 'send') {
           try {
-            this.store.open(call.params, undefined);
+            this.openTask(call.params, undefined);
           } catch {
             // The request could not have created a task anyway; drop it all the same.
           }
@@ -388,9 +398,16 @@ class Agent implements ContractAgent {
       reply.contextId = msg?.contextId ?? randomUUID();
       return this.stream(call, undefined, { ops: [{ op: 'message', message: reply }], end: 'close' });
     }
+    const msg = decodeMessage(call.params.message);
+    if (this.dedupe && msg !== undefined && msg.taskId === undefined) {
+      const earlier = [...this.tasks.values()].find((t) =>
+        t.history.some((m) => m.role === 'user' && m.messageId === msg.messageId),
+      );
+      if (earlier !== undefined) return this.reattach(call, earlier);
+    }
     const forced =
       b?.kind === 'new-context' ? randomUUID() : b?.kind === 'answer' ? b.options.contextId : undefined;
-    const task = this.store.open(call.params, forced);
+    const task = this.openTask(call.params, forced);
     if (b?.kind === 'script') return this.stream(call, task, { ops: stepsToOps(b.steps, task), end: b.end });
     const base = answerOps(task, b?.kind === 'answer' ? b.options : {}, { snapshot: true, working: true });
     return this.stream(
@@ -398,6 +415,25 @@ class Agent implements ContractAgent {
       task,
       shapeOps(base, b, () => this.oversized(task, b)),
     );
+  }
+
+  /** Opens (or continues) the task of a send, counting a new task as a run of its messageId. */
+  private openTask(params: JsonObject, forced: string | undefined): StoredTask {
+    const msg = decodeMessage(params.message);
+    const task = this.store.open(params, forced);
+    if (msg !== undefined && msg.taskId === undefined)
+      this.runs.set(msg.messageId, (this.runs.get(msg.messageId) ?? 0) + 1);
+    return task;
+  }
+
+  /** A repeated messageId: wait for the first run to settle, then answer with its task. */
+  private async reattach(call: Call, task: StoredTask): Promise<void> {
+    const settled = (): boolean =>
+      TERMINAL_STATES.has(task.status.state) ||
+      task.status.state === 'input-required' ||
+      task.status.state === 'auth-required';
+    while (!settled() && !this.signal.aborted) await sleep(20, this.signal).catch(() => undefined);
+    return this.stream(call, task, { ops: [{ op: 'snapshot' }], end: 'close' });
   }
 
   private async subscribe(call: Call, b: Behaviour | undefined): Promise<void> {
@@ -565,7 +601,7 @@ class Agent implements ContractAgent {
 }
 
 export async function startContractAgent(o: ContractAgentOptions): Promise<ContractAgent> {
-  const agent = new Agent(o.version, o.card ?? {}, o.path ?? '/a2a');
+  const agent = new Agent(o.version, o.card ?? {}, o.path ?? '/a2a', o.dedupe ?? true);
   await agent.listen();
   return agent;
 }

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import type { ArtifactUpdateEvent, Part } from './agent/model.js';
+import { AnswerBuffer } from './answer.js';
+
+function update(artifactId: string, parts: Part[], append = false): ArtifactUpdateEvent {
+  return {
+    kind: 'artifact-update',
+    taskId: 't',
+    contextId: 'c',
+    artifact: { artifactId, parts },
+    append,
+    lastChunk: false,
+  };
+}
+const text = (t: string): Part => ({ kind: 'text', text: t });
+
+describe('AnswerBuffer', () => {
+  it('[R-9] appends with append: true and replaces otherwise, per artifact', () => {
+    const answer = new AnswerBuffer();
+    answer.apply(update('a', [text('Hel')]));
+    answer.apply(update('a', [text('lo')], true));
+    answer.apply(update('b', [text(' world')]));
+    expect(answer.text()).toBe('Hello world');
+    answer.apply(update('a', [text('Bye')]));
+    expect(answer.text()).toBe('Bye world');
+    expect(answer.length).toBe('Bye world'.length);
+  });
+
+  it('[R-9] shows no file or data parts and does not read lastChunk', () => {
+    const answer = new AnswerBuffer();
+    answer.apply(
+      update('a', [text('x'), { kind: 'file', uri: 'https://f' }, { kind: 'data', data: { secret: 1 } }]),
+    );
+    answer.apply({ ...update('a', [text('y')], true), lastChunk: true });
+    answer.apply(update('a', [text('z')], true));
+    expect(answer.text()).toBe('xyz');
+  });
+
+  it('[R-4] replaces everything from a task snapshot, but an empty snapshot keeps the text', () => {
+    const answer = new AnswerBuffer();
+    answer.apply(update('a', [text('partial')]));
+    expect(answer.replaceAll([])).toBe(false);
+    expect(answer.text()).toBe('partial');
+    expect(answer.replaceAll([{ artifactId: 'a', parts: [text('partial and complete')] }])).toBe(true);
+    expect(answer.text()).toBe('partial and complete');
+  });
+
+  it('counts versions only on real changes', () => {
+    const answer = new AnswerBuffer();
+    answer.apply(update('a', [text('a')]));
+    const v = answer.version;
+    answer.apply(update('a', [], true));
+    expect(answer.version).toBe(v);
+    answer.apply(update('a', [text('b')], true));
+    expect(answer.version).toBe(v + 1);
+  });
+
+  it('keeps a long answer exact when read now and then while it grows', () => {
+    const answer = new AnswerBuffer();
+    for (let i = 0; i < 100_000; i++) {
+      answer.apply(update('a', [text('word ')], i > 0));
+      if (i % 1000 === 0) answer.text();
+    }
+    expect(answer.text().length).toBe(500_000);
+  });
+});

@@ -1,0 +1,100 @@
+import type { Artifact, ArtifactUpdateEvent, Part } from './agent/model.js';
+
+/** A read-only view of a turn's answer, handed to the chat surface. */
+export interface AnswerView {
+  /** The whole answer text. Joined lazily and cached: cheap to call at a coalesced rate. */
+  text(): string;
+  /** Its length, known without joining. */
+  readonly length: number;
+  /** Bumped by every change, so a surface can tell whether it has shown the latest. */
+  readonly version: number;
+}
+
+function textParts(parts: readonly Part[]): string {
+  let out = '';
+  for (const part of parts) if (part.kind === 'text') out += part.text;
+  return out;
+}
+
+/**
+ * The answer of a turn, built only from artifact text parts (R-4, R-9): an update with
+ * `append: true` adds to its artifact, any other replaces it; file and data parts are never
+ * text. Work per update is proportional to the update (the contract's answers come in
+ * thousands of chunks): chunks are kept in arrays and joined only when someone reads the text.
+ */
+export class AnswerBuffer implements AnswerView {
+  /** artifactId → its text chunks, in the order the artifacts first appeared. */
+  readonly #artifacts = new Map<string, { chunks: string[]; length: number }>();
+  #length = 0;
+  #version = 0;
+  #cache: string | undefined = '';
+
+  get length(): number {
+    return this.#length;
+  }
+
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Applies one artifact update; returns whether the text changed. */
+  apply(update: ArtifactUpdateEvent): boolean {
+    const text = textParts(update.artifact.parts);
+    const id = update.artifact.artifactId;
+    const entry = this.#artifacts.get(id);
+    if (update.append && entry !== undefined) {
+      if (text === '') return false;
+      entry.chunks.push(text);
+      entry.length += text.length;
+      this.#length += text.length;
+    } else {
+      if (entry === undefined && text === '') {
+        this.#artifacts.set(id, { chunks: [], length: 0 });
+        return false;
+      }
+      this.#length += text.length - (entry?.length ?? 0);
+      this.#artifacts.set(id, { chunks: text === '' ? [] : [text], length: text.length });
+    }
+    this.#changed();
+    return true;
+  }
+
+  /**
+   * Replaces everything with a task's artifacts (a GetTask result, a subscription snapshot, a
+   * final full Task): the agent's own record is the complete answer. An empty list says nothing
+   * (listings may leave artifacts out), so it keeps what is there.
+   */
+  replaceAll(artifacts: readonly Artifact[]): boolean {
+    if (artifacts.length === 0) return false;
+    const before = this.text();
+    this.#artifacts.clear();
+    this.#length = 0;
+    for (const artifact of artifacts) {
+      const text = textParts(artifact.parts);
+      this.#artifacts.set(artifact.artifactId, { chunks: text === '' ? [] : [text], length: text.length });
+      this.#length += text.length;
+    }
+    this.#cache = undefined;
+    if (this.text() === before) return false;
+    this.#version++;
+    return true;
+  }
+
+  text(): string {
+    if (this.#cache === undefined) {
+      let out = '';
+      for (const { chunks } of this.#artifacts.values()) out += chunks.join('');
+      this.#cache = out;
+      // Collapse to one chunk per artifact: the next join costs only what came after it.
+      if (this.#artifacts.size === 1) {
+        for (const entry of this.#artifacts.values()) entry.chunks = out === '' ? [] : [out];
+      }
+    }
+    return this.#cache;
+  }
+
+  #changed(): void {
+    this.#version++;
+    this.#cache = undefined;
+  }
+}

@@ -1,0 +1,181 @@
+import type { OutgoingMessage, StreamEvent, Task, TaskStatus } from './agent/model.js';
+import type { AnswerView } from './answer.js';
+import type { EngineEvent } from './events.js';
+import type { SessionKey } from './store.js';
+
+/**
+ * The engine's ports: what it needs from the world, as small interfaces. Adapters live outside
+ * core (a2a/ implements AgentClient, surfaces/ implement ChatSurface, store/ SessionStore).
+ */
+
+/** What the engine needs of an agent. `A2AClient` implements it. */
+export interface AgentClient {
+  sendStreamingMessage(
+    message: OutgoingMessage,
+    options?: { signal?: AbortSignal },
+  ): AsyncGenerator<StreamEvent>;
+  subscribeToTask(taskId: string, options?: { signal?: AbortSignal }): AsyncGenerator<StreamEvent>;
+  getTask(taskId: string, options?: { signal?: AbortSignal; historyLength?: number }): Promise<Task>;
+  cancelTask(taskId: string, options?: { signal?: AbortSignal }): Promise<Task>;
+  canListTasks(): Promise<boolean>;
+  findTaskByMessageId(
+    contextId: string,
+    messageId: string,
+    options?: { signal?: AbortSignal },
+  ): Promise<Task | undefined>;
+}
+
+/** A question the dialect found in a paused task (Q-1, Q-3). */
+export interface Question {
+  kind: 'text' | 'structured';
+  /** The question as the agent wrote it, shown as plain text. */
+  text: string;
+  /** Stable per question, so the same question is never asked twice. */
+  key: string;
+  /** Offered answers, when the agent listed some. */
+  choices?: string[];
+  /** Dialect data needed to build the answer (kagent's payload). */
+  payload?: unknown;
+}
+
+export type PauseReading = { kind: 'question'; question: Question } | { kind: 'unsupported'; reason: string };
+
+/** A tool call or result an agent reported, shown as a card (R-9). */
+export interface ToolStep {
+  kind: 'call' | 'result';
+  toolName: string;
+  /** Short, already truncated. */
+  summary: string;
+}
+
+/**
+ * What an agent's events mean for a chat, per dialect (a2a, kagent-v1): how to read a pause,
+ * which data parts are tool steps, how to word an answer.
+ */
+export interface Dialect {
+  readonly name: string;
+  /** Reads an input-required status. `lastQuestionKey` is the key of the last question shown. */
+  readPause(status: TaskStatus, lastQuestionKey: string | null): PauseReading;
+  /** The tool steps among an event's data parts (none for agents that mark none). */
+  toolSteps(event: StreamEvent): ToolStep[];
+}
+
+/** A Binding's behaviour settings, as the engine needs them. */
+export interface BindingSettings {
+  /** How long a question waits for its answer (Q-4); null: no limit. */
+  questionTimeoutMs: number | null;
+}
+
+/** The live client, dialect and settings of a Binding. */
+export interface AgentRoute {
+  client: AgentClient;
+  dialect: Dialect;
+  settings: BindingSettings;
+}
+
+/**
+ * The registry of live dialect clients, fed by the controller (or local mode) and read by the
+ * engine. undefined: the Binding is gone (its sessions are told on their next turn).
+ */
+export interface AgentRegistry {
+  resolve(binding: string): AgentRoute | undefined;
+}
+
+/** Where in a chat a session's messages go. */
+export interface ChatTarget {
+  sessionId: string;
+  key: SessionKey;
+}
+
+export type NoticeKind =
+  | 'no-output'
+  | 'task-failed'
+  | 'task-rejected'
+  | 'task-canceled'
+  | 'context-changed'
+  | 'session-gone'
+  | 'agent-busy'
+  | 'agent-unreachable'
+  | 'agent-refused'
+  | 'credentials-rejected'
+  | 'identity-refused'
+  | 'question-unsupported'
+  | 'question-timeout'
+  | 'answer-rejected'
+  | 'cancel-failed'
+  | 'binding-removed';
+
+/** A message from the broker itself. `text` is ours (never an agent's error message, E-9). */
+export interface Notice {
+  kind: NoticeKind;
+  text: string;
+  /** The turn it is about, when there is one. */
+  turnId?: string;
+}
+
+/** The message that shows one turn's answer as it grows. */
+export interface AnswerSink {
+  /** The answer changed. Called per event: must return at once; the surface coalesces. */
+  update(view: AnswerView): void;
+  /** The answer is complete: show exactly this text. Resolves when it is shown. */
+  finish(view: AnswerView): Promise<void>;
+}
+
+export interface QuestionPrompt {
+  turnId: string;
+  taskId: string;
+  question: Question;
+}
+
+/**
+ * The chat port: everything the engine shows. Modeled on Bolt's Receiver: small, and one fake
+ * implements it in tests.
+ */
+export interface ChatSurface {
+  /**
+   * Opens the answer of a turn. `ref` is what `onRef` reported before (persisted by the engine),
+   * so after a restart the surface updates the same message instead of posting a second one.
+   */
+  openAnswer(
+    target: ChatTarget,
+    turnId: string,
+    ref: string | null,
+    onRef: (ref: string) => void,
+  ): AnswerSink;
+  postNotice(target: ChatTarget, notice: Notice): Promise<void>;
+  /** Shows a question; returns a reference to the prompt. */
+  askQuestion(target: ChatTarget, prompt: QuestionPrompt): Promise<string | null>;
+  showToolStep(target: ChatTarget, turnId: string, step: ToolStep): Promise<void>;
+}
+
+/** Time, injected so tests can shrink it. */
+export interface Clock {
+  now(): number;
+  /** Resolves after ms, or rejects with the signal's reason when it aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
+};
+
+/** Typed domain events for metrics, traces and logs to subscribe to. */
+export interface EventSink {
+  emit(event: EngineEvent): void;
+}

@@ -1,0 +1,933 @@
+import {
+  AgentBusyError,
+  AgentCallError,
+  AgentThrottledError,
+  AnswerRejectedError,
+  CardFetchError,
+  CredentialsRejectedError,
+  IdentityRefusedError,
+  LostConnectionError,
+  MalformedResponseError,
+  NoJsonRpcInterfaceError,
+  NotSentError,
+  OutcomeUnknownError,
+  RpcError,
+  SizeLimitError,
+  StreamIdleError,
+  StreamingNotAdvertisedError,
+  TaskNotFoundError,
+  UnsupportedExtensionRequiredError,
+} from '../agent/errors.js';
+import {
+  eventIds,
+  isInterrupted,
+  isSettled,
+  isTerminal,
+  namesTaskAndContext,
+  type StreamEvent,
+  type TaskStatus,
+} from '../agent/model.js';
+import { type CarriedReply, composePersonText } from '../compose.js';
+import { LeaseLostError } from '../errors.js';
+import type { EngineEvent } from '../events.js';
+import { failureCategory } from '../failure.js';
+import type { AgentRoute, ChatSurface, ChatTarget, Clock, EventSink, Notice } from '../ports.js';
+import type { PendingQuestion, SessionRecord, SessionStore, TurnRecord } from '../store.js';
+import { agentRefused, notice, taskFailed } from './notices.js';
+import { backoff, type EngineTimings } from './timings.js';
+import { TurnRun } from './turn-run.js';
+
+export interface DriverDeps {
+  store: SessionStore;
+  surface: ChatSurface;
+  clock: Clock;
+  events: EventSink;
+  timings: EngineTimings;
+  owner: string;
+  /** Resolves the session's Binding to its live client; undefined when it is gone. */
+  resolve(binding: string): AgentRoute | undefined;
+  /** Arms a wake-up of this session at `at` (a question's deadline). */
+  wakeAt(sessionId: string, at: number): void;
+}
+
+/** Thrown inside a driver when its work must stop (lease lost, engine stopping). */
+class Stop extends Error {}
+
+type StepResult = 'again' | 'idle';
+
+/** The paused task an answer goes to (Q-2). */
+interface AnswerTarget {
+  taskId: string;
+  contextId: string;
+}
+
+/**
+ * Drives one session: sends its turns one at a time (R-7), follows its task until it settles,
+ * shows questions, and recovers whatever a crash left half done. One driver per session runs
+ * at a time (the engine guarantees it; several replicas through the store's lease).
+ *
+ * Every write that guards an effect comes before the effect: a turn is marked `sending`
+ * before the send, an answer clears the question before it is sent, the task is recorded as
+ * soon as the agent names it.
+ */
+export class SessionDriver {
+  readonly #deps: DriverDeps;
+  readonly #sessionId: string;
+  readonly #signal: AbortSignal;
+  /** The answer turn an auth-required task was last re-read for (T-6), so it is read once. */
+  #authCheckedFor: string | null = null;
+
+  constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal) {
+    this.#deps = deps;
+    this.#sessionId = sessionId;
+    this.#signal = signal;
+  }
+
+  /** Runs steps until the session has nothing to do right now. */
+  async run(): Promise<void> {
+    try {
+      for (;;) {
+        this.#checkStop();
+        if ((await this.#step()) === 'idle') return;
+      }
+    } catch (error) {
+      if (error instanceof Stop || error instanceof LeaseLostError || this.#signal.aborted) return;
+      throw error;
+    }
+  }
+
+  async #step(): Promise<StepResult> {
+    const { store } = this.#deps;
+    const session = await store.getSession(this.#sessionId);
+    if (session === undefined) return 'idle';
+    const open = await store.openTurns(session.id);
+    const route = this.#deps.resolve(session.binding);
+    if (route === undefined) return this.#bindingGone(session, open);
+
+    if (session.question !== null) return this.#paused(session, open, route);
+    if (session.task !== null) {
+      const turn = open.find((t) => t.id === session.task?.turnId) ?? null;
+      await this.#follow(session, route, turn, this.#runFor(session, turn), 'recorded task');
+      return 'again';
+    }
+    const turn = open.find((t) => t.kind !== 'context');
+    if (turn === undefined) return 'idle';
+    if (turn.state === 'queued') {
+      if (turn.kind === 'answer') {
+        // Its question is gone (answered or timed out): it is an ordinary message now.
+        await this.#commit(session, [{ ...turn, kind: 'message', taskId: null }]);
+        return 'again';
+      }
+      await this.#send(session, route, turn, open);
+    } else if (turn.state === 'sending') {
+      await this.#resolveUnknown(session, route, turn);
+    } else {
+      await this.#follow(session, route, turn, this.#runFor(session, turn), 'accepted turn');
+    }
+    return 'again';
+  }
+
+  // ---- paused tasks: questions (Q rows) and auth-required (T-6) ----------------------------
+
+  async #paused(session: SessionRecord, open: TurnRecord[], route: AgentRoute): Promise<StepResult> {
+    const question = session.question;
+    if (question === null) return 'again';
+    const { clock } = this.#deps;
+    if (question.expiresAt !== null && clock.now() >= question.expiresAt) {
+      await this.#cancelPaused(session, route, question, 'question-timeout');
+      this.#emit(session, { type: 'question.timeout', taskId: question.taskId });
+      return 'again';
+    }
+    if (question.kind === 'auth') {
+      const typed = open.find((t) => t.state === 'queued' && t.kind !== 'context');
+      if (typed === undefined || this.#authCheckedFor === typed.id) return 'idle';
+      // A typed reply makes the engine read the task again, and follow it if it moved on.
+      this.#authCheckedFor = typed.id;
+      const run = this.#runFor(session, null);
+      run.taskId = question.taskId;
+      const task = await this.#read(session, route, run, question.taskId);
+      if (task === 'gone' || task.status.state === 'auth-required') return 'again';
+      await this.#commit({ ...session, question: null }, []);
+      return 'again';
+    }
+    const reply = open.find(
+      (t) => t.state === 'queued' && (t.kind === 'message' || t.kind === 'context' || t.kind === 'answer'),
+    );
+    if (reply === undefined) {
+      if (question.expiresAt !== null) this.#deps.wakeAt(session.id, question.expiresAt);
+      return 'idle';
+    }
+    // Q-2: the reply answers the paused task, as one text part with its own messageId. The
+    // question is cleared in the same write that marks the answer sent.
+    const answer: TurnRecord = { ...reply, kind: 'answer', taskId: question.taskId };
+    this.#emit(session, { type: 'question.answered', taskId: question.taskId });
+    await this.#send({ ...session, question: null }, route, answer, open, question);
+    return 'again';
+  }
+
+  async #cancelPaused(
+    session: SessionRecord,
+    route: AgentRoute,
+    question: AnswerTarget,
+    kind: 'question-timeout' | 'answer-rejected' | 'question-unsupported',
+    turnId?: string,
+  ): Promise<void> {
+    await this.#cancel(session, route, question.taskId, kind);
+    const fresh = (await this.#deps.store.getSession(session.id)) ?? session;
+    await this.#commit({ ...fresh, question: null, task: null }, []);
+    await this.#notice(session, notice(kind, turnId));
+  }
+
+  // ---- sending a turn ------------------------------------------------------------------------
+
+  async #send(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord,
+    open: TurnRecord[],
+    question?: AnswerTarget,
+  ): Promise<void> {
+    const { clock } = this.#deps;
+    // S-7: replies that did not address the broker, queued before this turn, travel with it.
+    const carried =
+      turn.kind === 'message' ? open.filter((t) => t.kind === 'context' && t.seq < turn.seq) : [];
+    let text = turn.text;
+    if (carried.length > 0) {
+      const [label, ...rest] = turn.text.split('\n');
+      text = composePersonText({ id: '', label: label ?? '' }, rest.join('\n'), carried.map(toCarried));
+    }
+    const now = clock.now();
+    const sending: TurnRecord = {
+      ...turn,
+      text,
+      state: 'sending',
+      attempts: turn.attempts + 1,
+      firstSentAt: turn.firstSentAt ?? now,
+    };
+    const settledCarried = carried.map((t) => ({
+      ...t,
+      state: 'settled' as const,
+      outcome: `carried:${turn.id}`,
+    }));
+    await this.#commit(session, [sending, ...settledCarried]);
+    const fresh = await this.#reload(session.id);
+    await this.#attempt(fresh, route, sending, question);
+  }
+
+  /** One send of a turn already marked `sending`, and what follows from its stream. */
+  async #attempt(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord,
+    question?: AnswerTarget,
+  ): Promise<void> {
+    const { clock } = this.#deps;
+    this.#emit(session, {
+      type: 'turn.sending',
+      turnId: turn.id,
+      attempt: turn.attempts,
+      contextId: session.contextId,
+    });
+    const run = this.#runFor(session, turn);
+    const isAnswer = turn.kind === 'answer';
+    const message = {
+      messageId: turn.id,
+      text: turn.text,
+      ...(isAnswer
+        ? { taskId: turn.taskId ?? '', contextId: question?.contextId ?? session.contextId ?? '' }
+        : session.contextId === null
+          ? {}
+          : { contextId: session.contextId }),
+      ...(turn.metadata === null ? {} : { metadata: turn.metadata }),
+    };
+    const started = clock.now();
+    let failure: unknown;
+    try {
+      await this.#consume(
+        session,
+        route,
+        turn,
+        run,
+        route.client.sendStreamingMessage(message, { signal: this.#signal }),
+        started,
+      );
+    } catch (error) {
+      failure = error;
+    }
+    this.#checkStop();
+    if (run.taskId !== null) {
+      // The agent took the turn: whatever happened to the stream, follow the task to its end.
+      const current = await this.#reload(session.id);
+      const accepted = (await this.#deps.store.getTurn(turn.id)) ?? turn;
+      if (failure !== undefined)
+        this.#emit(session, { type: 'agent.error', turnId: turn.id, code: codeOf(failure) });
+      if (failure instanceof AnswerRejectedError || failure instanceof TaskNotFoundError) {
+        await this.#sendFailed(current, route, accepted, failure, question);
+        return;
+      }
+      await this.#afterStream(current, route, accepted, run, failure !== undefined);
+      return;
+    }
+    if (failure === undefined) {
+      // R-1/R-2: a bare Message, events naming no task, or a stream that closed empty: the
+      // outcome is unknown.
+      failure = new OutcomeUnknownError(
+        run.sawUnnamedEvents
+          ? 'the agent answered without naming a task'
+          : 'the agent closed the stream without any event',
+      );
+    }
+    this.#emit(session, { type: 'agent.error', turnId: turn.id, code: codeOf(failure) });
+    await this.#sendFailed(session, route, turn, failure, question);
+  }
+
+  /** A send that did not get the agent to name a task: retry, look up, or fail the turn. */
+  async #sendFailed(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord,
+    failure: unknown,
+    question?: AnswerTarget,
+  ): Promise<void> {
+    const { clock, timings } = this.#deps;
+    const elapsed = clock.now() - (turn.firstSentAt ?? clock.now());
+    const retryAfter = failure instanceof AgentCallError ? failure.retryAfterMs : undefined;
+    const wait = backoff(timings, turn.attempts - 1, retryAfter);
+
+    if (failure instanceof CredentialsRejectedError) {
+      this.#emit(session, { type: 'credentials.rejected', status: failure.status });
+      return this.#failTurn(session, turn, failure.code, notice('credentials-rejected', turn.id));
+    }
+    if (failure instanceof IdentityRefusedError) {
+      return this.#failTurn(session, turn, failure.code, notice('identity-refused', turn.id));
+    }
+    if (
+      failure instanceof NoJsonRpcInterfaceError ||
+      failure instanceof StreamingNotAdvertisedError ||
+      failure instanceof UnsupportedExtensionRequiredError
+    ) {
+      return this.#failTurn(session, turn, failure.code, agentRefused(failure.message, turn.id));
+    }
+    if (failure instanceof AnswerRejectedError && question !== undefined) {
+      // E-4: the paused task is cancelled and the thread told.
+      await this.#settleTurn(session, turn, `error:${failure.code}`);
+      await this.#cancelPaused(await this.#reload(session.id), route, question, 'answer-rejected', turn.id);
+      return;
+    }
+    if (failure instanceof TaskNotFoundError) {
+      return this.#sessionGone(session, turn, turn.taskId ?? '');
+    }
+    if (failure instanceof AgentBusyError || failure instanceof AgentThrottledError) {
+      // E-3: sent again after a backoff, for as long as it takes; the thread is told once.
+      if (turn.busyNoticeAt === null && elapsed >= timings.busyNoticeAfterMs) {
+        await this.#notice(session, notice('agent-busy', turn.id));
+        await this.#commit(await this.#reload(session.id), [{ ...turn, busyNoticeAt: clock.now() }]);
+      }
+      await this.#retryLater(session, turn, failure.code, wait);
+      return;
+    }
+    if (elapsed >= timings.giveUpAfterMs) {
+      // R-1, E-6, DT-2: after 15 minutes, "the agent could not be reached".
+      return this.#failTurn(session, turn, codeOf(failure), notice('agent-unreachable', turn.id));
+    }
+    await this.#retryLater(session, turn, codeOf(failure), wait);
+    // NotSent, card fetch failures: simply sent again. Unknown outcomes are looked up first,
+    // which the next step does because the turn is still `sending`.
+    if (failure instanceof NotSentError || failure instanceof CardFetchError) {
+      const fresh = (await this.#deps.store.getTurn(turn.id)) ?? turn;
+      if (fresh.state === 'sending')
+        await this.#commit(await this.#reload(session.id), [{ ...fresh, state: 'queued' }]);
+    }
+  }
+
+  async #retryLater(
+    session: SessionRecord,
+    turn: TurnRecord,
+    reason: string,
+    delayMs: number,
+  ): Promise<void> {
+    this.#emit(session, { type: 'turn.retry', turnId: turn.id, reason, delayMs });
+    await this.#sleep(delayMs);
+  }
+
+  /**
+   * A turn whose send may or may not have reached the agent (E-7, R-1, R-8, after a crash):
+   * on 1.0 with a context, look for it with ListTasks (M-5, M-6); otherwise, or when it is not
+   * found, send it again with the same messageId.
+   */
+  async #resolveUnknown(session: SessionRecord, route: AgentRoute, turn: TurnRecord): Promise<void> {
+    const { clock, timings } = this.#deps;
+    if (turn.kind === 'answer' && turn.taskId !== null) {
+      // An answer names its task: read it and see whether the answer arrived.
+      const run = this.#runFor(session, turn);
+      run.taskId = turn.taskId;
+      const task = await this.#read(session, route, run, turn.taskId);
+      if (task === 'gone') return;
+      if (task.history.some((m) => m.messageId === turn.id) || task.status.state !== 'input-required') {
+        await this.#accept(session, turn, run, turn.taskId, task.contextId, clock.now());
+        return;
+      }
+    } else if (session.contextId !== null) {
+      let found: Awaited<ReturnType<typeof route.client.findTaskByMessageId>>;
+      try {
+        if (await route.client.canListTasks()) {
+          found = await route.client.findTaskByMessageId(session.contextId, turn.id, {
+            signal: this.#signal,
+          });
+        }
+      } catch (error) {
+        this.#checkStop();
+        // M-5: the lookup is retried, then the turn fails after 15 minutes.
+        const elapsed = clock.now() - (turn.firstSentAt ?? clock.now());
+        if (elapsed >= timings.giveUpAfterMs) {
+          return this.#failTurn(session, turn, codeOf(error), notice('agent-unreachable', turn.id));
+        }
+        if (error instanceof CredentialsRejectedError) return this.#sendFailed(session, route, turn, error);
+        await this.#retryLater(session, turn, `lookup:${codeOf(error)}`, backoff(timings, turn.attempts));
+        return;
+      }
+      if (found !== undefined) {
+        this.#emit(session, { type: 'turn.found', turnId: turn.id, taskId: found.id });
+        const run = this.#runFor(session, turn);
+        await this.#accept(session, turn, run, found.id, found.contextId, clock.now());
+        return;
+      }
+    }
+    const elapsed = clock.now() - (turn.firstSentAt ?? clock.now());
+    if (elapsed >= timings.giveUpAfterMs) {
+      return this.#failTurn(session, turn, 'outcome_unknown', notice('agent-unreachable', turn.id));
+    }
+    // R-8: sent again with the same messageId.
+    const again: TurnRecord = { ...turn, attempts: turn.attempts + 1 };
+    await this.#commit(session, [again]);
+    const question: AnswerTarget | undefined =
+      turn.kind === 'answer' && turn.taskId !== null
+        ? { taskId: turn.taskId, contextId: session.contextId ?? '' }
+        : undefined;
+    await this.#attempt(await this.#reload(session.id), route, again, question);
+  }
+
+  // ---- reading streams -----------------------------------------------------------------------
+
+  /** Reads a send or subscribe stream into the run. Errors propagate to the caller. */
+  async #consume(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord | null,
+    run: TurnRun,
+    stream: AsyncGenerator<StreamEvent>,
+    started: number,
+  ): Promise<void> {
+    const { clock, timings } = this.#deps;
+    run.resetStream();
+    let graceTimer: NodeJS.Timeout | undefined;
+    try {
+      for await (const event of stream) {
+        run.eventsSeen++;
+        const now = clock.now();
+        if (turn !== null) this.#emit(session, { type: 'agent.event', turnId: turn.id, kind: event.kind });
+        if (!namesTaskAndContext(event)) {
+          run.sawUnnamedEvents = true;
+          continue;
+        }
+        const ids = eventIds(event);
+        if (run.taskId === null && turn !== null) {
+          await this.#accept(session, turn, run, ids.taskId, ids.contextId, started);
+        } else if (ids.taskId !== run.taskId) {
+          continue; // Another task's event has nothing to say about this turn.
+        }
+        run.lastActivityAt = now;
+        for (const step of route.dialect.toolSteps(event)) {
+          if (turn !== null)
+            await this.#deps.surface
+              .showToolStep(this.#target(session), turn.id, step)
+              .catch(() => undefined);
+        }
+        if (event.kind === 'artifact-update') {
+          if (run.answer.apply(event)) run.sink?.update(run.answer);
+        } else if (event.kind === 'task') {
+          run.takeTask(event.task, now);
+          if (isSettled(event.task.status.state)) {
+            run.settledTask = event.task;
+            return;
+          }
+        } else if (event.kind === 'status-update') {
+          run.state = event.status.state;
+          run.status = event.status;
+          if (isSettled(event.status.state)) {
+            run.settledStatus = event.status;
+            // Some agents send the full Task next, most close the stream; an agent that does
+            // neither is not waited for longer than the settle delay (R-5).
+            if (graceTimer === undefined) {
+              graceTimer = setTimeout(() => void stream.return(undefined), timings.settleDelayMs);
+            }
+          }
+        }
+      }
+    } finally {
+      clearTimeout(graceTimer);
+    }
+  }
+
+  /** The agent named the task: record it before anything else happens (R-7). */
+  async #accept(
+    session: SessionRecord,
+    turn: TurnRecord,
+    run: TurnRun,
+    taskId: string,
+    contextId: string,
+    started: number,
+  ): Promise<void> {
+    const { clock } = this.#deps;
+    const fresh = await this.#reload(session.id);
+    if (fresh.contextId !== null && fresh.contextId !== contextId && contextId !== '') {
+      // R-3: a different context: the thread is told, and the new context is kept.
+      this.#emit(session, { type: 'context.changed' });
+      await this.#notice(session, notice('context-changed', turn.id));
+    }
+    run.taskId = taskId;
+    run.contextId = contextId;
+    const now = clock.now();
+    await this.#commit(
+      {
+        ...fresh,
+        contextId: contextId === '' ? fresh.contextId : contextId,
+        task: {
+          taskId,
+          turnId: turn.id,
+          state: run.state ?? 'submitted',
+          lastActivityAt: now,
+          streamLostAt: null,
+        },
+      },
+      [{ ...turn, state: 'accepted', taskId }],
+    );
+    this.#emit(session, {
+      type: 'turn.accepted',
+      turnId: turn.id,
+      taskId,
+      contextId,
+      latencyMs: now - started,
+    });
+  }
+
+  // ---- following a task ----------------------------------------------------------------------
+
+  /** After a stream: settle from what it said, or read the task and follow it. */
+  async #afterStream(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord,
+    run: TurnRun,
+    failed: boolean,
+  ): Promise<void> {
+    if (run.settledTask !== null) {
+      await this.#settle(session, route, turn, run, run.settledTask.status);
+      return;
+    }
+    if (run.settledStatus !== null && !failed) {
+      // The SDKs close a finished stream right after the terminal status: read the task at
+      // once rather than waiting a second, and fall back to following it if it is not settled.
+      const task = await this.#read(session, route, run, run.taskId ?? '');
+      if (task === 'gone') return;
+      if (isSettled(task.status.state)) {
+        await this.#settle(session, route, turn, run, task.status);
+        return;
+      }
+    } else if (!failed) {
+      await this.#sleep(this.#deps.timings.settleDelayMs);
+    }
+    await this.#follow(
+      await this.#reload(session.id),
+      route,
+      turn,
+      run,
+      failed ? 'stream lost' : 'stream ended unsettled',
+    );
+  }
+
+  /**
+   * M-2, M-3, R-5, R-6: read the task with GetTask; while it runs, subscribe to it; without
+   * SubscribeToTask, poll with a backoff up to a minute. A task with no sign of life for an
+   * hour after its stream was lost is cancelled (M-4).
+   */
+  async #follow(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord | null,
+    run: TurnRun,
+    reason: string,
+  ): Promise<void> {
+    const { clock, timings } = this.#deps;
+    const taskId = run.taskId ?? session.task?.taskId ?? null;
+    if (taskId === null) return;
+    run.taskId = taskId;
+    this.#emit(session, { type: 'task.followed', taskId, reason });
+    let canSubscribe = true;
+    for (let attempt = 0; ; attempt++) {
+      this.#checkStop();
+      const task = await this.#read(session, route, run, taskId);
+      if (task === 'gone') return;
+      if (isSettled(task.status.state) || task.status.state === 'unknown') {
+        await this.#settle(await this.#reload(session.id), route, turn, run, task.status);
+        return;
+      }
+      if (clock.now() - run.lastActivityAt >= timings.noSignOfLifeMs) {
+        await this.#cancel(session, route, taskId, 'no sign of life');
+        const after = await this.#read(session, route, run, taskId);
+        if (after === 'gone') return;
+        await this.#settle(
+          await this.#reload(session.id),
+          route,
+          turn,
+          run,
+          isSettled(after.status.state) ? after.status : { state: 'canceled' },
+        );
+        return;
+      }
+      if (canSubscribe) {
+        try {
+          await this.#consume(
+            session,
+            route,
+            turn,
+            run,
+            route.client.subscribeToTask(taskId, { signal: this.#signal }),
+            clock.now(),
+          );
+          if (run.settledTask !== null) {
+            await this.#settle(await this.#reload(session.id), route, turn, run, run.settledTask.status);
+            return;
+          }
+          if (run.settledStatus !== null) continue; // read it back at once
+        } catch (error) {
+          this.#checkStop();
+          if (error instanceof TaskNotFoundError) {
+            await this.#sessionGone(session, turn, taskId);
+            return;
+          }
+          // M-3: without SubscribeToTask, live text stops and the task is polled.
+          if (error instanceof RpcError && error.isUnsupported) canSubscribe = false;
+          if (error instanceof CredentialsRejectedError) {
+            this.#emit(session, { type: 'credentials.rejected', status: error.status });
+          }
+        }
+      }
+      await this.#sleep(canSubscribe ? timings.settleDelayMs : backoff(timings, attempt));
+    }
+  }
+
+  /** GetTask with retries; 'gone' when the agent no longer knows the task (E-5). */
+  async #read(session: SessionRecord, route: AgentRoute, run: TurnRun, taskId: string) {
+    const { clock, timings } = this.#deps;
+    for (let attempt = 0; ; attempt++) {
+      this.#checkStop();
+      try {
+        const task = await route.client.getTask(taskId, { signal: this.#signal });
+        run.takeTask(task, clock.now());
+        return task;
+      } catch (error) {
+        this.#checkStop();
+        if (error instanceof TaskNotFoundError) {
+          const turn = run.taskId === null ? null : await this.#turnOfTask(session, taskId);
+          await this.#sessionGone(await this.#reload(session.id), turn, taskId);
+          return 'gone' as const;
+        }
+        if (error instanceof CredentialsRejectedError) {
+          this.#emit(session, { type: 'credentials.rejected', status: error.status });
+        }
+        const retryAfter = error instanceof AgentCallError ? error.retryAfterMs : undefined;
+        await this.#sleep(backoff(timings, attempt, retryAfter));
+      }
+    }
+  }
+
+  async #turnOfTask(session: SessionRecord, taskId: string): Promise<TurnRecord | null> {
+    const open = await this.#deps.store.openTurns(session.id);
+    return open.find((t) => t.taskId === taskId) ?? null;
+  }
+
+  // ---- settling --------------------------------------------------------------------------------
+
+  /** T rows: what each final or paused state means for the thread. */
+  async #settle(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord | null,
+    run: TurnRun,
+    status: TaskStatus,
+  ): Promise<void> {
+    const state = status.state;
+    const taskId = run.taskId ?? session.task?.taskId ?? '';
+    if (run.sink !== null) await run.sink.finish(run.answer).catch(() => undefined);
+    if (isInterrupted(state)) {
+      await this.#pause(session, route, turn, run, status, taskId);
+      return;
+    }
+    const outcome = isTerminal(state) ? state : 'failed';
+    let message: Notice | undefined;
+    if (outcome === 'completed') {
+      if (run.answer.length === 0) message = notice('no-output', turn?.id); // R-4, T-2
+    } else if (outcome === 'failed') {
+      message = taskFailed(failureCategory(status), turn?.id); // T-3, T-7, E-10
+    } else if (outcome === 'rejected') {
+      message = notice('task-rejected', turn?.id);
+    } else {
+      message = notice('task-canceled', turn?.id);
+    }
+    await this.#commit(
+      { ...session, task: null, question: null },
+      turn === null ? [] : [{ ...turn, state: 'settled', outcome, taskId }],
+    );
+    if (message !== undefined) await this.#notice(session, message);
+    if (turn !== null) this.#settledEvent(session, turn, outcome, run);
+  }
+
+  async #pause(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord | null,
+    run: TurnRun,
+    status: TaskStatus,
+    taskId: string,
+  ): Promise<void> {
+    const { clock } = this.#deps;
+    const now = clock.now();
+    const contextId = run.contextId ?? session.contextId ?? '';
+    const task = session.task ?? {
+      taskId,
+      turnId: turn?.id ?? '',
+      state: status.state,
+      lastActivityAt: now,
+      streamLostAt: null,
+    };
+    const turns =
+      turn === null ? [] : [{ ...turn, state: 'settled' as const, outcome: status.state, taskId }];
+    if (status.state === 'auth-required') {
+      // T-6: paused with no prompt and no timeout; later replies wait behind it.
+      const question: PendingQuestion = {
+        taskId,
+        contextId,
+        kind: 'auth',
+        questionKey: '',
+        askedAt: now,
+        expiresAt: null,
+        promptRef: null,
+        payload: null,
+      };
+      await this.#commit({ ...session, task: { ...task, state: status.state }, question }, turns);
+      if (turn !== null) this.#settledEvent(session, turn, status.state, run);
+      return;
+    }
+    const reading = route.dialect.readPause(status, session.lastQuestionKey);
+    if (reading.kind === 'unsupported') {
+      // Q-1: anything else in input-required cannot be shown: cancelled, and the thread told.
+      await this.#commit({ ...session, task: { ...task, state: status.state } }, turns);
+      if (turn !== null) this.#settledEvent(session, turn, status.state, run);
+      await this.#cancel(session, route, taskId, 'question cannot be shown');
+      await this.#commit({ ...(await this.#reload(session.id)), task: null, question: null }, []);
+      await this.#notice(session, notice('question-unsupported', turn?.id));
+      return;
+    }
+    const timeout = route.settings.questionTimeoutMs;
+    const question: PendingQuestion = {
+      taskId,
+      contextId,
+      kind: reading.question.kind,
+      questionKey: reading.question.key,
+      askedAt: now,
+      expiresAt: timeout === null ? null : now + timeout,
+      promptRef: null,
+      payload: reading.question.payload ?? null,
+    };
+    // The question is recorded before it is shown: a reply that races the prompt finds it.
+    await this.#commit(
+      { ...session, task: { ...task, state: status.state }, question, lastQuestionKey: question.questionKey },
+      turns,
+    );
+    if (turn !== null) this.#settledEvent(session, turn, status.state, run);
+    this.#emit(session, { type: 'question.asked', taskId, kind: question.kind });
+    const ref = await this.#deps.surface
+      .askQuestion(this.#target(session), { turnId: turn?.id ?? '', taskId, question: reading.question })
+      .catch(() => null);
+    if (ref !== null) {
+      const fresh = await this.#reload(session.id);
+      if (fresh.question?.taskId === taskId)
+        await this.#commit({ ...fresh, question: { ...fresh.question, promptRef: ref } }, []);
+    }
+    if (question.expiresAt !== null) this.#deps.wakeAt(session.id, question.expiresAt);
+  }
+
+  /** M-4: a few tries, then reported as failed; a failed cancel reads the task (M-2). */
+  async #cancel(session: SessionRecord, route: AgentRoute, taskId: string, reason: string): Promise<boolean> {
+    const { timings } = this.#deps;
+    for (let attempt = 0; attempt < timings.cancelAttempts; attempt++) {
+      this.#checkStop();
+      try {
+        await route.client.cancelTask(taskId, { signal: this.#signal });
+        this.#emit(session, { type: 'task.cancel', taskId, reason, ok: true });
+        return true;
+      } catch (error) {
+        this.#checkStop();
+        if (error instanceof TaskNotFoundError) break;
+        if (attempt + 1 < timings.cancelAttempts) await this.#sleep(backoff(timings, attempt));
+      }
+    }
+    try {
+      const task = await route.client.getTask(taskId, { signal: this.#signal });
+      if (isTerminal(task.status.state)) {
+        this.#emit(session, { type: 'task.cancel', taskId, reason, ok: true });
+        return true;
+      }
+    } catch {
+      // Reported below.
+    }
+    this.#emit(session, { type: 'task.cancel', taskId, reason, ok: false });
+    await this.#notice(session, notice('cancel-failed'));
+    return false;
+  }
+
+  /** E-5: the agent no longer knows the task: the thread is told, the next turn starts fresh. */
+  async #sessionGone(session: SessionRecord, turn: TurnRecord | null, taskId: string): Promise<void> {
+    this.#emit(session, { type: 'session.gone', taskId });
+    const turns =
+      turn === null ? [] : [{ ...turn, state: 'settled' as const, outcome: 'error:task_not_found' }];
+    await this.#commit({ ...session, contextId: null, task: null, question: null }, turns);
+    await this.#notice(session, notice('session-gone', turn?.id));
+    if (turn !== null) {
+      this.#emit(session, {
+        type: 'turn.settled',
+        turnId: turn.id,
+        outcome: 'error:task_not_found',
+        durationMs: this.#deps.clock.now() - turn.createdAt,
+        answerLength: 0,
+      });
+    }
+  }
+
+  async #failTurn(session: SessionRecord, turn: TurnRecord, code: string, message: Notice): Promise<void> {
+    const fresh = await this.#reload(session.id);
+    await this.#commit(fresh, [{ ...turn, state: 'settled', outcome: `error:${code}` }]);
+    await this.#notice(session, message);
+    this.#emit(session, {
+      type: 'turn.settled',
+      turnId: turn.id,
+      outcome: `error:${code}`,
+      durationMs: this.#deps.clock.now() - turn.createdAt,
+      answerLength: 0,
+    });
+  }
+
+  async #settleTurn(session: SessionRecord, turn: TurnRecord, outcome: string): Promise<void> {
+    await this.#commit(await this.#reload(session.id), [{ ...turn, state: 'settled', outcome }]);
+  }
+
+  async #bindingGone(session: SessionRecord, open: TurnRecord[]): Promise<StepResult> {
+    const waiting = open.filter((t) => t.kind !== 'context');
+    if (waiting.length === 0 && session.task === null && session.question === null) return 'idle';
+    await this.#commit(
+      { ...session, task: null, question: null },
+      open.map((t) => ({ ...t, state: 'settled' as const, outcome: 'error:binding_removed' })),
+    );
+    if (waiting.length > 0) await this.#notice(session, notice('binding-removed'));
+    return 'idle';
+  }
+
+  // ---- plumbing ------------------------------------------------------------------------------
+
+  #runFor(session: SessionRecord, turn: TurnRecord | null): TurnRun {
+    const run = new TurnRun(
+      turn?.taskId ?? session.task?.taskId ?? null,
+      session.contextId,
+      this.#deps.clock.now(),
+    );
+    if (session.task !== null) run.lastActivityAt = session.task.lastActivityAt;
+    if (turn !== null && turn.kind !== 'context') {
+      run.sink = this.#deps.surface.openAnswer(this.#target(session), turn.id, turn.answerRef, (ref) => {
+        void this.#saveAnswerRef(turn.id, ref);
+      });
+    }
+    return run;
+  }
+
+  async #saveAnswerRef(turnId: string, ref: string): Promise<void> {
+    try {
+      const turn = await this.#deps.store.getTurn(turnId);
+      const session = await this.#deps.store.getSession(this.#sessionId);
+      if (turn === undefined || session === undefined || turn.answerRef === ref) return;
+      await this.#commit(session, [{ ...turn, answerRef: ref }]);
+    } catch {
+      // A stale write here only means another write got there first; the next update retries.
+    }
+  }
+
+  #settledEvent(session: SessionRecord, turn: TurnRecord, outcome: string, run: TurnRun): void {
+    this.#emit(session, {
+      type: 'turn.settled',
+      turnId: turn.id,
+      outcome,
+      durationMs: this.#deps.clock.now() - turn.createdAt,
+      answerLength: run.answer.length,
+    });
+  }
+
+  async #commit(session: SessionRecord, turns: TurnRecord[]): Promise<SessionRecord> {
+    const written = await this.#deps.store.commit({
+      session,
+      turns,
+      now: this.#deps.clock.now(),
+      fence: { owner: this.#deps.owner },
+    });
+    return written ?? session;
+  }
+
+  async #reload(sessionId: string): Promise<SessionRecord> {
+    const session = await this.#deps.store.getSession(sessionId);
+    if (session === undefined) throw new Stop('session vanished');
+    return session;
+  }
+
+  async #notice(session: SessionRecord, message: Notice): Promise<void> {
+    this.#emit(session, { type: 'notice.posted', kind: message.kind });
+    await this.#deps.surface.postNotice(this.#target(session), message).catch(() => undefined);
+  }
+
+  #target(session: SessionRecord): ChatTarget {
+    return { sessionId: session.id, key: session.key };
+  }
+
+  #emit(session: SessionRecord, event: DistributiveOmit<EngineEvent, 'sessionId' | 'binding' | 'at'>): void {
+    this.#deps.events.emit({
+      ...event,
+      sessionId: session.id,
+      binding: session.binding,
+      at: this.#deps.clock.now(),
+    } as EngineEvent);
+  }
+
+  async #sleep(ms: number): Promise<void> {
+    try {
+      await this.#deps.clock.sleep(ms, this.#signal);
+    } catch {
+      throw new Stop('stopped while waiting');
+    }
+  }
+
+  #checkStop(): void {
+    if (this.#signal.aborted) throw new Stop('stopped');
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+function toCarried(turn: TurnRecord): CarriedReply {
+  const [label, ...rest] = turn.text.split('\n');
+  return { label: label ?? '', text: rest.join('\n') };
+}
+
+function codeOf(error: unknown): string {
+  if (error instanceof AgentCallError) return error.code;
+  if (error instanceof LostConnectionError || error instanceof StreamIdleError) return 'lost_connection';
+  if (error instanceof MalformedResponseError || error instanceof SizeLimitError) return 'malformed_response';
+  return 'error';
+}

@@ -1,0 +1,300 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type Actor,
+  actorMetadata,
+  composePersonText,
+  composeTriggerText,
+  messageIdFor,
+} from '../compose.js';
+import { InvalidConfigError } from '../errors.js';
+import type { EngineEvent } from '../events.js';
+import { type AgentRegistry, type ChatSurface, type Clock, type EventSink, systemClock } from '../ports.js';
+import { type SessionKey, type SessionStore, sessionIdOf, type TurnKind } from '../store.js';
+import { SessionDriver } from './driver.js';
+import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
+
+/** A chat message for a session, as a surface hands it over. */
+export type Inbound =
+  | {
+      kind: 'person';
+      key: SessionKey;
+      binding: string;
+      /** The surface's id of the message (Slack ts): with the session, it fixes the messageId. */
+      chatMessageId: string;
+      actor: Actor;
+      text: string;
+      /** false: a thread reply that did not mention the broker, carried into the next turn (S-7). */
+      addressed: boolean;
+    }
+  | {
+      kind: 'trigger';
+      key: SessionKey;
+      binding: string;
+      chatMessageId: string;
+      /** What the Binding's trigger asks of the agent. */
+      instruction: string;
+      /** The alert's fields, sent as untrusted data. */
+      fields: Record<string, string>;
+    };
+
+export interface ReceiveResult {
+  sessionId: string;
+  turnId: string;
+  /** The same chat message was received before (a retry, a second delivery): nothing new. */
+  duplicate: boolean;
+}
+
+export interface EngineOptions {
+  store: SessionStore;
+  registry: AgentRegistry;
+  surface: ChatSurface;
+  clock?: Clock;
+  events?: EventSink;
+  timings?: Partial<EngineTimings>;
+  /** This replica's name in session leases; unique per process. */
+  owner?: string;
+  /** Largest text accepted from a chat message, in characters. */
+  maxTextLength?: number;
+}
+
+const noEvents: EventSink = { emit: () => undefined };
+
+/**
+ * The session engine: threads as A2A contexts, turns as tasks, durable across crashes. It knows
+ * nothing of Slack or Kubernetes: surfaces hand it messages (`receive`), it shows everything
+ * through the ChatSurface port, and it keeps its state in the SessionStore.
+ *
+ * One driver per session at a time: in this process by the `#drivers` map, across replicas by
+ * the store's lease. A scan finds sessions with work that nobody drives (after a restart, or a
+ * dead replica's) and takes them over.
+ */
+export class SessionEngine {
+  readonly #store: SessionStore;
+  readonly #registry: AgentRegistry;
+  readonly #surface: ChatSurface;
+  readonly #clock: Clock;
+  readonly #events: EventSink;
+  readonly #timings: EngineTimings;
+  readonly #owner: string;
+  readonly #maxTextLength: number;
+  readonly #drivers = new Map<
+    string,
+    { promise: Promise<void>; again: boolean; controller: AbortController }
+  >();
+  readonly #wakeups = new Map<string, NodeJS.Timeout>();
+  #stopping = new AbortController();
+  #scanTimer: NodeJS.Timeout | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  #scanning: Promise<void> | undefined;
+
+  constructor(options: EngineOptions) {
+    this.#store = options.store;
+    this.#registry = options.registry;
+    this.#surface = options.surface;
+    this.#clock = options.clock ?? systemClock;
+    this.#events = options.events ?? noEvents;
+    this.#timings = { ...DEFAULT_TIMINGS, ...options.timings };
+    this.#owner = options.owner ?? `replica-${randomUUID()}`;
+    this.#maxTextLength = options.maxTextLength ?? 40_000;
+    if (this.#timings.leaseTtlMs < 3 * 10)
+      throw new InvalidConfigError('engine timing leaseTtlMs is too short');
+  }
+
+  get owner(): string {
+    return this.#owner;
+  }
+
+  /**
+   * Recovery: every session with unsettled work is picked up — turns whose outcome is unknown
+   * are looked up or sent again, accepted turns are followed, questions get their timers.
+   */
+  async start(): Promise<void> {
+    this.#stopping = new AbortController();
+    await this.scan();
+    this.#scanTimer = setInterval(() => void this.scan(), this.#timings.scanIntervalMs);
+    this.#renewTimer = setInterval(
+      () => void this.#renew(),
+      Math.max(10, Math.floor(this.#timings.leaseTtlMs / 3)),
+    );
+    this.#scanTimer.unref();
+    this.#renewTimer.unref();
+  }
+
+  /** Stops driving: streams are cut, leases released; the store keeps what recovery needs. */
+  async stop(): Promise<void> {
+    clearInterval(this.#scanTimer);
+    clearInterval(this.#renewTimer);
+    for (const timer of this.#wakeups.values()) clearTimeout(timer);
+    this.#wakeups.clear();
+    this.#stopping.abort(new Error('engine stopping'));
+    for (const driver of this.#drivers.values()) driver.controller.abort(new Error('engine stopping'));
+    await Promise.allSettled([...this.#drivers.values()].map((d) => d.promise));
+    await this.#scanning;
+  }
+
+  /**
+   * Takes a chat message: stores it durably (idempotent on the chat message's identity), then
+   * drives its session. Resolves once it is stored, not when the agent answers.
+   */
+  async receive(input: Inbound): Promise<ReceiveResult> {
+    const now = this.#clock.now();
+    const session = await this.#store.openSession({ key: input.key, binding: input.binding, now });
+    let kind: TurnKind;
+    let text: string;
+    let metadata: Record<string, unknown> | null = null;
+    if (input.kind === 'person') {
+      kind = input.addressed ? 'message' : 'context';
+      text = composePersonText(input.actor, this.#bounded(input.text), []);
+      metadata = actorMetadata(input.actor);
+    } else {
+      kind = 'trigger';
+      text = composeTriggerText(this.#bounded(input.instruction), input.fields);
+    }
+    const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
+    const { turn, created } = await this.#store.addTurn({
+      id,
+      sessionId: session.id,
+      kind,
+      chatMessageId: input.chatMessageId,
+      text,
+      metadata,
+      taskId: null,
+      state: 'queued',
+      outcome: null,
+      attempts: 0,
+      firstSentAt: null,
+      busyNoticeAt: null,
+      answerRef: null,
+      now,
+    });
+    const base = { sessionId: session.id, binding: session.binding, at: now };
+    if (created) {
+      this.#emit({
+        ...base,
+        type: 'turn.received',
+        turnId: turn.id,
+        kind,
+        queued: session.task !== null || this.#drivers.has(session.id),
+      });
+      this.kick(session.id);
+    } else {
+      this.#emit({ ...base, type: 'turn.duplicate', turnId: turn.id });
+    }
+    return { sessionId: session.id, turnId: turn.id, duplicate: !created };
+  }
+
+  /** Makes sure the session is being driven (or will be looked at again when its driver ends). */
+  kick(sessionId: string): void {
+    if (this.#stopping.signal.aborted) return;
+    const running = this.#drivers.get(sessionId);
+    if (running !== undefined) {
+      running.again = true;
+      return;
+    }
+    const controller = new AbortController();
+    const entry = { promise: Promise.resolve(), again: false, controller };
+    this.#drivers.set(sessionId, entry);
+    entry.promise = this.#drive(sessionId, entry).finally(() => {
+      this.#drivers.delete(sessionId);
+      if (entry.again && !this.#stopping.signal.aborted) this.kick(sessionId);
+    });
+  }
+
+  /** Resolves when no session is being driven (tests and benchmarks wait on it). */
+  async idle(): Promise<void> {
+    while (this.#drivers.size > 0)
+      await Promise.allSettled([...this.#drivers.values()].map((d) => d.promise));
+  }
+
+  /** Looks for sessions with work and drives those that nobody drives. */
+  scan(): Promise<void> {
+    if (this.#scanning !== undefined) return this.#scanning;
+    this.#scanning = (async () => {
+      try {
+        for (const id of await this.#store.sessionsWithWork()) {
+          if (this.#stopping.signal.aborted) return;
+          if (!this.#drivers.has(id)) this.kick(id);
+        }
+      } catch {
+        // The store is unreachable: the next scan tries again.
+      } finally {
+        this.#scanning = undefined;
+      }
+    })();
+    return this.#scanning;
+  }
+
+  async #drive(sessionId: string, entry: { again: boolean; controller: AbortController }): Promise<void> {
+    const now = this.#clock.now();
+    let held = false;
+    try {
+      held = await this.#store.acquireLease(sessionId, this.#owner, now, this.#timings.leaseTtlMs);
+      if (!held) return;
+      const signal = AbortSignal.any([entry.controller.signal, this.#stopping.signal]);
+      const driver = new SessionDriver(
+        {
+          store: this.#store,
+          surface: this.#surface,
+          clock: this.#clock,
+          events: this.#events,
+          timings: this.#timings,
+          owner: this.#owner,
+          resolve: (binding) => this.#registry.resolve(binding),
+          wakeAt: (id, at) => this.#wakeAt(id, at),
+        },
+        sessionId,
+        signal,
+      );
+      do {
+        entry.again = false;
+        await driver.run();
+      } while (entry.again && !signal.aborted);
+    } catch {
+      // A store failure: the session keeps its state; the next scan or message drives it again.
+    } finally {
+      if (held && !this.#stopping.signal.aborted) {
+        await this.#store.releaseLease(sessionId, this.#owner).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Renews the leases of driven sessions; a driver whose lease is gone stops at once. */
+  async #renew(): Promise<void> {
+    if (this.#drivers.size === 0) return;
+    try {
+      const held = new Set(
+        await this.#store.renewLeases(this.#owner, this.#clock.now(), this.#timings.leaseTtlMs),
+      );
+      for (const [id, driver] of this.#drivers) {
+        if (!held.has(id)) driver.controller.abort(new Error('lease lost'));
+      }
+    } catch {
+      // Could not renew: the drivers' fenced writes fail on their own once the lease expires.
+    }
+  }
+
+  #wakeAt(sessionId: string, at: number): void {
+    clearTimeout(this.#wakeups.get(sessionId));
+    const timer = setTimeout(
+      () => {
+        this.#wakeups.delete(sessionId);
+        this.kick(sessionId);
+      },
+      Math.max(0, at - this.#clock.now()),
+    );
+    timer.unref();
+    this.#wakeups.set(sessionId, timer);
+  }
+
+  #bounded(text: string): string {
+    // Nothing a user sent is dropped silently: an overlong message is cut with a visible mark.
+    if (text.length <= this.#maxTextLength) return text;
+    return `${text.slice(0, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
+  }
+
+  #emit(event: EngineEvent): void {
+    this.#events.emit(event);
+  }
+}
+
+export { sessionIdOf };

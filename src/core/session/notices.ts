@@ -1,0 +1,37 @@
+import type { FailureCategory } from '../failure.js';
+import type { Notice, NoticeKind } from '../ports.js';
+
+/** The broker's own words in a thread. Never an agent's error message (E-9). */
+const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string> = {
+  'no-output': 'The agent finished without any output.',
+  'task-rejected': 'The agent rejected the task.',
+  'task-canceled': "The agent's task was canceled.",
+  'context-changed': 'The agent no longer has this conversation. It continues in a new one.',
+  'session-gone': 'The agent no longer has this session. Your next message starts a new conversation.',
+  'agent-busy': 'The agent is busy. Your message will be sent as soon as it accepts it.',
+  'agent-unreachable': 'Your message was not delivered: the agent could not be reached.',
+  'credentials-rejected':
+    "The agent rejected Agent Kourier's credentials. Ask the operator to check this channel's Binding.",
+  'identity-refused': 'The agent refused the identity of this conversation.',
+  'question-unsupported': 'The agent asked for input that cannot be shown here, so its task was canceled.',
+  'question-timeout': 'The question was not answered in time, so the agent’s task was canceled.',
+  'answer-rejected': 'The agent rejected the answer, so its task was canceled.',
+  'cancel-failed': "Agent Kourier could not cancel the agent's task; it may still be running.",
+  'binding-removed': 'This channel is no longer connected to an agent.',
+};
+
+export function notice(kind: Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, turnId?: string): Notice {
+  return turnId === undefined ? { kind, text: TEXT[kind] } : { kind, text: TEXT[kind], turnId };
+}
+
+/** T-3: "The agent's task failed." with a category when one is recognised (E-10). */
+export function taskFailed(category: FailureCategory | undefined, turnId?: string): Notice {
+  const text = category === undefined ? "The agent's task failed." : `The agent's task failed (${category}).`;
+  return turnId === undefined ? { kind: 'task-failed', text } : { kind: 'task-failed', text, turnId };
+}
+
+/** DT-1, DT-3, DT-4: the agent's card makes it unusable; `reason` is our own error message. */
+export function agentRefused(reason: string, turnId?: string): Notice {
+  const text = `The agent cannot be used: ${reason}.`;
+  return turnId === undefined ? { kind: 'agent-refused', text } : { kind: 'agent-refused', text, turnId };
+}

@@ -1,0 +1,42 @@
+/**
+ * The engine's durations, from the agent contract. Injectable so tests run the same code with
+ * milliseconds instead of minutes.
+ */
+export interface EngineTimings {
+  /** First retry delay; doubles per attempt up to retryMaxMs. */
+  retryBaseMs: number;
+  /** M-3: the backoff of GetTask polling and retries stops growing here. */
+  retryMaxMs: number;
+  /** R-1, E-6, DT-2, M-5: a turn that cannot be sent or found fails after this long. */
+  giveUpAfterMs: number;
+  /** E-3: the thread is told the agent is busy after this long. */
+  busyNoticeAfterMs: number;
+  /** GetTask settles a turn this long after a stream ended without a settled task. */
+  settleDelayMs: number;
+  /** M-4: a task with no sign of life this long after its stream was lost is cancelled. */
+  noSignOfLifeMs: number;
+  /** M-4: how many times a cancel is tried before it is reported as failed. */
+  cancelAttempts: number;
+  /** Several replicas: how long a session lease lasts; renewed at a third of it. */
+  leaseTtlMs: number;
+  /** How often sessions with work are looked for (orphans of a dead replica, replies). */
+  scanIntervalMs: number;
+}
+
+export const DEFAULT_TIMINGS: EngineTimings = {
+  retryBaseMs: 1_000,
+  retryMaxMs: 60_000,
+  giveUpAfterMs: 15 * 60_000,
+  busyNoticeAfterMs: 2 * 60_000,
+  settleDelayMs: 1_000,
+  noSignOfLifeMs: 60 * 60_000,
+  cancelAttempts: 3,
+  leaseTtlMs: 30_000,
+  scanIntervalMs: 5_000,
+};
+
+/** Exponential backoff for the n-th retry (0-based), at least the agent's Retry-After. */
+export function backoff(timings: EngineTimings, attempt: number, retryAfterMs?: number): number {
+  const exp = Math.min(timings.retryMaxMs, timings.retryBaseMs * 2 ** Math.min(attempt, 20));
+  return Math.max(exp, retryAfterMs ?? 0);
+}

@@ -1,0 +1,50 @@
+import type { Task, TaskState, TaskStatus } from '../agent/model.js';
+import { AnswerBuffer } from '../answer.js';
+import type { AnswerSink } from '../ports.js';
+
+/**
+ * What one turn has seen of its task so far, across the send's stream, GetTask reads and
+ * SubscribeToTask streams: the task id once the agent named it, the answer text, the latest
+ * state, and how the last stream ended. Pure state; the driver does the I/O.
+ */
+export class TurnRun {
+  readonly answer = new AnswerBuffer();
+  taskId: string | null;
+  contextId: string | null;
+  state: TaskState | null = null;
+  /** The latest status, with its message (the question, the failure text). */
+  status: TaskStatus | null = null;
+  /** A full Task in a settled state arrived: the turn can settle without another read. */
+  settledTask: Task | null = null;
+  /** A settled status update arrived (the SDKs close the stream right after one). */
+  settledStatus: TaskStatus | null = null;
+  /** The stream carried only a bare Message or events naming no task. */
+  sawUnnamedEvents = false;
+  eventsSeen = 0;
+  lastActivityAt: number;
+  sink: AnswerSink | null = null;
+
+  constructor(taskId: string | null, contextId: string | null, now: number) {
+    this.taskId = taskId;
+    this.contextId = contextId;
+    this.lastActivityAt = now;
+  }
+
+  /** Forget how the previous stream ended before reading another one. */
+  resetStream(): void {
+    this.settledTask = null;
+    this.settledStatus = null;
+    this.sawUnnamedEvents = false;
+  }
+
+  /** Takes in a task read in full (GetTask, a snapshot): its artifacts are the whole answer. */
+  takeTask(task: Task, now: number): void {
+    const changed = this.answer.replaceAll(task.artifacts);
+    if (changed || task.status.state !== this.state || task.status.timestamp !== this.status?.timestamp) {
+      this.lastActivityAt = now;
+    }
+    this.state = task.status.state;
+    this.status = task.status;
+    if (changed) this.sink?.update(this.answer);
+  }
+}

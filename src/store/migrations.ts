@@ -1,0 +1,156 @@
+/**
+ * The versioned schema of the session store, one entry per change, in order. Each store's
+ * `migrate()` applies the entries its database has not recorded in `schema_migrations`, inside
+ * one transaction, so a crash mid-migration leaves the previous version intact.
+ *
+ * Rules for adding an entry: never edit a released one (databases have recorded it as done);
+ * append a new version instead, and keep it compatible with the previous build for the length of
+ * a rolling deploy (add columns and tables, drop them a release later).
+ *
+ * Shape shared by both dialects (the row mappers in rows.ts read these column names):
+ * - sessions: the key as four columns (unique together: the key IS the identity, and `id` is
+ *   derived from it), the binding (indexed: a Binding's sessions are found when it changes),
+ *   task and question as JSON, and `turn_seq`, the per-session counter that numbers turns. The
+ *   counter lives on the session row so that numbering a turn locks that one row: concurrent
+ *   adds to one session queue behind each other, adds to other sessions do not.
+ * - turns: unique by id (the A2A messageId) and by (session, chat message), the two ways a
+ *   repeat delivery is recognised; (session, seq) unique as a guard on the counter.
+ * - Partial indexes hold exactly the rows `sessionsWithWork()` and `openTurns()` read, so both
+ *   stay index lookups however many settled turns and idle sessions pile up.
+ * - leases: one row per driven session (no foreign key: a lease names a session id, and taking
+ *   one must not depend on the order in which a session and its lease are written).
+ * - inbound_events: the event keys seen, with when, so old ones can be pruned.
+ *
+ * SQLite tables are STRICT so a value of the wrong type is refused rather than stored.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sqlite: string;
+  postgres: string;
+}
+
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'sessions, turns, leases, inbound events',
+    sqlite: `
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        surface TEXT NOT NULL,
+        workspace_id TEXT NOT NULL,
+        channel_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        binding TEXT NOT NULL,
+        context_id TEXT,
+        task TEXT,
+        question TEXT,
+        last_question_key TEXT,
+        version INTEGER NOT NULL,
+        turn_seq INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (surface, workspace_id, channel_id, thread_id)
+      ) STRICT;
+      CREATE INDEX sessions_binding ON sessions (binding);
+      CREATE INDEX sessions_with_work ON sessions (id) WHERE task IS NOT NULL OR question IS NOT NULL;
+
+      CREATE TABLE turns (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        chat_message_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        metadata TEXT,
+        task_id TEXT,
+        state TEXT NOT NULL,
+        outcome TEXT,
+        attempts INTEGER NOT NULL,
+        first_sent_at INTEGER,
+        busy_notice_at INTEGER,
+        answer_ref TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (session_id, chat_message_id),
+        UNIQUE (session_id, seq)
+      ) STRICT;
+      CREATE INDEX turns_open ON turns (session_id, seq) WHERE state <> 'settled';
+
+      CREATE TABLE leases (
+        session_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX leases_owner ON leases (owner);
+
+      CREATE TABLE inbound_events (
+        event_key TEXT PRIMARY KEY,
+        created_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX inbound_events_created_at ON inbound_events (created_at);
+    `,
+    postgres: `
+      CREATE TABLE sessions (
+        id text PRIMARY KEY,
+        surface text NOT NULL,
+        workspace_id text NOT NULL,
+        channel_id text NOT NULL,
+        thread_id text NOT NULL,
+        binding text NOT NULL,
+        context_id text,
+        task jsonb,
+        question jsonb,
+        last_question_key text,
+        version integer NOT NULL,
+        turn_seq integer NOT NULL DEFAULT 0,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        UNIQUE (surface, workspace_id, channel_id, thread_id)
+      );
+      CREATE INDEX sessions_binding ON sessions (binding);
+      CREATE INDEX sessions_with_work ON sessions (id) WHERE task IS NOT NULL OR question IS NOT NULL;
+
+      CREATE TABLE turns (
+        id text PRIMARY KEY,
+        session_id text NOT NULL REFERENCES sessions (id),
+        seq integer NOT NULL,
+        kind text NOT NULL,
+        chat_message_id text NOT NULL,
+        text text NOT NULL,
+        metadata jsonb,
+        task_id text,
+        state text NOT NULL,
+        outcome text,
+        attempts integer NOT NULL,
+        first_sent_at bigint,
+        busy_notice_at bigint,
+        answer_ref text,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        UNIQUE (session_id, chat_message_id),
+        UNIQUE (session_id, seq)
+      );
+      CREATE INDEX turns_open ON turns (session_id, seq) WHERE state <> 'settled';
+
+      CREATE TABLE leases (
+        session_id text PRIMARY KEY,
+        owner text NOT NULL,
+        expires_at bigint NOT NULL
+      );
+      CREATE INDEX leases_owner ON leases (owner);
+
+      CREATE TABLE inbound_events (
+        event_key text PRIMARY KEY,
+        created_at bigint NOT NULL
+      );
+      CREATE INDEX inbound_events_created_at ON inbound_events (created_at);
+    `,
+  },
+];
+
+/** How long an inbound event key is remembered: Slack retries within minutes, not days. */
+export const INBOUND_EVENT_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Old event keys are deleted on one claim in this many, to keep the table small cheaply. */
+export const INBOUND_EVENT_PRUNE_EVERY = 1000;

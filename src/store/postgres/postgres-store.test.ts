@@ -1,0 +1,155 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
+import { InvalidConfigError, StoreError } from '../../core/errors.js';
+import { storeContract } from '../contract.js';
+import { migrations } from '../migrations.js';
+import { PostgresStore } from './postgres-store.js';
+
+// One throwaway cluster for the file; every store gets a schema of its own, so tests start empty.
+let server: TestPostgres | undefined;
+let schemas = 0;
+
+beforeAll(async () => {
+  server = await startPostgres();
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+function connectionString(): string {
+  if (server === undefined) throw new Error('PostgreSQL did not start');
+  return server.connectionString;
+}
+
+function freshSchema(): string {
+  schemas += 1;
+  return `t_${process.pid}_${schemas}`;
+}
+
+storeContract(
+  'postgres',
+  async () => new PostgresStore({ connectionString: connectionString(), schema: freshSchema() }),
+);
+
+describe('PostgresStore', () => {
+  const T0 = 1_700_000_000_000;
+  const key = { surface: 'slack', workspaceId: 'T01', channelId: 'C01', threadId: '1.2' };
+
+  async function withClient<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString: connectionString() });
+    await client.connect();
+    try {
+      return await use(client);
+    } finally {
+      await client.end();
+    }
+  }
+
+  it('lets replicas migrate a fresh schema at the same time, applying each migration once', async () => {
+    const schema = freshSchema();
+    const replicas = Array.from(
+      { length: 4 },
+      () => new PostgresStore({ connectionString: connectionString(), schema }),
+    );
+    try {
+      await Promise.all(replicas.map((store) => store.migrate()));
+      await replicas[0]?.migrate();
+    } finally {
+      await Promise.all(replicas.map((store) => store.close()));
+    }
+    const rows = await withClient(
+      async (client) =>
+        (await client.query(`SELECT version, name FROM "${schema}".schema_migrations ORDER BY version`)).rows,
+    );
+    expect(rows).toStrictEqual(migrations.map((m) => ({ version: m.version, name: m.name })));
+  });
+
+  it('keeps the data for the next store on the same schema, and leaves a borrowed pool open', async () => {
+    const schema = freshSchema();
+    const pool = new pg.Pool({ connectionString: connectionString(), max: 2 });
+    try {
+      const first = new PostgresStore({ pool, schema });
+      await first.migrate();
+      const session = await first.openSession({ key, binding: 'ns/b', now: T0 });
+      const written = await first.commit({ session: { ...session, contextId: 'ctx' }, now: T0 + 1 });
+      await first.close();
+      expect((await pool.query('SELECT 1 AS one')).rows).toStrictEqual([{ one: 1 }]);
+
+      const second = new PostgresStore({ connectionString: connectionString(), schema });
+      try {
+        await second.migrate();
+        expect(await second.getSession(session.id)).toStrictEqual(written);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('answers sessionsWithWork and openTurns from the partial indexes', async () => {
+    const schema = freshSchema();
+    const store = new PostgresStore({ connectionString: connectionString(), schema });
+    await store.migrate();
+    await store.close();
+    const plans = await withClient(async (client) => {
+      // Tiny tables are cheaper to scan; forbid that to see which index the planner can use.
+      await client.query('SET enable_seqscan = off');
+      const explain = async (sql: string) =>
+        (await client.query(`EXPLAIN ${sql}`)).rows.map((row) => String(row['QUERY PLAN'])).join('\n');
+      return {
+        work: await explain(
+          `SELECT id FROM "${schema}".sessions WHERE task IS NOT NULL OR question IS NOT NULL
+           UNION SELECT session_id FROM "${schema}".turns WHERE state <> 'settled'`,
+        ),
+        open: await explain(
+          `SELECT * FROM "${schema}".turns WHERE session_id = 'x' AND state <> 'settled' ORDER BY seq`,
+        ),
+      };
+    });
+    expect(plans.work).toContain('sessions_with_work');
+    expect(plans.work).toContain('turns_open');
+    expect(plans.work).not.toContain('Seq Scan');
+    expect(plans.open).toContain('turns_open');
+    expect(plans.open).not.toContain('Seq Scan');
+  });
+
+  it('refuses a schema name that is not a plain identifier, before any I/O', () => {
+    for (const schema of ['Public', 'a-b', 'x"; DROP TABLE y; --', '1abc', '']) {
+      expect(() => new PostgresStore({ connectionString: connectionString(), schema })).toThrow(
+        InvalidConfigError,
+      );
+    }
+  });
+
+  it('needs exactly one of connectionString and pool', () => {
+    expect(() => new PostgresStore({})).toThrow(InvalidConfigError);
+  });
+
+  it('reports an unreachable database as StoreError', async () => {
+    const store = new PostgresStore({ connectionString: 'postgresql://postgres@127.0.0.1:1/none' });
+    try {
+      const failed = store.getSession('x');
+      await expect(failed).rejects.toBeInstanceOf(StoreError);
+      await expect(failed).rejects.toMatchObject({
+        code: 'store_error',
+        message: expect.stringContaining('ECONNREFUSED'),
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('reports a query on an unmigrated schema as StoreError with the driver error as cause', async () => {
+    const store = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+    try {
+      const failed = store.getSession('x');
+      await expect(failed).rejects.toBeInstanceOf(StoreError);
+      await expect(failed).rejects.toMatchObject({ cause: { code: '42P01' } });
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,311 @@
+import pg from 'pg';
+import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
+import {
+  type Commit,
+  type NewSession,
+  type NewTurn,
+  type SessionRecord,
+  type SessionStore,
+  sessionIdOf,
+  type TurnRecord,
+} from '../../core/store.js';
+import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
+import {
+  parsedJson,
+  type Row,
+  sessionFromRow,
+  sessionsOf,
+  storeFailure,
+  toJson,
+  turnFromRow,
+} from '../rows.js';
+import { type PostgresSql, postgresSql, SCHEMA_NAME } from './sql.js';
+
+export interface PostgresStoreOptions {
+  /** Where to connect; the store then owns its pool and ends it on close(). */
+  connectionString?: string;
+  /** A pool the caller owns (and ends): close() leaves it open. */
+  pool?: pg.Pool;
+  /** The schema holding the tables, created by migrate() if missing. Default 'public'. */
+  schema?: string;
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+/**
+ * The session store on PostgreSQL, for several replicas sharing one database: each session is
+ * driven by one replica at a time through a lease row, and writes that must not outlive the
+ * lease are fenced on it (Commit.fence). Transactions run at READ COMMITTED; the rows that need
+ * ordering are locked explicitly instead (the session row to number turns, the lease rows of a
+ * fenced commit), which is cheaper than SERIALIZABLE and needs no retry loop.
+ */
+export class PostgresStore implements SessionStore {
+  readonly #pool: pg.Pool;
+  readonly #ownsPool: boolean;
+  readonly #schema: string;
+  readonly #sql: PostgresSql;
+  #claims = 0;
+  #closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    const schema = options.schema ?? 'public';
+    if (!SCHEMA_NAME.test(schema)) {
+      throw new InvalidConfigError(
+        `PostgreSQL schema name must match ${SCHEMA_NAME}: ${JSON.stringify(schema)}`,
+      );
+    }
+    if ((options.pool === undefined) === (options.connectionString === undefined)) {
+      throw new InvalidConfigError('PostgresStore needs exactly one of connectionString and pool');
+    }
+    this.#schema = schema;
+    this.#sql = postgresSql(schema);
+    this.#ownsPool = options.pool === undefined;
+    this.#pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString });
+    // An idle connection that breaks (the server restarts) is reported here; without a listener
+    // it would crash the process. The next query gets a fresh connection or a StoreError.
+    if (this.#ownsPool) this.#pool.on('error', () => {});
+  }
+
+  async migrate(): Promise<void> {
+    const schema = `"${this.#schema}"`;
+    await this.#guard('migrate', () =>
+      this.#transaction(async (client) => {
+        // Replicas starting together migrate one after the other; the lock ends with the
+        // transaction. Taken first, so even the schema is created only once.
+        await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+          `agentkourier:migrate:${this.#schema}`,
+        ]);
+        // CREATE SCHEMA needs a privilege a deployment may not grant for an existing schema.
+        const found = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [this.#schema]);
+        if (found.rowCount === 0) await client.query(`CREATE SCHEMA ${schema}`);
+        // Migrations name tables unqualified; LOCAL keeps the setting to this transaction.
+        await client.query(`SET LOCAL search_path TO ${schema}`);
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS schema_migrations (
+             version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`,
+        );
+        const applied = await client.query<Row>('SELECT version FROM schema_migrations');
+        const done = new Set(applied.rows.map((row) => Number(row.version)));
+        for (const migration of migrations) {
+          if (done.has(migration.version)) continue;
+          await client.query(migration.postgres);
+          await client.query(
+            'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
+            [migration.version, migration.name, Date.now()],
+          );
+        }
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#ownsPool) await this.#pool.end();
+  }
+
+  async openSession(init: NewSession): Promise<SessionRecord> {
+    return this.#guard('openSession', async () => {
+      const id = sessionIdOf(init.key);
+      const { surface, workspaceId, channelId, threadId } = init.key;
+      // Two statements, not one: after DO NOTHING (which waits for a concurrent insert of the
+      // same key to commit) the select runs with a new snapshot and sees that row.
+      await this.#pool.query(this.#sql.insertSession, [
+        id,
+        surface,
+        workspaceId,
+        channelId,
+        threadId,
+        init.binding,
+        init.now,
+      ]);
+      const row = await this.#one(this.#pool, this.#sql.selectSession, [id]);
+      if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
+      return sessionFromRow(row, parsedJson);
+    });
+  }
+
+  async getSession(id: string): Promise<SessionRecord | undefined> {
+    return this.#guard('getSession', async () => {
+      const row = await this.#one(this.#pool, this.#sql.selectSession, [id]);
+      return row === undefined ? undefined : sessionFromRow(row, parsedJson);
+    });
+  }
+
+  async addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }> {
+    return this.#guard('addTurn', () =>
+      this.#transaction(async (client) => {
+        const counter = await this.#one(client, this.#sql.lockSessionCounter, [turn.sessionId]);
+        if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
+        const inserted = await this.#one(client, this.#sql.insertTurn, [
+          turn.id,
+          turn.sessionId,
+          Number(counter.turn_seq) + 1,
+          turn.kind,
+          turn.chatMessageId,
+          turn.text,
+          toJson(turn.metadata),
+          turn.taskId,
+          turn.state,
+          turn.outcome,
+          turn.attempts,
+          turn.firstSentAt,
+          turn.busyNoticeAt,
+          turn.answerRef,
+          turn.now,
+        ]);
+        if (inserted !== undefined) return { turn: turnFromRow(inserted, parsedJson), created: true };
+        // A conflict: the row it hit is committed by now (DO NOTHING waits), so this sees it.
+        const existing = await this.#one(client, this.#sql.selectDuplicateTurn, [
+          turn.id,
+          turn.sessionId,
+          turn.chatMessageId,
+        ]);
+        if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
+        return { turn: turnFromRow(existing, parsedJson), created: false };
+      }),
+    );
+  }
+
+  async getTurn(id: string): Promise<TurnRecord | undefined> {
+    return this.#guard('getTurn', async () => {
+      const row = await this.#one(this.#pool, this.#sql.selectTurn, [id]);
+      return row === undefined ? undefined : turnFromRow(row, parsedJson);
+    });
+  }
+
+  async openTurns(sessionId: string): Promise<TurnRecord[]> {
+    return this.#guard('openTurns', async () => {
+      const result = await this.#pool.query<Row>(this.#sql.selectOpenTurns, [sessionId]);
+      return result.rows.map((row) => turnFromRow(row, parsedJson));
+    });
+  }
+
+  async commit(commit: Commit): Promise<SessionRecord | undefined> {
+    return this.#guard('commit', () =>
+      this.#transaction(async (client) => {
+        if (commit.fence !== undefined) await this.#checkFence(client, commit, commit.fence.owner);
+        let written: SessionRecord | undefined;
+        if (commit.session !== undefined) {
+          const session = commit.session;
+          const row = await this.#one(client, this.#sql.updateSession, [
+            session.id,
+            session.version,
+            session.binding,
+            session.contextId,
+            toJson(session.task),
+            toJson(session.question),
+            session.lastQuestionKey,
+            commit.now,
+          ]);
+          if (row === undefined) throw new StaleWriteError(session.id);
+          written = sessionFromRow(row, parsedJson);
+        }
+        for (const turn of commit.turns ?? []) {
+          const result = await client.query(this.#sql.updateTurn, [
+            turn.id,
+            turn.sessionId,
+            turn.kind,
+            turn.text,
+            toJson(turn.metadata),
+            turn.taskId,
+            turn.state,
+            turn.outcome,
+            turn.attempts,
+            turn.firstSentAt,
+            turn.busyNoticeAt,
+            turn.answerRef,
+            commit.now,
+          ]);
+          if (result.rowCount !== 1) {
+            throw new StoreError(`turn ${turn.id} of session ${turn.sessionId} does not exist`);
+          }
+        }
+        return written;
+      }),
+    );
+  }
+
+  async sessionsWithWork(): Promise<string[]> {
+    return this.#guard('sessionsWithWork', async () => {
+      const result = await this.#pool.query<Row>(this.#sql.sessionsWithWork);
+      return result.rows.map((row) => String(row.id)).sort();
+    });
+  }
+
+  async claimInboundEvent(eventKey: string, now: number): Promise<boolean> {
+    return this.#guard('claimInboundEvent', async () => {
+      const cutoff = now - INBOUND_EVENT_TTL_MS;
+      const claimed = await this.#pool.query(this.#sql.claimEvent, [eventKey, now, cutoff]);
+      if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
+        await this.#pool.query(this.#sql.pruneEvents, [cutoff]);
+      }
+      return claimed.rowCount === 1;
+    });
+  }
+
+  async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.#guard('acquireLease', async () => {
+      const result = await this.#pool.query(this.#sql.acquireLease, [sessionId, owner, now, now + ttlMs]);
+      return result.rowCount === 1;
+    });
+  }
+
+  async renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]> {
+    return this.#guard('renewLeases', async () => {
+      // An expired lease is not renewed: it is no longer held, whether or not someone took it.
+      const result = await this.#pool.query<Row>(this.#sql.renewLeases, [owner, now, now + ttlMs]);
+      return result.rows.map((row) => String(row.session_id)).sort();
+    });
+  }
+
+  async releaseLease(sessionId: string, owner: string): Promise<void> {
+    await this.#guard('releaseLease', async () => {
+      await this.#pool.query(this.#sql.releaseLease, [sessionId, owner]);
+    });
+  }
+
+  /** Throws LeaseLostError unless `owner` holds a live lease on every session the commit writes. */
+  async #checkFence(client: Queryable, commit: Commit, owner: string): Promise<void> {
+    const ids = sessionsOf(commit);
+    const result = await client.query<Row>(this.#sql.lockLeases, [ids]);
+    for (const sessionId of ids) {
+      const lease = result.rows.find((row) => row.session_id === sessionId);
+      if (lease === undefined || lease.owner !== owner || Number(lease.expires_at) <= commit.now) {
+        throw new LeaseLostError(sessionId, owner);
+      }
+    }
+  }
+
+  async #transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.#pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await body(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // A connection that cannot even roll back is discarded rather than returned to the pool.
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async #one(db: Queryable, sql: string, values: unknown[]): Promise<Row | undefined> {
+    const result = await db.query<Row>(sql, values);
+    return result.rows[0];
+  }
+
+  async #guard<T>(operation: string, body: () => Promise<T>): Promise<T> {
+    try {
+      return await body();
+    } catch (cause) {
+      throw storeFailure(`postgres store: ${operation}`, cause);
+    }
+  }
+}

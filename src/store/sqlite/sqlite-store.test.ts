@@ -1,0 +1,151 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { StoreError } from '../../core/errors.js';
+import { sessionIdOf } from '../../core/store.js';
+import { storeContract } from '../contract.js';
+import { migrations } from '../migrations.js';
+import { SqliteStore } from './sqlite-store.js';
+
+const dirs: string[] = [];
+function freshPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'kourier-sqlite-'));
+  dirs.push(dir);
+  return join(dir, 'kourier.db');
+}
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+storeContract('sqlite file', async () => new SqliteStore(freshPath()));
+storeContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
+
+describe('SqliteStore', () => {
+  const open: SqliteStore[] = [];
+  const T0 = 1_700_000_000_000;
+  const key = { surface: 'slack', workspaceId: 'T01', channelId: 'C01', threadId: '1.2' };
+
+  afterEach(async () => {
+    for (const store of open.splice(0)) await store.close();
+  });
+
+  async function migrated(path: string): Promise<SqliteStore> {
+    const store = new SqliteStore(path);
+    open.push(store);
+    await store.migrate();
+    return store;
+  }
+
+  /** A second connection to the file, to look at what the store wrote. */
+  function inspect<T>(path: string, look: (db: DatabaseSync) => T): T {
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      return look(db);
+    } finally {
+      db.close();
+    }
+  }
+
+  it('keeps everything across a restart: close, then a new store on the same file', async () => {
+    const path = freshPath();
+    const first = await migrated(path);
+    const session = await first.openSession({ key, binding: 'ns/b', now: T0 });
+    await first.addTurn({
+      id: 'm1',
+      sessionId: session.id,
+      kind: 'message',
+      chatMessageId: '1.3',
+      text: 'hello',
+      metadata: null,
+      taskId: null,
+      state: 'queued',
+      outcome: null,
+      attempts: 0,
+      firstSentAt: null,
+      busyNoticeAt: null,
+      answerRef: null,
+      now: T0,
+    });
+    const written = await first.commit({ session: { ...session, contextId: 'ctx' }, now: T0 + 1 });
+    expect(await first.acquireLease(session.id, 'me', T0, 60_000)).toBe(true);
+    expect(await first.claimInboundEvent('Ev1', T0)).toBe(true);
+    const turn = await first.getTurn('m1');
+    await first.close();
+
+    const second = await migrated(path);
+    expect(await second.getSession(sessionIdOf(key))).toStrictEqual(written);
+    expect(await second.getTurn('m1')).toStrictEqual(turn);
+    expect(await second.openTurns(session.id)).toStrictEqual([turn]);
+    expect(await second.claimInboundEvent('Ev1', T0 + 1)).toBe(false);
+    expect(await second.acquireLease(session.id, 'other', T0 + 1, 60_000)).toBe(false);
+  });
+
+  it('puts the file in WAL mode and records each migration once', async () => {
+    const path = freshPath();
+    const store = await migrated(path);
+    await store.migrate();
+    inspect(path, (db) => {
+      expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+      expect(db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()).toEqual(
+        migrations.map((m) => ({ version: m.version, name: m.name })),
+      );
+    });
+  });
+
+  it('answers sessionsWithWork and openTurns from the partial indexes', async () => {
+    const path = freshPath();
+    await migrated(path);
+    inspect(path, (db) => {
+      const plan = (sql: string) =>
+        db
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all()
+          .map((row) => String(row.detail))
+          .join('\n');
+      const work = plan(
+        `SELECT id FROM sessions WHERE task IS NOT NULL OR question IS NOT NULL
+         UNION SELECT session_id FROM turns WHERE state <> 'settled'`,
+      );
+      // Each side walks only its partial index (idle sessions and settled turns are not in it).
+      expect(work).toMatch(/SCAN sessions USING (COVERING )?INDEX sessions_with_work/);
+      expect(work).toMatch(/SCAN turns USING (COVERING )?INDEX turns_open/);
+      const open = plan(`SELECT * FROM turns WHERE session_id = 'x' AND state <> 'settled' ORDER BY seq`);
+      expect(open).toContain('USING INDEX turns_open');
+      expect(open).not.toContain('TEMP B-TREE');
+    });
+  });
+
+  it('prunes event keys older than 24 hours on one claim in a thousand', async () => {
+    const path = freshPath();
+    const store = await migrated(path);
+    const later = T0 + 24 * 60 * 60 * 1000 + 1;
+    const rows = () =>
+      inspect(path, (db) =>
+        db.prepare(`SELECT count(*) AS n, sum(event_key = 'old') AS old FROM inbound_events`).get(),
+      );
+    // The first claim of a store prunes (nothing yet), the next prune is 1000 claims later.
+    expect(await store.claimInboundEvent('old', T0)).toBe(true);
+    for (let i = 0; i < 999; i += 1) expect(await store.claimInboundEvent(`new-${i}`, later)).toBe(true);
+    expect(rows()).toEqual({ n: 1000, old: 1 });
+    expect(await store.claimInboundEvent('new-999', later)).toBe(true);
+    expect(rows()).toEqual({ n: 1000, old: 0 });
+  });
+
+  it('reports a broken database as StoreError', async () => {
+    const store = new SqliteStore(':memory:');
+    open.push(store);
+    // Not migrated: the tables are missing.
+    const failed = store.getSession('x');
+    await expect(failed).rejects.toBeInstanceOf(StoreError);
+    await expect(failed).rejects.toMatchObject({
+      code: 'store_error',
+      message: expect.stringContaining('no such table'),
+    });
+  });
+
+  it('reports a file it cannot open as StoreError', () => {
+    expect(() => new SqliteStore(join(freshPath(), 'missing-dir', 'x.db'))).toThrow(StoreError);
+  });
+});

@@ -1,0 +1,368 @@
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
+import {
+  type Commit,
+  type NewSession,
+  type NewTurn,
+  type SessionRecord,
+  type SessionStore,
+  sessionIdOf,
+  type TurnRecord,
+} from '../../core/store.js';
+import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
+import {
+  parseJsonText,
+  type Row,
+  sessionFromRow,
+  sessionsOf,
+  storeFailure,
+  toJson,
+  turnFromRow,
+} from '../rows.js';
+
+type Params = Record<string, SQLInputValue>;
+
+/** How long a writer waits for another connection's write lock before failing (SQLITE_BUSY). */
+const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * The session store in one SQLite file (`node:sqlite`, built into Node 24): the default, for one
+ * replica. The database calls are synchronous; the methods are async only to fit the port, and
+ * each runs start to finish without yielding, so calls from one process never interleave.
+ *
+ * Write transactions start with BEGIN IMMEDIATE: they take the write lock up front, so another
+ * connection to the same file waits out busy_timeout instead of failing when a read lock would
+ * have to be upgraded halfway through.
+ */
+export class SqliteStore implements SessionStore {
+  readonly #db: DatabaseSync;
+  readonly #statements = new Map<string, StatementSync>();
+  #claims = 0;
+
+  constructor(path: string) {
+    let db: DatabaseSync | undefined;
+    try {
+      db = new DatabaseSync(path);
+      // WAL: readers do not block the writer and a commit is one append to the log.
+      db.exec('PRAGMA journal_mode = WAL');
+      // synchronous=NORMAL is safe with WAL: the database cannot be corrupted, and a crash of
+      // the process loses nothing (committed pages are in the OS cache). Only a power loss or
+      // kernel crash can roll back the last few commits; FULL would fsync on every commit, a
+      // price paid on every turn for that rarer case, which a re-send with the same messageId
+      // (S-2) mostly absorbs anyway.
+      db.exec('PRAGMA synchronous = NORMAL');
+      db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      // Turns must belong to a session that exists (node:sqlite turns this on by default, but
+      // say it rather than depend on that).
+      db.exec('PRAGMA foreign_keys = ON');
+    } catch (cause) {
+      if (db?.isOpen) db.close();
+      throw storeFailure('sqlite store: open', cause);
+    }
+    this.#db = db;
+  }
+
+  async migrate(): Promise<void> {
+    this.#guard('migrate', () =>
+      this.#transaction(() => {
+        this.#db.exec(
+          `CREATE TABLE IF NOT EXISTS schema_migrations (
+             version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL
+           ) STRICT`,
+        );
+        const done = new Set(
+          this.#db
+            .prepare('SELECT version FROM schema_migrations')
+            .all()
+            .map((row) => row.version),
+        );
+        for (const migration of migrations) {
+          if (done.has(migration.version)) continue;
+          this.#db.exec(migration.sqlite);
+          this.#db
+            .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+            .run(migration.version, migration.name, Date.now());
+        }
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    this.#statements.clear();
+    if (this.#db.isOpen) this.#db.close();
+  }
+
+  async openSession(init: NewSession): Promise<SessionRecord> {
+    return this.#guard('openSession', () => {
+      const id = sessionIdOf(init.key);
+      // The key is unique, so a second open of the same thread changes nothing (binding kept).
+      this.#run(
+        `INSERT INTO sessions (id, surface, workspace_id, channel_id, thread_id, binding, version,
+                               created_at, updated_at)
+         VALUES (:id, :surface, :workspace_id, :channel_id, :thread_id, :binding, 1, :now, :now)
+         ON CONFLICT DO NOTHING`,
+        {
+          id,
+          surface: init.key.surface,
+          workspace_id: init.key.workspaceId,
+          channel_id: init.key.channelId,
+          thread_id: init.key.threadId,
+          binding: init.binding,
+          now: init.now,
+        },
+      );
+      const row = this.#get('SELECT * FROM sessions WHERE id = :id', { id });
+      if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
+      return sessionFromRow(row, parseJsonText);
+    });
+  }
+
+  async getSession(id: string): Promise<SessionRecord | undefined> {
+    return this.#guard('getSession', () => {
+      const row = this.#get('SELECT * FROM sessions WHERE id = :id', { id });
+      return row === undefined ? undefined : sessionFromRow(row, parseJsonText);
+    });
+  }
+
+  async addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }> {
+    // The same steps as the PostgreSQL store (there the order matters for concurrency; here
+    // the write lock of BEGIN IMMEDIATE already serialises every add).
+    return this.#guard('addTurn', () =>
+      this.#transaction(() => {
+        const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
+        if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
+        const seq = Number(counter.turn_seq) + 1;
+        const inserted = this.#get(
+          `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
+                              outcome, attempts, first_sent_at, busy_notice_at, answer_ref,
+                              created_at, updated_at)
+           VALUES (:id, :session_id, :seq, :kind, :chat_message_id, :text, :metadata, :task_id, :state,
+                   :outcome, :attempts, :first_sent_at, :busy_notice_at, :answer_ref, :now, :now)
+           ON CONFLICT DO NOTHING
+           RETURNING *`,
+          {
+            ...turnParams(turn),
+            session_id: turn.sessionId,
+            chat_message_id: turn.chatMessageId,
+            seq,
+            now: turn.now,
+          },
+        );
+        if (inserted !== undefined) {
+          // Moved only when a turn was added, so a repeat does not use up a number.
+          this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
+          return { turn: turnFromRow(inserted, parseJsonText), created: true };
+        }
+        const existing = this.#get(
+          `SELECT * FROM turns
+           WHERE id = :id OR (session_id = :session_id AND chat_message_id = :chat_message_id)
+           ORDER BY id = :id DESC LIMIT 1`,
+          { id: turn.id, session_id: turn.sessionId, chat_message_id: turn.chatMessageId },
+        );
+        if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
+        return { turn: turnFromRow(existing, parseJsonText), created: false };
+      }),
+    );
+  }
+
+  async getTurn(id: string): Promise<TurnRecord | undefined> {
+    return this.#guard('getTurn', () => {
+      const row = this.#get('SELECT * FROM turns WHERE id = :id', { id });
+      return row === undefined ? undefined : turnFromRow(row, parseJsonText);
+    });
+  }
+
+  async openTurns(sessionId: string): Promise<TurnRecord[]> {
+    return this.#guard('openTurns', () =>
+      this.#all(`SELECT * FROM turns WHERE session_id = :session_id AND state <> 'settled' ORDER BY seq`, {
+        session_id: sessionId,
+      }).map((row) => turnFromRow(row, parseJsonText)),
+    );
+  }
+
+  async commit(commit: Commit): Promise<SessionRecord | undefined> {
+    return this.#guard('commit', () =>
+      this.#transaction(() => {
+        if (commit.fence !== undefined) this.#checkFence(commit, commit.fence.owner);
+        let written: SessionRecord | undefined;
+        if (commit.session !== undefined) {
+          const session = commit.session;
+          const row = this.#get(
+            `UPDATE sessions
+             SET binding = :binding, context_id = :context_id, task = :task, question = :question,
+                 last_question_key = :last_question_key, version = version + 1, updated_at = :now
+             WHERE id = :id AND version = :version
+             RETURNING *`,
+            {
+              id: session.id,
+              version: session.version,
+              binding: session.binding,
+              context_id: session.contextId,
+              task: toJson(session.task),
+              question: toJson(session.question),
+              last_question_key: session.lastQuestionKey,
+              now: commit.now,
+            },
+          );
+          if (row === undefined) throw new StaleWriteError(session.id);
+          written = sessionFromRow(row, parseJsonText);
+        }
+        for (const turn of commit.turns ?? []) {
+          const result = this.#run(
+            `UPDATE turns
+             SET kind = :kind, text = :text, metadata = :metadata, task_id = :task_id, state = :state,
+                 outcome = :outcome, attempts = :attempts, first_sent_at = :first_sent_at,
+                 busy_notice_at = :busy_notice_at, answer_ref = :answer_ref, updated_at = :now
+             WHERE id = :id AND session_id = :session_id`,
+            { ...turnParams(turn), session_id: turn.sessionId, now: commit.now },
+          );
+          if (Number(result.changes) !== 1) {
+            throw new StoreError(`turn ${turn.id} of session ${turn.sessionId} does not exist`);
+          }
+        }
+        return written;
+      }),
+    );
+  }
+
+  async sessionsWithWork(): Promise<string[]> {
+    return this.#guard('sessionsWithWork', () =>
+      this.#all(
+        `SELECT id FROM sessions WHERE task IS NOT NULL OR question IS NOT NULL
+         UNION
+         SELECT session_id FROM turns WHERE state <> 'settled'`,
+        {},
+      )
+        .map((row) => String(row.id))
+        .sort(),
+    );
+  }
+
+  async claimInboundEvent(eventKey: string, now: number): Promise<boolean> {
+    return this.#guard('claimInboundEvent', () => {
+      const cutoff = now - INBOUND_EVENT_TTL_MS;
+      // A key older than the TTL counts as new even before the pruning below has removed it,
+      // so what a claim answers does not depend on when pruning last ran.
+      const claimed = this.#get(
+        `INSERT INTO inbound_events (event_key, created_at) VALUES (:event_key, :now)
+         ON CONFLICT (event_key) DO UPDATE SET created_at = excluded.created_at
+         WHERE inbound_events.created_at < :cutoff
+         RETURNING event_key`,
+        { event_key: eventKey, now, cutoff },
+      );
+      if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
+        this.#run('DELETE FROM inbound_events WHERE created_at < :cutoff', { cutoff });
+      }
+      return claimed !== undefined;
+    });
+  }
+
+  async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.#guard('acquireLease', () => {
+      const row = this.#get(
+        `INSERT INTO leases (session_id, owner, expires_at) VALUES (:session_id, :owner, :expires_at)
+         ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+         WHERE leases.expires_at <= :now OR leases.owner = excluded.owner
+         RETURNING session_id`,
+        { session_id: sessionId, owner, now, expires_at: now + ttlMs },
+      );
+      return row !== undefined;
+    });
+  }
+
+  async renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]> {
+    return this.#guard('renewLeases', () =>
+      // An expired lease is not renewed: it is no longer held, whether or not someone took it.
+      this.#all(
+        `UPDATE leases SET expires_at = :expires_at WHERE owner = :owner AND expires_at > :now
+         RETURNING session_id`,
+        { owner, now, expires_at: now + ttlMs },
+      )
+        .map((row) => String(row.session_id))
+        .sort(),
+    );
+  }
+
+  async releaseLease(sessionId: string, owner: string): Promise<void> {
+    this.#guard('releaseLease', () => {
+      this.#run('DELETE FROM leases WHERE session_id = :session_id AND owner = :owner', {
+        session_id: sessionId,
+        owner,
+      });
+    });
+  }
+
+  /** Throws LeaseLostError unless `owner` holds a live lease on every session the commit writes. */
+  #checkFence(commit: Commit, owner: string): void {
+    for (const sessionId of sessionsOf(commit)) {
+      const lease = this.#get('SELECT owner, expires_at FROM leases WHERE session_id = :session_id', {
+        session_id: sessionId,
+      });
+      if (lease === undefined || lease.owner !== owner || Number(lease.expires_at) <= commit.now) {
+        throw new LeaseLostError(sessionId, owner);
+      }
+    }
+  }
+
+  #transaction<T>(body: () => T): T {
+    this.#db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = body();
+      this.#db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      // The original error is what the caller needs; a failed rollback (the connection is
+      // broken) would only hide it.
+      try {
+        if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      } catch {}
+      throw error;
+    }
+  }
+
+  #statement(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  #get(sql: string, params: Params): Row | undefined {
+    return this.#statement(sql).get(params);
+  }
+
+  #all(sql: string, params: Params): Row[] {
+    return this.#statement(sql).all(params);
+  }
+
+  #run(sql: string, params: Params): { changes: number | bigint } {
+    return this.#statement(sql).run(params);
+  }
+
+  #guard<T>(operation: string, body: () => T): T {
+    try {
+      return body();
+    } catch (cause) {
+      throw storeFailure(`sqlite store: ${operation}`, cause);
+    }
+  }
+}
+
+/** The id and the columns a commit may change (session, chat message, seq, createdAt are fixed). */
+function turnParams(turn: NewTurn | TurnRecord): Params {
+  return {
+    id: turn.id,
+    kind: turn.kind,
+    text: turn.text,
+    metadata: toJson(turn.metadata),
+    task_id: turn.taskId,
+    state: turn.state,
+    outcome: turn.outcome,
+    attempts: turn.attempts,
+    first_sent_at: turn.firstSentAt,
+    busy_notice_at: turn.busyNoticeAt,
+    answer_ref: turn.answerRef,
+  };
+}
