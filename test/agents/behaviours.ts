@@ -20,6 +20,8 @@ export interface AnswerOptions {
   statusMetadata?: JsonObject;
   /** Force this contextId onto the task instead of the one the request carried. */
   contextId?: string;
+  /** A pause between chunks, so a stream can be interrupted in the middle. */
+  chunkDelayMs?: number;
 }
 
 /**

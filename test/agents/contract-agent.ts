@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Behaviour } from './behaviours.js';
+import type { AnswerOptions, Behaviour } from './behaviours.js';
 import { buildCard, type CardOptions } from './card.js';
 import { agentMessage, answerOps, type Op, type Plan, shapeOps, stepsToOps } from './ops.js';
 import {
@@ -68,6 +68,13 @@ export interface ContractAgentOptions {
    * it twice.
    */
   dedupe?: boolean;
+  /** The answer a send gets when no behaviour is queued (default: the echo answer). */
+  defaultAnswer?: AnswerOptions;
+  /**
+   * Keep working on a task after its client went away, as agents built on the SDKs do (default
+   * false: the task stays where the stream stopped, so tests can script what follows).
+   */
+  workOn?: boolean;
 }
 
 export interface RecordedRequest {
@@ -103,6 +110,11 @@ export interface ContractAgent {
   seedTask(t?: SeedTask): StoredTask;
   /** How many times each user messageId started a task: the agent's runs of that turn. */
   readonly runs: Map<string, number>;
+  /**
+   * R-7 from the agent's side: each time a message opened a task in a context where a task of
+   * another message was still submitted or working.
+   */
+  readonly overlaps: Array<{ contextId: string; messageId: string; runningMessageId: string }>;
   /** Closes the server and destroys open sockets, hanging streams included. */
   close(): Promise<void>;
 }
@@ -162,10 +174,15 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+function isSettledState(state: StoredTask['status']['state']): boolean {
+  return TERMINAL_STATES.has(state) || state === 'input-required' || state === 'auth-required';
+}
+
 class Agent implements ContractAgent {
   readonly requests: RecordedRequest[] = [];
   readonly tasks = new Map<string, StoredTask>();
   readonly runs = new Map<string, number>();
+  readonly overlaps: Array<{ contextId: string; messageId: string; runningMessageId: string }> = [];
   private readonly store: TaskStore;
   endpoint = '';
   origin = '';
@@ -193,6 +210,8 @@ class Agent implements ContractAgent {
     card: CardOptions,
     path: string,
     private readonly dedupe: boolean,
+    private readonly defaultAnswer: AnswerOptions,
+    private readonly workOn: boolean,
   ) {
     this.card = card;
     this.store = new TaskStore(version, this.tasks);
@@ -409,7 +428,8 @@ class Agent implements ContractAgent {
       b?.kind === 'new-context' ? randomUUID() : b?.kind === 'answer' ? b.options.contextId : undefined;
     const task = this.openTask(call.params, forced);
     if (b?.kind === 'script') return this.stream(call, task, { ops: stepsToOps(b.steps, task), end: b.end });
-    const base = answerOps(task, b?.kind === 'answer' ? b.options : {}, { snapshot: true, working: true });
+    const options = b?.kind === 'answer' ? b.options : b === undefined ? this.defaultAnswer : {};
+    const base = answerOps(task, options, { snapshot: true, working: true });
     return this.stream(
       call,
       task,
@@ -421,19 +441,30 @@ class Agent implements ContractAgent {
   private openTask(params: JsonObject, forced: string | undefined): StoredTask {
     const msg = decodeMessage(params.message);
     const task = this.store.open(params, forced);
-    if (msg !== undefined && msg.taskId === undefined)
+    if (msg !== undefined && msg.taskId === undefined) {
       this.runs.set(msg.messageId, (this.runs.get(msg.messageId) ?? 0) + 1);
+      for (const other of this.tasks.values()) {
+        if (other === task || other.contextId !== task.contextId) continue;
+        if (other.status.state !== 'submitted' && other.status.state !== 'working') continue;
+        const running = other.history.find((m) => m.role === 'user')?.messageId ?? '';
+        if (running !== msg.messageId) {
+          this.overlaps.push({
+            contextId: task.contextId,
+            messageId: msg.messageId,
+            runningMessageId: running,
+          });
+        }
+      }
+    }
     return task;
   }
 
   /** A repeated messageId: wait for the first run to settle, then answer with its task. */
   private async reattach(call: Call, task: StoredTask): Promise<void> {
-    const settled = (): boolean =>
-      TERMINAL_STATES.has(task.status.state) ||
-      task.status.state === 'input-required' ||
-      task.status.state === 'auth-required';
-    while (!settled() && !this.signal.aborted) await sleep(20, this.signal).catch(() => undefined);
-    return this.stream(call, task, { ops: [{ op: 'snapshot' }], end: 'close' });
+    return this.stream(call, task, {
+      ops: [{ op: 'snapshot' }, { op: 'await-settled' }, { op: 'snapshot' }],
+      end: 'close',
+    });
   }
 
   private async subscribe(call: Call, b: Behaviour | undefined): Promise<void> {
@@ -445,6 +476,9 @@ class Agent implements ContractAgent {
       reply.contextId = task.contextId;
       return this.stream(call, task, { ops: [{ op: 'message', message: reply }], end: 'close' });
     }
+    // An agent that works on without its client has the task's real events to tell: attach.
+    if (b === undefined && this.workOn && !TERMINAL_STATES.has(task.status.state))
+      return this.reattach(call, task);
     const forced =
       b?.kind === 'new-context' ? randomUUID() : b?.kind === 'answer' ? b.options.contextId : undefined;
     if (forced !== undefined) task.contextId = forced;
@@ -516,16 +550,30 @@ class Agent implements ContractAgent {
     const id = plan.wrongId ? otherId(call.id) : call.id;
     const o: EncodeOptions = { omitIds: plan.omitIds ?? false };
     for (const op of plan.ops) {
-      if (isGone(res) || this.signal.aborted) return;
+      if (this.signal.aborted) return;
+      const gone = isGone(res);
+      if (gone && !this.workOn) return;
       if (op.op === 'wait') {
-        await sleep(op.ms, this.signal);
+        await sleep(op.ms, this.signal).catch(() => undefined);
+        continue;
+      }
+      if (op.op === 'await-settled') {
+        while (
+          task !== undefined &&
+          !isSettledState(task.status.state) &&
+          !this.signal.aborted &&
+          !isGone(res)
+        ) {
+          await sleep(20, this.signal).catch(() => undefined);
+        }
         continue;
       }
       if (op.op === 'raw') {
-        await write(res, op.text);
+        if (!gone) await write(res, op.text);
         continue;
       }
       const payload = this.apply(op, task, id, o, unary);
+      if (gone) continue; // the task moves on; nobody is listening
       const isError = op.op === 'error' || 'error' in payload;
       if (unary) {
         await write(res, JSON.stringify(payload));
@@ -549,7 +597,7 @@ class Agent implements ContractAgent {
 
   /** Performs one event op on the live store and returns its JSON-RPC envelope. */
   private apply(
-    op: Exclude<Op, { op: 'wait' | 'raw' }>,
+    op: Exclude<Op, { op: 'wait' | 'raw' | 'await-settled' }>,
     given: StoredTask | undefined,
     id: JsonRpcId,
     o: EncodeOptions,
@@ -601,7 +649,14 @@ class Agent implements ContractAgent {
 }
 
 export async function startContractAgent(o: ContractAgentOptions): Promise<ContractAgent> {
-  const agent = new Agent(o.version, o.card ?? {}, o.path ?? '/a2a', o.dedupe ?? true);
+  const agent = new Agent(
+    o.version,
+    o.card ?? {},
+    o.path ?? '/a2a',
+    o.dedupe ?? true,
+    o.defaultAnswer ?? {},
+    o.workOn ?? false,
+  );
   await agent.listen();
   return agent;
 }

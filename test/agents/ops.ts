@@ -24,6 +24,8 @@ export type Op =
   | { op: 'result'; result: unknown }
   | { op: 'raw'; text: string }
   | { op: 'wait'; ms: number }
+  /** Wait until the task is terminal or paused (its work goes on elsewhere), then go on. */
+  | { op: 'await-settled' }
   | { op: 'error'; error: RpcErrorObject };
 
 export interface Plan {
@@ -37,7 +39,7 @@ export interface Plan {
 
 /** Ops that put one event (one SSE frame) on the wire; dropAfter(n) counts these. */
 export function isEventOp(op: Op): boolean {
-  return op.op !== 'raw' && op.op !== 'wait';
+  return op.op !== 'raw' && op.op !== 'wait' && op.op !== 'await-settled';
 }
 
 export function agentMessage(
@@ -72,6 +74,7 @@ export function answerOps(
   if (lead.working) ops.push({ op: 'status', state: 'working' });
   const chunks = o.chunks ?? defaultChunks(task);
   chunks.forEach((text, i) => {
+    if (i > 0 && o.chunkDelayMs !== undefined) ops.push({ op: 'wait', ms: o.chunkDelayMs });
     ops.push({
       op: 'chunk',
       artifactId: 'answer',

@@ -1,0 +1,62 @@
+/**
+ * One broker process for the crash tests: the engine on a durable store, an A2A client to the
+ * parent's agent, the chat over HTTP. The parent kills it with SIGKILL at random points and
+ * starts it again; every start receives the same chat messages again (a chat redelivers what
+ * it is not sure was taken), which the engine must take as duplicates.
+ */
+import { A2AClient } from '../../src/a2a/client.js';
+import { SessionEngine } from '../../src/core/session/engine.js';
+import type { EngineTimings } from '../../src/core/session/timings.js';
+import type { SessionStore } from '../../src/core/store.js';
+import { a2aDialect } from '../../src/dialects/a2a.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { HttpSurface } from './http-surface.js';
+
+export interface ChildConfig {
+  store: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; schema: string };
+  agentEndpoint: string;
+  chatUrl: string;
+  owner: string;
+  binding: string;
+  messages: Array<{ thread: string; ts: string; text: string }>;
+  timings: Partial<EngineTimings>;
+}
+
+const config = JSON.parse(process.env.CRASH_CONFIG ?? '{}') as ChildConfig;
+const store: SessionStore =
+  config.store.kind === 'sqlite'
+    ? new SqliteStore(config.store.path)
+    : new PostgresStore({ connectionString: config.store.url, schema: config.store.schema });
+await store.migrate();
+const client = new A2AClient({
+  endpoint: config.agentEndpoint,
+  identity: { kind: 'bearer', token: 'crash-token' },
+  timeouts: { headersMs: 2_000, streamIdleMs: 2_000 },
+});
+const engine = new SessionEngine({
+  store,
+  registry: {
+    resolve: (b) =>
+      b === config.binding
+        ? { client, dialect: a2aDialect, settings: { questionTimeoutMs: null } }
+        : undefined,
+  },
+  surface: new HttpSurface(config.chatUrl),
+  owner: config.owner,
+  timings: config.timings,
+});
+await engine.start();
+for (const m of config.messages) {
+  await engine.receive({
+    kind: 'person',
+    key: { surface: 'crash', workspaceId: 'T1', channelId: 'C1', threadId: m.thread },
+    binding: config.binding,
+    chatMessageId: m.ts,
+    actor: { id: 'U1', name: 'Crash', label: '[Test: Crash (U1)]' },
+    text: m.text,
+    addressed: true,
+  });
+}
+process.stdout.write('READY\n');
+setInterval(() => undefined, 60_000);

@@ -1,0 +1,111 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { messageIdFor } from '../../src/core/compose.js';
+import { sessionIdOf } from '../../src/core/store.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { startContractAgent } from '../agents/contract-agent.js';
+import { startChatServer } from '../crash/chat-server.js';
+import type { ChildConfig } from '../crash/engine-child.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+
+function startChild(config: ChildConfig): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'test/crash/engine-child.ts'], {
+    env: { ...process.env, CRASH_CONFIG: JSON.stringify(config) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+// Several replicas on one PostgreSQL: each session is driven by one replica at a time through
+// a lease; when a replica dies, another takes its sessions over and follows their tasks.
+describe('two replicas on one PostgreSQL', () => {
+  let pg: TestPostgres;
+  beforeAll(async () => {
+    pg = await startPostgres();
+  });
+  afterAll(async () => pg.stop());
+
+  it('[M-2][M-3] a replica killed mid-turn: the other takes its sessions over and finishes the turns', async () => {
+    const agent = await startContractAgent({
+      version: '1.0',
+      defaultAnswer: { chunks: Array.from({ length: 10 }, (_, i) => `part ${i} `), chunkDelayMs: 300 },
+      workOn: true,
+    });
+    const chat = await startChatServer();
+    const schema = `replicas_${process.pid}`;
+    const messages = [0, 1, 2].map((t) => ({ thread: `t${t}`, ts: '1.0', text: `question ${t}` }));
+    const base: Omit<ChildConfig, 'owner' | 'messages'> = {
+      store: { kind: 'postgres', url: pg.connectionString, schema },
+      agentEndpoint: agent.endpoint,
+      chatUrl: chat.url,
+      binding: 'team-a/replicas',
+      timings: {
+        settleDelayMs: 30,
+        retryBaseMs: 20,
+        retryMaxMs: 200,
+        giveUpAfterMs: 60_000,
+        leaseTtlMs: 1_500,
+        scanIntervalMs: 150,
+      },
+    };
+    const a = startChild({ ...base, owner: 'replica-a', messages });
+    let b: ChildProcess | undefined;
+    const reader = new PostgresStore({ connectionString: pg.connectionString, schema });
+    try {
+      // Kill replica A once every turn is accepted and its answer is streaming.
+      const turnIds = messages.map((m) =>
+        messageIdFor(
+          sessionIdOf({ surface: 'crash', workspaceId: 'T1', channelId: 'C1', threadId: m.thread }),
+          m.ts,
+          'message',
+        ),
+      );
+      const until = Date.now() + 20_000;
+      for (;;) {
+        const turns = await Promise.all(turnIds.map((id) => reader.getTurn(id).catch(() => undefined)));
+        if (turns.every((t) => t?.state === 'accepted')) break;
+        if (Date.now() > until)
+          throw new Error(`replica A never got going: ${JSON.stringify(turns.map((t) => t?.state))}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // Replica B starts while A holds every session's lease: it can take nothing yet.
+      b = startChild({ ...base, owner: 'replica-b', messages: [] });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const sendsBeforeKill = agent.rpc('SendStreamingMessage').length;
+      await kill(a);
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const turns = await Promise.all(turnIds.map((id) => reader.getTurn(id)));
+        if (turns.every((t) => t?.state === 'settled')) break;
+        if (Date.now() > deadline)
+          throw new Error(`replica B did not finish: ${JSON.stringify(turns.map((t) => t?.state))}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      for (const id of turnIds) {
+        expect((await reader.getTurn(id))?.outcome).toBe('completed');
+        expect(agent.runs.get(id)).toBe(1);
+        const shown = [...chat.answers.values()].filter((x) => x.turnId === id);
+        expect(shown).toHaveLength(1);
+        expect(shown[0]?.final).toBe(true);
+        expect(shown[0]?.text).toBe(Array.from({ length: 10 }, (_, i) => `part ${i} `).join(''));
+      }
+      // Replica B followed the tasks (GetTask, SubscribeToTask); it sent nothing again.
+      expect(agent.rpc('SendStreamingMessage')).toHaveLength(sendsBeforeKill);
+      expect(agent.rpc('GetTask').length).toBeGreaterThanOrEqual(3);
+    } finally {
+      await kill(a);
+      if (b !== undefined) await kill(b);
+      await reader.close();
+      await chat.close();
+      await agent.close();
+    }
+  });
+});
