@@ -530,6 +530,59 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
     });
   });
 
+  it(`[T-7] treats a task that ends in a state it does not know as failed (${version})`, async () => {
+    const h = await harness();
+    h.agent.enqueueFor(
+      sendMethod,
+      script([{ event: 'task' }, { event: 'chunk', text: 'x' }, { event: 'unknown' }, { event: 'task' }]),
+    );
+    const { turnId, sessionId } = await h.say('t1', '1', 'go');
+    await settled(h, turnId);
+    expect(h.surface.notices(sessionId)).toEqual(['task-failed']);
+    expect((await h.store.getTurn(turnId))?.outcome).toBe('failed');
+  });
+
+  it(`[M-4] cancels a task with no sign of life for too long after its stream was lost (${version})`, async () => {
+    const h = await harness({ timings: { noSignOfLifeMs: 400 } });
+    h.agent.enqueueFor(sendMethod, script([{ event: 'task' }, { event: 'working' }], 'destroy'));
+    for (let i = 0; i < 20; i++) h.agent.enqueueFor(subscribeMethod, rpcError(-32601, 'no'));
+    const { turnId, sessionId } = await h.say('t1', '1', 'go');
+    await settled(h, turnId);
+    expect(h.agent.rpc(cancelMethod)).toHaveLength(1);
+    expect(h.events.some((e) => e.type === 'task.cancel' && e.reason === 'no sign of life' && e.ok)).toBe(
+      true,
+    );
+    expect(h.surface.notices(sessionId)).toEqual(['task-canceled']);
+  });
+
+  it(`[DT-2] retries a card that cannot be fetched, then fails the turn (${version})`, async () => {
+    const h = await harness({ timings: { giveUpAfterMs: 300 } });
+    h.agent.setCard({ status: 503 });
+    const { turnId, sessionId } = await h.say('t1', '1', 'go');
+    await settled(h, turnId);
+    expect(h.agent.requests.filter((r) => r.httpMethod === 'GET').length).toBeGreaterThan(1);
+    expect(h.surface.notices(sessionId)).toEqual(['agent-unreachable']);
+    expect(sent(h)).toHaveLength(0);
+  });
+
+  it(`[DT-1][DT-3] fails the turn at once, with the reason, when the card makes the agent unusable (${version})`, async () => {
+    const h = await harness();
+    h.agent.setCard({ streaming: false });
+    const { turnId, sessionId } = await h.say('t1', '1', 'go');
+    await settled(h, turnId);
+    const [n] = h.surface.of(sessionId, 'notice');
+    expect(n?.noticeKind).toBe('agent-refused');
+    expect(n?.text).toContain('capabilities.streaming');
+    expect(sent(h)).toHaveLength(0);
+  });
+
+  it(`keeps text the store cannot hold out of the turn: NUL and lone surrogates (${version})`, async () => {
+    const h = await harness();
+    const { turnId } = await h.say('t1', '1', 'a\u0000b\uD800c');
+    await settled(h, turnId);
+    expect(textOf(sent(h)[0])).toContain('a\uFFFDb\uFFFDc');
+  });
+
   it(`[E-9] never shows an agent's error message (${version})`, async () => {
     const h = await harness({ timings: { giveUpAfterMs: 200 } });
     await h.client.card();

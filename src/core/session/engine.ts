@@ -286,7 +286,10 @@ export class SessionEngine {
     this.#wakeups.set(sessionId, timer);
   }
 
-  #bounded(text: string): string {
+  #bounded(input: string): string {
+    // NUL cannot be stored by PostgreSQL and means nothing in chat; lone surrogates are not
+    // text. Both are replaced rather than failing the turn for ever.
+    const text = input.replace(/\u0000/g, '\uFFFD').toWellFormed();
     // Nothing a user sent is dropped silently: an overlong message is cut with a visible mark.
     if (text.length <= this.#maxTextLength) return text;
     return `${text.slice(0, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
