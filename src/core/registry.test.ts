@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { a2aDialect } from '../dialects/a2a.js';
+import type { AgentClient } from './ports.js';
+import { type LiveBinding, LiveRegistry } from './registry.js';
+
+const client = {} as AgentClient;
+
+function binding(ref: string, channels: string[], extra: Partial<LiveBinding> = {}): LiveBinding {
+  return {
+    ref,
+    client,
+    dialect: a2aDialect,
+    settings: { questionTimeoutMs: null },
+    slack: { channels, allowDirectMessages: false },
+    toolApprovals: { enabled: false, approverGroups: [] },
+    ...extra,
+  };
+}
+
+describe('LiveRegistry', () => {
+  it('routes a channel to the Binding that lists it and resolves its client', () => {
+    const registry = new LiveRegistry();
+    registry.upsert(binding('a/one', ['C1', 'C2']));
+    expect(registry.forChannel('C2')?.ref).toBe('a/one');
+    expect(registry.forChannel('C9')).toBeUndefined();
+    expect(registry.resolve('a/one')?.dialect).toBe(a2aDialect);
+    registry.remove('a/one');
+    expect(registry.forChannel('C1')).toBeUndefined();
+    expect(registry.resolve('a/one')).toBeUndefined();
+  });
+
+  it('gives a channel claimed twice to neither, and names the conflict', () => {
+    const registry = new LiveRegistry();
+    registry.upsert(binding('a/one', ['C1']));
+    registry.upsert(binding('b/two', ['C1', 'C3']));
+    expect(registry.forChannel('C1')).toBeUndefined();
+    expect(registry.forChannel('C3')?.ref).toBe('b/two');
+    expect(registry.conflicts()).toEqual([{ channelId: 'C1', bindings: ['a/one', 'b/two'] }]);
+    registry.upsert(binding('b/two', ['C3']));
+    expect(registry.forChannel('C1')?.ref).toBe('a/one');
+    expect(registry.conflicts()).toEqual([]);
+  });
+
+  it('keeps workspaces apart and routes direct messages to the one Binding that allows them', () => {
+    const registry = new LiveRegistry();
+    registry.upsert(
+      binding('a/one', ['C1'], { slack: { channels: ['C1'], allowDirectMessages: true, teamId: 'T1' } }),
+    );
+    registry.upsert(
+      binding('b/two', ['C1'], { slack: { channels: ['C1'], allowDirectMessages: false, teamId: 'T2' } }),
+    );
+    expect(registry.forChannel('C1', 'T1')?.ref).toBe('a/one');
+    expect(registry.forChannel('C1', 'T2')?.ref).toBe('b/two');
+    expect(registry.forDirectMessages('T1')?.ref).toBe('a/one');
+    expect(registry.forDirectMessages('T2')).toBeUndefined();
+  });
+
+  it('tells listeners about changes', () => {
+    const registry = new LiveRegistry();
+    let calls = 0;
+    const off = registry.onChange(() => calls++);
+    registry.upsert(binding('a/one', ['C1']));
+    off();
+    registry.remove('a/one');
+    expect(calls).toBe(1);
+  });
+});
