@@ -58,6 +58,11 @@ export interface Dialect {
   readPause(status: TaskStatus, lastQuestionKey: string | null): PauseReading;
   /** The tool steps among an event's data parts (none for agents that mark none). */
   toolSteps(event: StreamEvent): ToolStep[];
+  /**
+   * The extensions an outgoing message speaks, from the metadata the engine stored with the
+   * turn (a kagent-v1 structured answer names the HITL extension; everything else none).
+   */
+  messageExtensions(metadata: Record<string, unknown> | null): string[];
 }
 
 /** A Binding's behaviour settings, as the engine needs them. */

@@ -30,4 +30,6 @@ export const a2aDialect: Dialect = {
   },
 
   toolSteps: toolStepsOf,
+
+  messageExtensions: () => [],
 };

@@ -40,7 +40,8 @@ const kagentV1: DialectSpec = {
   dialect: { ...a2aDialect, name: 'kagent-v1' },
   extensions: [KAGENT_HITL_EXTENSION],
   endpoint: (url, agent) => {
-    if (agent === undefined) throw new DialectConfigError('the kagent-v1 dialect needs the agent namespace and name');
+    if (agent === undefined)
+      throw new DialectConfigError('the kagent-v1 dialect needs the agent namespace and name');
     const base = url.replace(/\/+$/, '');
     return `${base}/agents/${encodeURIComponent(agent.namespace)}/${encodeURIComponent(agent.name)}`;
   },

@@ -174,6 +174,8 @@ export interface OutgoingMessage {
   /** Only on an answer to a paused task (S-4). */
   taskId?: string;
   metadata?: Metadata;
+  /** Extensions the message speaks (kagent's HITL reply must name its extension, Q-3). */
+  extensions?: string[];
 }
 
 export interface TaskPage {

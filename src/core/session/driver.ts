@@ -150,9 +150,15 @@ export class SessionDriver {
       await this.#commit({ ...session, question: null }, []);
       return 'again';
     }
-    const reply = open.find(
-      (t) => t.state === 'queued' && (t.kind === 'message' || t.kind === 'context' || t.kind === 'answer'),
-    );
+    // A structured question (kagent's) takes only a structured answer; typed messages wait
+    // behind it. A text question takes the next reply in the thread.
+    const reply =
+      question.kind === 'structured'
+        ? open.find((t) => t.state === 'queued' && t.kind === 'answer')
+        : open.find(
+            (t) =>
+              t.state === 'queued' && (t.kind === 'message' || t.kind === 'context' || t.kind === 'answer'),
+          );
     if (reply === undefined) {
       if (question.expiresAt !== null) this.#deps.wakeAt(session.id, question.expiresAt);
       return 'idle';
@@ -240,6 +246,8 @@ export class SessionDriver {
           : { contextId: session.contextId }),
       ...(turn.metadata === null ? {} : { metadata: turn.metadata }),
     };
+    const extensions = route.dialect.messageExtensions(turn.metadata);
+    if (extensions.length > 0) Object.assign(message, { extensions });
     const started = clock.now();
     let failure: unknown;
     try {

@@ -37,6 +37,26 @@ export type Inbound =
       fields: Record<string, string>;
     };
 
+/** A decision taken in the chat's own controls (buttons), answering a structured question. */
+export interface StructuredAnswer {
+  key: SessionKey;
+  binding: string;
+  /** The question it answers, as it was shown: an answer to another question is stale. */
+  questionKey: string;
+  actor: Actor;
+  /** Shown and logged; no label line (S-6: a kagent-v1 structured answer carries none). */
+  text: string;
+  /** The dialect's reply, sent as the message's metadata (Q-3). */
+  metadata: Record<string, unknown>;
+}
+
+export type AnswerResult =
+  | { status: 'accepted'; sessionId: string; turnId: string }
+  /** Someone answered this question already (a double click, two approvers racing). */
+  | { status: 'duplicate'; sessionId: string; turnId: string }
+  /** The question is no longer pending (answered, timed out, or another one is). */
+  | { status: 'stale'; sessionId: string };
+
 export interface ReceiveResult {
   sessionId: string;
   turnId: string;
@@ -181,6 +201,55 @@ export class SessionEngine {
       this.#emit({ ...base, type: 'turn.duplicate', turnId: turn.id });
     }
     return { sessionId: session.id, turnId: turn.id, duplicate: !created };
+  }
+
+  /**
+   * Takes a structured answer: one per question, whoever answers first (the store keeps the
+   * first by the question's key, so a second press is a duplicate, never a second decision).
+   */
+  async answer(input: StructuredAnswer): Promise<AnswerResult> {
+    const now = this.#clock.now();
+    const sessionId = sessionIdOf(input.key);
+    const session = await this.#store.getSession(sessionId);
+    const question = session?.question;
+    if (
+      session === undefined ||
+      question === null ||
+      question === undefined ||
+      question.questionKey !== input.questionKey
+    ) {
+      return { status: 'stale', sessionId };
+    }
+    const chatMessageId = `decision:${question.taskId}:${question.questionKey}`;
+    const id = messageIdFor(sessionId, chatMessageId, 'answer');
+    const { turn, created } = await this.#store.addTurn({
+      id,
+      sessionId,
+      kind: 'answer',
+      chatMessageId,
+      text: this.#bounded(input.text),
+      metadata: { ...actorMetadata(input.actor), ...input.metadata },
+      taskId: question.taskId,
+      state: 'queued',
+      outcome: null,
+      attempts: 0,
+      firstSentAt: null,
+      busyNoticeAt: null,
+      answerRef: null,
+      now,
+    });
+    if (!created) return { status: 'duplicate', sessionId, turnId: turn.id };
+    this.#emit({
+      sessionId,
+      binding: session.binding,
+      at: now,
+      type: 'turn.received',
+      turnId: turn.id,
+      kind: 'answer',
+      queued: false,
+    });
+    this.kick(sessionId);
+    return { status: 'accepted', sessionId, turnId: turn.id };
   }
 
   /** Makes sure the session is being driven (or will be looked at again when its driver ends). */

@@ -110,6 +110,7 @@ export const v0_3: WireCodec = {
     if (msg.contextId !== undefined && msg.contextId !== '') message.contextId = msg.contextId;
     if (msg.taskId !== undefined && msg.taskId !== '') message.taskId = msg.taskId;
     if (msg.metadata !== undefined) message.metadata = msg.metadata;
+    if (msg.extensions !== undefined && msg.extensions.length > 0) message.extensions = msg.extensions;
     return { message };
   },
 

@@ -124,6 +124,7 @@ export const v1_0: WireCodec = {
     if (msg.contextId !== undefined && msg.contextId !== '') message.contextId = msg.contextId;
     if (msg.taskId !== undefined && msg.taskId !== '') message.taskId = msg.taskId;
     if (msg.metadata !== undefined) message.metadata = msg.metadata;
+    if (msg.extensions !== undefined && msg.extensions.length > 0) message.extensions = msg.extensions;
     return withTenant({ message }, tenant);
   },
 
