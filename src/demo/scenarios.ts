@@ -1,0 +1,55 @@
+/**
+ * What the demo agent says and does, as data: the broker's every path can be seen in a minute.
+ * Kept apart from the server so the texts and tool calls are easy to read and to change.
+ */
+
+export const HITL_URI = 'https://kagent.dev/extensions/hitl/v1';
+
+export type Scenario = 'answer' | 'question' | 'approval' | 'failure';
+
+/** Picks the scenario from the person's words (the label line the broker adds is skipped). */
+export function scenarioFor(text: string): Scenario {
+  const words = text.split('\n').slice(text.startsWith('[') ? 1 : 0).join('\n').toLowerCase();
+  if (/\b(fail|break|error)\b/.test(words)) return 'failure';
+  if (/\b(approve|approval|deploy|restart)\b/.test(words)) return 'approval';
+  if (/\b(ask|question|choose)\b/.test(words)) return 'question';
+  return 'answer';
+}
+
+export interface DemoTool {
+  id: string;
+  callId: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+/** The two-tool approval the demo asks for (kagent's hitl/v1 tool_approval_request). */
+export const APPROVAL_TOOLS: DemoTool[] = [
+  { id: 'demo-confirm-1', callId: 'call-restart', name: 'restart_deployment', args: { namespace: 'shop', name: 'checkout' } },
+  { id: 'demo-confirm-2', callId: 'call-delete', name: 'delete_pod', args: { namespace: 'shop', name: 'checkout-7c9f-old' } },
+];
+
+export const QUESTION = 'Which environment should I look at: staging or production?';
+
+/** The streamed answer, in the chunks an LLM would send (Markdown, as agents write it). */
+export function answerChunks(prompt: string): string[] {
+  const topic = prompt.trim().slice(0, 120) || 'your request';
+  const text = [
+    `**Agent Kourier demo agent** here. You said: _${topic}_\n\n`,
+    'This answer streams in small artifact chunks, the way a real agent writes. ',
+    'The broker keeps one message per turn and grows it as the text arrives.\n\n',
+    'Try these words to see the other paths:\n',
+    '- `ask` — the agent asks a question and waits for your reply\n',
+    '- `approve` — the agent asks to run two tools; approve one, deny the other\n',
+    '- `fail` — the task fails, and the broker says so in plain words\n\n',
+    'Point `url` in the local manifest at your own agent to talk to it instead.',
+  ].join('');
+  return splitWords(text, 3);
+}
+
+function splitWords(text: string, wordsPerChunk: number): string[] {
+  const words = text.split(/(?<=\s)/);
+  const chunks: string[] = [];
+  for (let i = 0; i < words.length; i += wordsPerChunk) chunks.push(words.slice(i, i + wordsPerChunk).join(''));
+  return chunks;
+}
