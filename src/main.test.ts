@@ -1,14 +1,28 @@
 import { describe, expect, it } from 'vitest';
-import { run } from './main.js';
+import { type Io, run } from './main.js';
+
+function io(): Io & { lines: string[]; errors: string[] } {
+  const lines: string[] = [];
+  const errors: string[] = [];
+  return { lines, errors, out: (l) => lines.push(l), err: (l) => errors.push(l) };
+}
 
 describe('agentkourier binary', () => {
-  it('prints the version and help, and refuses an unknown command with exit 2', () => {
-    const lines: string[] = [];
-    expect(run(['version'], (l) => lines.push(l))).toBe(0);
-    expect(lines[0]).toMatch(/^\d+\.\d+\.\d+/);
-    expect(run(['help'], (l) => lines.push(l))).toBe(0);
-    expect(lines[1]).toContain('Usage: agentkourier');
-    expect(run(['nope'], (l) => lines.push(l))).toBe(2);
-    expect(lines[2]).toContain('unknown command "nope"');
+  it('prints the version and the help', async () => {
+    const a = io();
+    expect(await run(['version'], a)).toBe(0);
+    expect(a.lines[0]).toMatch(/^\d+\.\d+\.\d+/);
+    expect(await run(['help'], a)).toBe(0);
+    expect(a.lines[1]).toContain('Usage: agentkourier');
+  });
+
+  it('refuses an unknown command or a bad option with exit 2 and the usage on stderr', async () => {
+    const a = io();
+    expect(await run(['nope'], a)).toBe(2);
+    expect(a.errors[0]).toContain('unknown command "nope"');
+    expect(await run(['demo-agent', '--port', 'eighty'], a)).toBe(2);
+    expect(a.errors[1]).toContain('--port must be a port number');
+    expect(await run(['demo-agent', '--bogus'], a)).toBe(2);
+    expect(a.lines).toEqual([]);
   });
 });

@@ -1,20 +1,27 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { startDemoAgent } from './demo/demo-agent.js';
 
 /**
- * The one binary, `agentkourier`. Subcommands arrive with their issues: `controller` (in
- * cluster), `local` (manifests from a file, SQLite, web chat), `check <url>` (the agent
- * contract checker). This file is the composition root: the only place that reads the
- * environment and wires the pieces together.
+ * The one binary, `agentkourier`. This file is the composition root: the only place that reads
+ * the command line and the environment and wires the pieces together.
  */
 
-const USAGE = `Usage: agentkourier <command>
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const USAGE = `Usage: agentkourier <command> [options]
 
 Commands:
-  version     print the version
-  help        print this help
+  demo-agent [--port N] [--host H]   run the built-in demo agent (A2A 1.0, streaming)
+  version                            print the version
+  help                               print this help`;
 
-Coming next: controller, local, check <endpoint>.`;
+/** Thrown for a bad command line: the message is shown with the usage, exit code 2. */
+export class UsageError extends Error {}
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -23,25 +30,84 @@ function version(): string {
   return pkg.version ?? 'unknown';
 }
 
-export function run(argv: readonly string[], out: (line: string) => void): number {
-  const [command] = argv;
-  switch (command) {
-    case 'version':
-    case '--version':
-      out(version());
-      return 0;
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      out(USAGE);
-      return 0;
-    default:
-      out(`agentkourier: unknown command "${command}"\n\n${USAGE}`);
+function port(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535)
+    throw new UsageError(`--port must be a port number, not "${value}"`);
+  return n;
+}
+
+/** Waits for SIGINT/SIGTERM, then runs `stop`. */
+function untilSignal(stop: () => Promise<void>): Promise<number> {
+  return new Promise((resolve) => {
+    const onSignal = (): void => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      stop().then(
+        () => resolve(0),
+        () => resolve(1),
+      );
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+async function demoAgent(args: string[], io: Io): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { port: { type: 'string' }, host: { type: 'string' } },
+    strict: true,
+  });
+  const agent = await startDemoAgent({ port: port(values.port, 8090), host: values.host ?? '127.0.0.1' });
+  io.out(`demo agent listening: AgentBackend url ${agent.url} (dialect kagent-v1, agent demo/assistant)`);
+  return untilSignal(() => agent.close());
+}
+
+export async function run(argv: readonly string[], io: Io): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'version':
+      case '--version':
+        io.out(version());
+        return 0;
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        io.out(USAGE);
+        return 0;
+      case 'demo-agent':
+        return await demoAgent(rest, io);
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (error) {
+    if (
+      error instanceof UsageError ||
+      (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
+    ) {
+      io.err(`agentkourier: ${error.message}\n\n${USAGE}`);
       return 2;
+    }
+    throw error;
   }
 }
 
 if (import.meta.main) {
-  process.exitCode = run(process.argv.slice(2), (line) => process.stdout.write(`${line}\n`));
+  const io: Io = {
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+  };
+  run(process.argv.slice(2), io).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      io.err(`agentkourier: ${error instanceof Error ? error.message : String(error)}`);
+      process.exitCode = 1;
+    },
+  );
 }
