@@ -207,6 +207,20 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
       expect(h.events.some((e) => e.type === 'turn.accepted')).toBe(true);
     });
 
+    it(`[R-5] does not wait for a stream that stays open after the terminal status (${version})`, async () => {
+      const h = await harness({ streamIdleMs: 30_000 });
+      h.agent.enqueueFor(
+        sendMethod,
+        script([{ event: 'task' }, { event: 'chunk', text: 'done' }, { event: 'completed' }], 'hang'),
+      );
+      const started = Date.now();
+      const { turnId, sessionId } = await h.say('t1', '1', 'go');
+      await settled(h, turnId);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(h.surface.of(sessionId, 'answer')[0]?.text).toBe('done');
+      expect(h.surface.notices(sessionId)).toEqual([]);
+    });
+
     it(`[R-5][M-2] treats a stream that ends unsettled as dropped and settles it with GetTask (${version})`, async () => {
       const h = await harness();
       h.agent.enqueueFor(sendMethod, script([{ event: 'task' }, { event: 'chunk', text: 'half' }]));

@@ -256,7 +256,7 @@ export class SessionDriver {
         route,
         turn,
         run,
-        route.client.sendStreamingMessage(message, { signal: this.#signal }),
+        (signal) => route.client.sendStreamingMessage(message, { signal }),
         started,
       );
     } catch (error) {
@@ -423,12 +423,16 @@ export class SessionDriver {
     route: AgentRoute,
     turn: TurnRecord | null,
     run: TurnRun,
-    stream: AsyncGenerator<StreamEvent>,
+    open: (signal: AbortSignal) => AsyncGenerator<StreamEvent>,
     started: number,
   ): Promise<void> {
     const { clock, timings } = this.#deps;
     run.resetStream();
+    // Our own cut, apart from the engine's stop: after a settled status the stream is not
+    // waited for longer than the settle delay.
+    const cut = new AbortController();
     let graceTimer: NodeJS.Timeout | undefined;
+    const stream = open(AbortSignal.any([this.#signal, cut.signal]));
     try {
       for await (const event of stream) {
         run.eventsSeen++;
@@ -467,11 +471,18 @@ export class SessionDriver {
             // Some agents send the full Task next, most close the stream; an agent that does
             // neither is not waited for longer than the settle delay.
             if (graceTimer === undefined) {
-              graceTimer = setTimeout(() => void stream.return(undefined), timings.settleDelayMs);
+              graceTimer = setTimeout(
+                () => cut.abort(new Error('settled; not waiting for the stream to close')),
+                timings.settleDelayMs,
+              );
             }
           }
         }
       }
+    } catch (error) {
+      // A stream we cut after it said the task settled ended as it should.
+      if (cut.signal.aborted && !this.#signal.aborted) return;
+      throw error;
     } finally {
       clearTimeout(graceTimer);
     }
@@ -600,7 +611,7 @@ export class SessionDriver {
             route,
             turn,
             run,
-            route.client.subscribeToTask(taskId, { signal: this.#signal }),
+            (signal) => route.client.subscribeToTask(taskId, { signal }),
             clock.now(),
           );
           if (run.settledTask !== null) {
