@@ -140,6 +140,12 @@ export interface SessionStore {
    */
   addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }>;
   getTurn(id: string): Promise<TurnRecord | undefined>;
+  /**
+   * Records the chat message that shows a turn's answer, touching nothing else (the surface
+   * reports it while the driver writes the turn). Once set, a ref is kept: a commit that carries
+   * a null answerRef leaves the stored one.
+   */
+  setAnswerRef(turnId: string, ref: string, now: number): Promise<void>;
   /** A session's turns that are not settled, in seq order. */
   openTurns(sessionId: string): Promise<TurnRecord[]>;
 

@@ -311,6 +311,30 @@ export function storeContract(
       });
     });
 
+    describe('answer refs', () => {
+      it("records a turn's answer ref alone, without touching the session version", async () => {
+        const s = await session('ref-1');
+        await added(newTurn(s.id, 'ref-turn-1'));
+        await store.setAnswerRef('ref-turn-1', 'C01/1700000000.000200', T0 + 1);
+        expect((await stored('ref-turn-1')).answerRef).toBe('C01/1700000000.000200');
+        expect((await store.getSession(s.id))?.version).toBe(s.version);
+      });
+
+      it('keeps a ref once set when a commit carries a null one', async () => {
+        const s = await session('ref-2');
+        const turn = await added(newTurn(s.id, 'ref-turn-2'));
+        await store.setAnswerRef('ref-turn-2', 'answer-9', T0 + 1);
+        await store.commit({
+          session: s,
+          turns: [{ ...turn, state: 'settled', outcome: 'completed' }],
+          now: T0 + 2,
+        });
+        const after = await stored('ref-turn-2');
+        expect(after.state).toBe('settled');
+        expect(after.answerRef).toBe('answer-9');
+      });
+    });
+
     describe('commit', () => {
       it('writes the session and its turns, bumping the version and stamping the time', async () => {
         const s = await session('t1');

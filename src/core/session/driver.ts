@@ -870,14 +870,8 @@ export class SessionDriver {
   }
 
   async #saveAnswerRef(turnId: string, ref: string): Promise<void> {
-    try {
-      const turn = await this.#deps.store.getTurn(turnId);
-      const session = await this.#deps.store.getSession(this.#sessionId);
-      if (turn === undefined || session === undefined || turn.answerRef === ref) return;
-      await this.#commit(session, [{ ...turn, answerRef: ref }]);
-    } catch {
-      // A stale write here only means another write got there first; the next update retries.
-    }
+    // Written on its own, so it never races the driver's writes of the session or the turn.
+    await this.#deps.store.setAnswerRef(turnId, ref, this.#deps.clock.now()).catch(() => undefined);
   }
 
   #settledEvent(session: SessionRecord, turn: TurnRecord, outcome: string, run: TurnRun): void {

@@ -174,6 +174,12 @@ export class PostgresStore implements SessionStore {
     });
   }
 
+  async setAnswerRef(turnId: string, ref: string, now: number): Promise<void> {
+    return this.#guard('setAnswerRef', async () => {
+      await this.#pool.query(this.#sql.updateAnswerRef, [turnId, ref, now]);
+    });
+  }
+
   async openTurns(sessionId: string): Promise<TurnRecord[]> {
     return this.#guard('openTurns', async () => {
       const result = await this.#pool.query<Row>(this.#sql.selectOpenTurns, [sessionId]);

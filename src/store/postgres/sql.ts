@@ -15,7 +15,7 @@ export function postgresSql(schema: string) {
   const leases = `"${schema}".leases`;
   const events = `"${schema}".inbound_events`;
   const turnColumns = `kind = $3, text = $4, metadata = $5::jsonb, task_id = $6, state = $7, outcome = $8,
-    attempts = $9, first_sent_at = $10, busy_notice_at = $11, answer_ref = $12, updated_at = $13`;
+    attempts = $9, first_sent_at = $10, busy_notice_at = $11, answer_ref = COALESCE($12, answer_ref), updated_at = $13`;
 
   return {
     insertSession: `
@@ -49,6 +49,7 @@ export function postgresSql(schema: string) {
       ORDER BY (id = $1) DESC
       LIMIT 1`,
     selectTurn: `SELECT * FROM ${turns} WHERE id = $1`,
+    updateAnswerRef: `UPDATE ${turns} SET answer_ref = $2, updated_at = $3 WHERE id = $1`,
     selectOpenTurns: `SELECT * FROM ${turns} WHERE session_id = $1 AND state <> 'settled' ORDER BY seq`,
     /**
      * Locks the lease rows a fenced commit depends on until it commits: a takeover (an upsert of

@@ -172,6 +172,16 @@ export class SqliteStore implements SessionStore {
     });
   }
 
+  async setAnswerRef(turnId: string, ref: string, now: number): Promise<void> {
+    return this.#guard('setAnswerRef', () => {
+      this.#run('UPDATE turns SET answer_ref = :ref, updated_at = :now WHERE id = :id', {
+        id: turnId,
+        ref,
+        now,
+      });
+    });
+  }
+
   async openTurns(sessionId: string): Promise<TurnRecord[]> {
     return this.#guard('openTurns', () =>
       this.#all(`SELECT * FROM turns WHERE session_id = :session_id AND state <> 'settled' ORDER BY seq`, {
@@ -212,7 +222,7 @@ export class SqliteStore implements SessionStore {
             `UPDATE turns
              SET kind = :kind, text = :text, metadata = :metadata, task_id = :task_id, state = :state,
                  outcome = :outcome, attempts = :attempts, first_sent_at = :first_sent_at,
-                 busy_notice_at = :busy_notice_at, answer_ref = :answer_ref, updated_at = :now
+                 busy_notice_at = :busy_notice_at, answer_ref = COALESCE(:answer_ref, answer_ref), updated_at = :now
              WHERE id = :id AND session_id = :session_id`,
             { ...turnParams(turn), session_id: turn.sessionId, now: commit.now },
           );
