@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidConfigError } from '../core/errors.js';
+import { loadBrokerConfig } from './broker.js';
+
+const defaults = { store: { kind: 'sqlite' as const, path: '.agentkourier/state.db' }, httpPort: 8080 };
+
+describe('broker configuration', () => {
+  it('uses the defaults when nothing is set', () => {
+    expect(loadBrokerConfig({}, defaults)).toEqual({
+      store: defaults.store,
+      logLevel: 'info',
+      httpPort: 8080,
+      replicaName: undefined,
+    });
+  });
+
+  it('reads a PostgreSQL store, a port, a level and the replica name', () => {
+    const config = loadBrokerConfig(
+      {
+        AGENTKOURIER_STORE: 'postgres://u:secret@db/kourier',
+        AGENTKOURIER_HTTP_PORT: '9000',
+        LOG_LEVEL: 'debug',
+        POD_NAME: 'ak-0',
+      },
+      defaults,
+    );
+    expect(config).toEqual({
+      store: { kind: 'postgres', url: 'postgres://u:secret@db/kourier', schema: 'agentkourier' },
+      logLevel: 'debug',
+      httpPort: 9000,
+      replicaName: 'ak-0',
+    });
+    expect(loadBrokerConfig({ AGENTKOURIER_STORE: 'sqlite:/var/lib/ak.db' }, defaults).store).toEqual({
+      kind: 'sqlite',
+      path: '/var/lib/ak.db',
+    });
+  });
+
+  it('names the bad variable and never echoes its value', () => {
+    expect(() => loadBrokerConfig({ AGENTKOURIER_STORE: 'mysql://u:hunter2@db' }, defaults)).toThrow(
+      InvalidConfigError,
+    );
+    try {
+      loadBrokerConfig({ AGENTKOURIER_STORE: 'mysql://u:hunter2@db' }, defaults);
+    } catch (error) {
+      expect((error as Error).message).toContain('AGENTKOURIER_STORE');
+      expect((error as Error).message).not.toContain('hunter2');
+    }
+    expect(() => loadBrokerConfig({ AGENTKOURIER_HTTP_PORT: '99999' }, defaults)).toThrow(
+      /AGENTKOURIER_HTTP_PORT/,
+    );
+    expect(() => loadBrokerConfig({ LOG_LEVEL: 'loud' }, defaults)).toThrow(/LOG_LEVEL/);
+  });
+});

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { InvalidConfigError } from '../core/errors.js';
+
+/**
+ * The broker process's own settings, from the environment. Validated once at start; an invalid
+ * value fails the start with a message that names the variable (never its value: some hold
+ * credentials, like a PostgreSQL URL with a password).
+ */
+
+export type StoreConfig =
+  | { kind: 'sqlite'; path: string }
+  | { kind: 'postgres'; url: string; schema: string };
+
+export interface BrokerConfig {
+  store: StoreConfig;
+  logLevel: string;
+  /** The HTTP port for /healthz, /readyz and Slack's HTTP mode. */
+  httpPort: number;
+  /** This replica's name in session leases (the pod name in a cluster). */
+  replicaName: string | undefined;
+}
+
+const schema = z.object({
+  AGENTKOURIER_STORE: z
+    .string()
+    .min(1)
+    .refine(
+      (v) => v.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(v),
+      'must be sqlite:<path> or a postgres:// URL',
+    )
+    .optional(),
+  AGENTKOURIER_PG_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier')
+    .optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  AGENTKOURIER_HTTP_PORT: z
+    .string()
+    .regex(/^\d{1,5}$/, 'must be a port number')
+    .transform(Number)
+    .refine((n) => n > 0 && n < 65_536, 'must be a port number')
+    .optional(),
+  POD_NAME: z.string().min(1).max(253).optional(),
+});
+
+export function loadBrokerConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  defaults: { store: StoreConfig; httpPort: number },
+): BrokerConfig {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new InvalidConfigError(
+      `${issue?.path.join('.') ?? 'environment'} ${issue?.message ?? 'is invalid'}`,
+    );
+  }
+  const e = parsed.data;
+  let store = defaults.store;
+  if (e.AGENTKOURIER_STORE !== undefined) {
+    store = e.AGENTKOURIER_STORE.startsWith('sqlite:')
+      ? { kind: 'sqlite', path: e.AGENTKOURIER_STORE.slice('sqlite:'.length) }
+      : { kind: 'postgres', url: e.AGENTKOURIER_STORE, schema: e.AGENTKOURIER_PG_SCHEMA ?? 'agentkourier' };
+  }
+  return {
+    store,
+    logLevel: e.LOG_LEVEL ?? 'info',
+    httpPort: e.AGENTKOURIER_HTTP_PORT ?? defaults.httpPort,
+    replicaName: e.POD_NAME,
+  };
+}
