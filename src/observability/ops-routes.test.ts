@@ -1,0 +1,41 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Metrics } from './metrics.js';
+import { opsRoutes } from './ops-routes.js';
+
+describe('ops routes', () => {
+  let server: Server | undefined;
+  const metrics = new Metrics();
+  afterEach(async () => {
+    await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
+  });
+
+  async function start(ready: () => string | true): Promise<string> {
+    const routes = opsRoutes({ metrics, ready });
+    server = createServer((req, res) => {
+      if (!routes(req, res)) {
+        res.writeHead(404);
+        res.end();
+      }
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server?.address() as AddressInfo).port}`;
+  }
+
+  it('answers health, readiness (with the reason) and metrics, and hands on other paths', async () => {
+    let state: string | true = 'store not open';
+    const url = await start(() => state);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const notReady = await fetch(`${url}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.text()).toContain('store not open');
+    state = true;
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    const m = await fetch(`${url}/metrics`);
+    expect(m.headers.get('content-type')).toContain('text/plain; version=0.0.4');
+    expect(await m.text()).toContain('agentkourier_credential_rejections_total');
+    expect((await fetch(`${url}/slack/events`)).status).toBe(404);
+    metrics.close();
+  });
+});
