@@ -45,6 +45,19 @@ describe('AnswerBuffer', () => {
     expect(answer.text()).toBe('partial and complete');
   });
 
+  it('shows only what an answer adds to a paused task, not what the question turn showed', () => {
+    const answer = new AnswerBuffer();
+    answer.setBaseline([{ artifactId: 'asking', parts: [text('I need your name.')] }]);
+    answer.replaceAll([{ artifactId: 'asking', parts: [text('I need your name.')] }]);
+    expect(answer.text()).toBe('');
+    expect(answer.length).toBe(0);
+    answer.apply(update('asking', [text(' Thanks, Ada.')], true));
+    answer.apply(update('reply', [text(' Done.')]));
+    expect(answer.text()).toBe(' Thanks, Ada. Done.');
+    answer.apply(update('asking', [text('Rewritten')]));
+    expect(answer.text()).toBe('Rewritten Done.');
+  });
+
   it('counts versions only on real changes', () => {
     const answer = new AnswerBuffer();
     answer.apply(update('a', [text('a')]));

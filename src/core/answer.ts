@@ -29,8 +29,22 @@ export class AnswerBuffer implements AnswerView {
   #version = 0;
   #cache: string | undefined = '';
 
+  /** What the agent had already written when this turn began (an answer's paused task). */
+  #baseline: Map<string, string> | undefined;
+
   get length(): number {
-    return this.#length;
+    return this.#baseline === undefined ? this.#length : this.text().length;
+  }
+
+  /**
+   * An answer continues a paused task whose artifacts were shown with the question's turn. Text
+   * they already held is not shown again: only what the agent adds after the answer.
+   */
+  setBaseline(artifacts: readonly Artifact[]): void {
+    const baseline = new Map<string, string>();
+    for (const artifact of artifacts) baseline.set(artifact.artifactId, textParts(artifact.parts));
+    this.#baseline = baseline;
+    this.#cache = undefined;
   }
 
   get version(): number {
@@ -83,12 +97,14 @@ export class AnswerBuffer implements AnswerView {
   text(): string {
     if (this.#cache === undefined) {
       let out = '';
-      for (const { chunks } of this.#artifacts.values()) out += chunks.join('');
-      this.#cache = out;
-      // Collapse to one chunk per artifact: the next join costs only what came after it.
-      if (this.#artifacts.size === 1) {
-        for (const entry of this.#artifacts.values()) entry.chunks = out === '' ? [] : [out];
+      for (const [id, entry] of this.#artifacts) {
+        // Collapse to one chunk per artifact: the next join costs only what came after it.
+        const joined = entry.chunks.join('');
+        entry.chunks = joined === '' ? [] : [joined];
+        const before = this.#baseline?.get(id);
+        out += before !== undefined && joined.startsWith(before) ? joined.slice(before.length) : joined;
       }
+      this.#cache = out;
     }
     return this.#cache;
   }

@@ -117,7 +117,8 @@ class PeerExecutor implements AgentExecutor {
   execute = async (ctx: RequestContext, bus: ExecutionEventBus): Promise<void> => {
     const { taskId, contextId } = ctx;
     const userMessage = ctx.userMessage;
-    const text = firstText(userMessage);
+    // The broker puts a label line first; the scripted word is the last line.
+    const text = firstText(userMessage).split('\n').at(-1)?.trim() ?? '';
 
     if (text === 'message' && ctx.task === undefined) {
       // A bare Message: no task. The SDK closes the stream after it and settles the bus.

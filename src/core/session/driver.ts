@@ -19,6 +19,7 @@ import {
   UnsupportedExtensionRequiredError,
 } from '../agent/errors.js';
 import {
+  type Artifact,
   eventIds,
   isInterrupted,
   isSettled,
@@ -165,9 +166,18 @@ export class SessionDriver {
     }
     // Q-2: the reply answers the paused task, as one text part with its own messageId. The
     // question is cleared in the same write that marks the answer sent.
+    // M-2: the reply makes the engine read the paused task first. Has the agent moved on
+    // (answered elsewhere, timed out, resumed by itself)? Then the reply waits behind the task
+    // like any message. Otherwise what the task already shows is not shown again.
+    const current = await this.#read(session, route, this.#runFor(session, null), question.taskId);
+    if (current === 'gone') return 'again';
+    if (current.status.state !== 'input-required') {
+      await this.#commit({ ...session, question: null }, []);
+      return 'again';
+    }
     const answer: TurnRecord = { ...reply, kind: 'answer', taskId: question.taskId };
     this.#emit(session, { type: 'question.answered', taskId: question.taskId });
-    await this.#send({ ...session, question: null }, route, answer, open, question);
+    await this.#send({ ...session, question: null }, route, answer, open, question, current.artifacts);
     return 'again';
   }
 
@@ -192,6 +202,7 @@ export class SessionDriver {
     turn: TurnRecord,
     open: TurnRecord[],
     question?: AnswerTarget,
+    baseline?: readonly Artifact[],
   ): Promise<void> {
     const { clock } = this.#deps;
     // S-7: replies that did not address the broker, queued before this turn, travel with it.
@@ -217,7 +228,7 @@ export class SessionDriver {
     }));
     await this.#commit(session, [sending, ...settledCarried]);
     const fresh = await this.#reload(session.id);
-    await this.#attempt(fresh, route, sending, question);
+    await this.#attempt(fresh, route, sending, question, baseline);
   }
 
   /** One send of a turn already marked `sending`, and what follows from its stream. */
@@ -226,6 +237,7 @@ export class SessionDriver {
     route: AgentRoute,
     turn: TurnRecord,
     question?: AnswerTarget,
+    baseline?: readonly Artifact[],
   ): Promise<void> {
     const { clock } = this.#deps;
     this.#emit(session, {
@@ -235,6 +247,7 @@ export class SessionDriver {
       contextId: session.contextId,
     });
     const run = this.#runFor(session, turn);
+    if (baseline !== undefined) run.answer.setBaseline(baseline);
     const isAnswer = turn.kind === 'answer';
     const message = {
       messageId: turn.id,
@@ -459,7 +472,11 @@ export class SessionDriver {
           if (run.answer.apply(event)) run.sink?.update(run.answer);
         } else if (event.kind === 'task') {
           run.takeTask(event.task, now);
-          if (isSettled(event.task.status.state)) {
+          // The snapshot that opens the stream of an answer still shows the question it
+          // answers (the JS SDK sends it): that is the past, not a new pause.
+          const stale =
+            run.eventsSeen === 1 && this.#answeredQuestion(session, route, turn, event.task.status);
+          if (isSettled(event.task.status.state) && !stale) {
             run.settledTask = event.task;
             return;
           }
@@ -587,7 +604,9 @@ export class SessionDriver {
       this.#checkStop();
       const task = await this.#read(session, route, run, taskId);
       if (task === 'gone') return;
-      if (isSettled(task.status.state) || task.status.state === 'unknown') {
+      // After an answer, a task that still shows the question answered has not read it yet.
+      const stale = this.#answeredQuestion(session, route, turn, task.status);
+      if ((isSettled(task.status.state) && !stale) || task.status.state === 'unknown') {
         await this.#settle(await this.#reload(session.id), route, turn, run, task.status);
         return;
       }
@@ -634,6 +653,19 @@ export class SessionDriver {
       }
       await this.#sleep(canSubscribe ? timings.settleDelayMs : backoff(timings, attempt));
     }
+  }
+
+  /** Whether a status is the question an answer turn answered (Q-1: the last question's key). */
+  #answeredQuestion(
+    session: SessionRecord,
+    route: AgentRoute,
+    turn: TurnRecord | null,
+    status: TaskStatus,
+  ): boolean {
+    if (turn?.kind !== 'answer' || status.state !== 'input-required' || session.lastQuestionKey === null)
+      return false;
+    const reading = route.dialect.readPause(status, null);
+    return reading.kind === 'question' && reading.question.key === session.lastQuestionKey;
   }
 
   /** GetTask with retries; 'gone' when the agent no longer knows the task (E-5). */
