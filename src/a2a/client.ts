@@ -388,7 +388,17 @@ export class A2AClient {
       throw failure;
     } finally {
       clearTimeout(idle);
-      if (!finished) res?.abort(new Error('stream closed by the client'));
+      if (!finished && res !== undefined) {
+        if (outcome === 'ok') {
+          // The consumer stopped reading (it had what it needed, a settled task, say). Agents
+          // usually close the stream right after: drain a little, briefly, so the connection
+          // can be reused; one that keeps talking is cut.
+          res.body.on('error', () => undefined);
+          res.body.dump({ limit: 64 * 1024, signal: AbortSignal.timeout(250) }).catch(() => undefined);
+        } else {
+          res.abort(new Error('stream closed by the client'));
+        }
+      }
       this.#publish(method, codec.version, started, outcome, seen);
     }
   }

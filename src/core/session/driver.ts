@@ -75,6 +75,8 @@ export class SessionDriver {
   readonly #deps: DriverDeps;
   readonly #sessionId: string;
   readonly #signal: AbortSignal;
+  /** The session as this driver last read or wrote it. */
+  #current: SessionRecord | undefined;
   /** The answer turn an auth-required task was last re-read for (T-6), so it is read once. */
   #authCheckedFor: string | null = null;
 
@@ -100,6 +102,7 @@ export class SessionDriver {
   async #step(): Promise<StepResult> {
     const { store } = this.#deps;
     const session = await store.getSession(this.#sessionId);
+    this.#current = session;
     if (session === undefined) return 'idle';
     const open = await store.openTurns(session.id);
     const route = this.#deps.resolve(session.binding);
@@ -923,12 +926,20 @@ export class SessionDriver {
       now: this.#deps.clock.now(),
       fence: { owner: this.#deps.owner },
     });
+    this.#current = written ?? undefined;
     return written ?? session;
   }
 
+  /**
+   * The session as last written. While this driver holds the lease it is the only writer of the
+   * session row (writes are fenced), so what it wrote last is what the store holds; each step
+   * still starts from a fresh read.
+   */
   async #reload(sessionId: string): Promise<SessionRecord> {
+    if (this.#current !== undefined && this.#current.id === sessionId) return this.#current;
     const session = await this.#deps.store.getSession(sessionId);
     if (session === undefined) throw new Stop('session vanished');
+    this.#current = session;
     return session;
   }
 
