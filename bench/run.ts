@@ -8,6 +8,8 @@
  *    reading the same bytes from the same server. Goal: ratio ≥ 1 (ours at least as fast).
  * 3. Linearity: the time per event of a 20,000-chunk turn against a 2,000-chunk one. Work per
  *    event must not grow with the answer so far, so this stays near 1.
+ * 4–6. The session engine with 1,000 concurrent sessions: throughput against the bare client,
+ *    resident memory per streaming session, and resume after SIGKILL (bench/engine.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -18,6 +20,7 @@ import { A2AClient } from '../src/a2a/client.js';
 import { decodeResponse } from '../src/a2a/jsonrpc.js';
 import { SseParser } from '../src/a2a/sse.js';
 import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
+import { benchEngine } from './engine.js';
 
 const TASK_ID = 'task-bench';
 const CONTEXT_ID = 'ctx-bench';
@@ -255,5 +258,9 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-benchParse();
-await benchTurn();
+// BENCH_ONLY=engine runs only the engine benchmarks (for profiling them).
+if (process.env.BENCH_ONLY !== 'engine') {
+  benchParse();
+  await benchTurn();
+}
+await benchEngine();

@@ -1,0 +1,318 @@
+/**
+ * The engine benchmarks' agent: a fast, scriptable A2A 1.0 JSON-RPC server on loopback. It runs
+ * in the benchmark's parent process, so the process under measurement (a child) holds only the
+ * client side of every stream.
+ *
+ * Every SendStreamingMessage creates a task and answers it with a prebuilt stream: a `task`
+ * event (submitted), a working status, N appended artifact chunks, a completed status, then the
+ * full Task in completed state (so the engine settles without a GetTask). With `holdAfter` set,
+ * the stream stops after that many chunks and stays open until `release()`. A message may
+ * script its own answer with `[chunks:N]` and `[hold-after:K]` in its text, so a client in
+ * another process needs no side channel to ask for it. GetTask and
+ * SubscribeToTask answer from the task's current state; `completeAll()` turns every task
+ * completed (the agent finished while the broker was down).
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface AgentServerConfig {
+  /** Artifact chunks per answer. */
+  chunks: number;
+  /** Stop each stream after this many chunks and hold it open until release(); null: never. */
+  holdAfter: number | null;
+}
+
+export interface AgentServer {
+  readonly endpoint: string;
+  configure(config: Partial<AgentServerConfig>): void;
+  /** Streams currently held open. */
+  held(): number;
+  /** Finishes every held stream: the rest of its chunks, the completed status, the full Task. */
+  release(): void;
+  /** Every task is completed now; held streams are finished too. */
+  completeAll(): void;
+  /** Requests served so far, by JSON-RPC method. */
+  readonly calls: Record<string, number>;
+  close(): Promise<void>;
+}
+
+interface BenchTask {
+  id: string;
+  contextId: string;
+  chunks: number;
+  completed: boolean;
+}
+
+interface HeldStream {
+  task: BenchTask;
+  res: ServerResponse;
+  idJson: string;
+  /** Chunks already sent. */
+  sent: number;
+}
+
+const TIMESTAMP = '2026-01-01T00:00:00.000Z';
+
+function chunkText(i: number): string {
+  return `token ${i} of the answer, with some words. `;
+}
+
+function fullText(chunks: number): string {
+  let text = '';
+  for (let i = 0; i < chunks; i++) text += chunkText(i);
+  return text;
+}
+
+function taskJson(task: BenchTask): Record<string, unknown> {
+  if (!task.completed) {
+    return { id: task.id, contextId: task.contextId, status: { state: 'TASK_STATE_WORKING' } };
+  }
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    status: { state: 'TASK_STATE_COMPLETED', timestamp: TIMESTAMP },
+    artifacts: [{ artifactId: 'answer', parts: [{ text: fullText(task.chunks) }] }],
+  };
+}
+
+/** An SSE frame whose JSON-RPC id is already JSON-encoded (the request's own type echoed). */
+function frame(idJson: string, resultJson: string): string {
+  return `data: {"jsonrpc":"2.0","id":${idJson},"result":${resultJson}}\n\n`;
+}
+
+const TASK_MARK = '@@TASK@@';
+const CTX_MARK = '@@CTX@@';
+
+/**
+ * The result JSON of every event of an answer of `chunks` chunks, with the task and context ids
+ * left as marks: built once per chunk count, filled in per request by a split/join.
+ */
+class Templates {
+  readonly #byChunks = new Map<number, { head: string[]; chunk: string[]; tail: string[] }>();
+
+  get(chunks: number): { head: string[]; chunk: string[]; tail: string[] } {
+    let t = this.#byChunks.get(chunks);
+    if (t === undefined) {
+      const ids = { taskId: TASK_MARK, contextId: CTX_MARK };
+      const head = [
+        JSON.stringify({
+          task: { id: TASK_MARK, contextId: CTX_MARK, status: { state: 'TASK_STATE_SUBMITTED' } },
+        }),
+        JSON.stringify({ statusUpdate: { ...ids, status: { state: 'TASK_STATE_WORKING' } } }),
+      ];
+      const chunk: string[] = [];
+      for (let i = 0; i < chunks; i++) {
+        const artifactUpdate: Record<string, unknown> = {
+          ...ids,
+          artifact: { artifactId: 'answer', parts: [{ text: chunkText(i) }] },
+        };
+        if (i > 0) artifactUpdate.append = true;
+        if (i === chunks - 1) artifactUpdate.lastChunk = true;
+        chunk.push(JSON.stringify({ artifactUpdate }));
+      }
+      const tail = [
+        JSON.stringify({
+          statusUpdate: { ...ids, status: { state: 'TASK_STATE_COMPLETED', timestamp: TIMESTAMP } },
+        }),
+        JSON.stringify({
+          task: {
+            id: TASK_MARK,
+            contextId: CTX_MARK,
+            status: { state: 'TASK_STATE_COMPLETED', timestamp: TIMESTAMP },
+            artifacts: [{ artifactId: 'answer', parts: [{ text: fullText(chunks) }] }],
+          },
+        }),
+      ];
+      t = { head, chunk, tail };
+      this.#byChunks.set(chunks, t);
+    }
+    return t;
+  }
+}
+
+function fill(template: string, task: BenchTask): string {
+  return template.split(TASK_MARK).join(task.id).split(CTX_MARK).join(task.contextId);
+}
+
+function frames(templates: string[], from: number, to: number, idJson: string, task: BenchTask): string {
+  let out = '';
+  for (let i = from; i < to; i++) out += frame(idJson, fill(templates[i] as string, task));
+  return out;
+}
+
+export async function startAgentServer(initial: Partial<AgentServerConfig> = {}): Promise<AgentServer> {
+  const config: AgentServerConfig = { chunks: 50, holdAfter: null, ...initial };
+  const templates = new Templates();
+  const tasks = new Map<string, BenchTask>();
+  const held = new Set<HeldStream>();
+  const sockets = new Set<Socket>();
+  const calls: Record<string, number> = {};
+  let next = 0;
+  const endpointBox = { value: '' };
+
+  const card = (): string =>
+    JSON.stringify({
+      name: 'bench',
+      description: 'bench',
+      version: '1.0.0',
+      supportedInterfaces: [{ url: endpointBox.value, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      capabilities: { streaming: true },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [{ id: 's', name: 's', description: 's', tags: [] }],
+    });
+
+  const rpcResult = (res: ServerResponse, idJson: string, result: unknown): void => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`{"jsonrpc":"2.0","id":${idJson},"result":${JSON.stringify(result)}}`);
+  };
+  const rpcError = (res: ServerResponse, idJson: string, code: number, message: string): void => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`{"jsonrpc":"2.0","id":${idJson},"error":${JSON.stringify({ code, message })}}`);
+  };
+
+  /** The rest of a held (or fresh) answer from chunk `from`: chunks, completed status, full Task. */
+  const finish = (stream: HeldStream): void => {
+    const t = templates.get(stream.task.chunks);
+    stream.task.completed = true;
+    if (stream.res.destroyed || stream.res.writableEnded) return;
+    stream.res.end(
+      frames(t.chunk, stream.sent, t.chunk.length, stream.idJson, stream.task) +
+        frames(t.tail, 0, t.tail.length, stream.idJson, stream.task),
+    );
+  };
+
+  const hold = (stream: HeldStream): void => {
+    held.add(stream);
+    stream.res.on('close', () => held.delete(stream));
+  };
+
+  const sendStream = (res: ServerResponse, idJson: string, params: Record<string, unknown>): void => {
+    const message = (params.message ?? {}) as { contextId?: string; parts?: Array<{ text?: string }> };
+    // The sender may script its own answer: "[chunks:N]" and "[hold-after:K]" in the text.
+    const text = message.parts?.[0]?.text ?? '';
+    const chunksMark = /\[chunks:(\d+)\]/.exec(text);
+    const holdMark = /\[hold-after:(\d+)\]/.exec(text);
+    const n = ++next;
+    const task: BenchTask = {
+      id: `task-${n}`,
+      contextId: message.contextId !== undefined && message.contextId !== '' ? message.contextId : `ctx-${n}`,
+      chunks: chunksMark === null ? config.chunks : Number(chunksMark[1]),
+      completed: false,
+    };
+    const holdAfter = holdMark === null ? config.holdAfter : Number(holdMark[1]);
+    tasks.set(task.id, task);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const t = templates.get(task.chunks);
+    if (holdAfter === null || holdAfter >= task.chunks) {
+      task.completed = true;
+      res.end(
+        frames(t.head, 0, t.head.length, idJson, task) +
+          frames(t.chunk, 0, t.chunk.length, idJson, task) +
+          frames(t.tail, 0, t.tail.length, idJson, task),
+      );
+      return;
+    }
+    const sent = holdAfter;
+    res.write(frames(t.head, 0, t.head.length, idJson, task) + frames(t.chunk, 0, sent, idJson, task));
+    hold({ task, res, idJson, sent });
+  };
+
+  const subscribe = (res: ServerResponse, idJson: string, task: BenchTask): void => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    // A snapshot first; a completed task's snapshot is the whole story.
+    const snapshot = frame(idJson, JSON.stringify({ task: taskJson(task) }));
+    if (task.completed) {
+      res.end(snapshot);
+      return;
+    }
+    res.write(snapshot);
+    // Held until released; then the remaining chunks are sent as if from the start of the stream.
+    hold({ task, res, idJson, sent: 0 });
+  };
+
+  const handle = (res: ServerResponse, body: string): void => {
+    let rpc: { id?: unknown; method?: string; params?: Record<string, unknown> };
+    try {
+      rpc = JSON.parse(body) as typeof rpc;
+    } catch {
+      rpcError(res, 'null', -32700, 'parse error');
+      return;
+    }
+    // Echo the id with its JSON type.
+    const idJson = JSON.stringify(rpc.id ?? null);
+    const method = rpc.method ?? '';
+    calls[method] = (calls[method] ?? 0) + 1;
+    const params = rpc.params ?? {};
+    if (method === 'SendStreamingMessage') {
+      sendStream(res, idJson, params);
+      return;
+    }
+    if (method === 'GetTask' || method === 'SubscribeToTask' || method === 'CancelTask') {
+      const task = tasks.get(String(params.id ?? ''));
+      if (task === undefined) {
+        rpcError(res, idJson, -32001, 'task not found');
+        return;
+      }
+      if (method === 'SubscribeToTask') subscribe(res, idJson, task);
+      else rpcResult(res, idJson, taskJson(task));
+      return;
+    }
+    if (method === 'ListTasks') {
+      rpcResult(res, idJson, { tasks: [], nextPageToken: '' });
+      return;
+    }
+    rpcError(res, idJson, -32601, 'method not found');
+  };
+
+  const server: Server = createServer((req, res) => {
+    if (req.method === 'GET') {
+      res.setHeader('content-type', 'application/json');
+      res.end(card());
+      return;
+    }
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => handle(res, Buffer.concat(parts).toString('utf8')));
+  });
+  // 1,000 concurrent streams on one origin: no connection cap, long keep-alive, no request timeout
+  // cutting a held stream.
+  server.maxConnections = Number.POSITIVE_INFINITY;
+  server.keepAliveTimeout = 60_000;
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
+  const { port } = server.address() as AddressInfo;
+  endpointBox.value = `http://127.0.0.1:${port}/a2a`;
+
+  return {
+    endpoint: endpointBox.value,
+    calls,
+    configure: (c) => Object.assign(config, c),
+    held: () => held.size,
+    release: () => {
+      for (const stream of [...held]) {
+        held.delete(stream);
+        finish(stream);
+      }
+    },
+    completeAll: () => {
+      for (const task of tasks.values()) task.completed = true;
+      for (const stream of [...held]) {
+        held.delete(stream);
+        finish(stream);
+      }
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const stream of held) stream.res.destroy();
+        held.clear();
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
+  };
+}

@@ -1,0 +1,503 @@
+/**
+ * The client side of the engine benchmarks, run in its own process so that what it measures
+ * (time, resident memory) is the broker's alone: the agent server stays in the parent.
+ *
+ *   node --expose-gc --import tsx bench/engine-child.ts <mode> <endpoint> [args…]
+ *
+ * It talks to the parent in JSON lines on stdout: `{"type":"release"}` asks the parent to
+ * finish the streams its server holds, `{"type":"result",…}` carries a measurement, and the
+ * resume modes print `{"type":"accepted"}` / `{"type":"settled"}` when they get there.
+ *
+ * Modes:
+ * - throughput <endpoint> <sessions> <chunks> <rounds>: bare A2AClient against SessionEngine.
+ * - memory <endpoint> <bare|engine> <sessions> <chunks> <holdAfter>: RSS/heap per held stream.
+ * - load <endpoint> <db> <sessions> <holdAfter> [owner]: start turns that hang; report when
+ *   accepted.
+ * - recover <endpoint> <db> <expect> [owner]: engine.start() on the file; report when all settled.
+ *   `owner` is the engine's lease owner name (default: a new random one per process).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { A2AClient } from '../src/a2a/client.js';
+import type { AnswerView } from '../src/core/answer.js';
+import type { EngineEvent } from '../src/core/events.js';
+import type {
+  AgentRegistry,
+  AgentRoute,
+  AnswerSink,
+  ChatSurface,
+  ChatTarget,
+  Notice,
+  QuestionPrompt,
+  ToolStep,
+} from '../src/core/ports.js';
+import { type Inbound, SessionEngine } from '../src/core/session/engine.js';
+import type { SessionStore } from '../src/core/store.js';
+import { a2aDialect } from '../src/dialects/a2a.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+
+/** When this script started running, in ms since the process started (module loading included). */
+const scriptStartedAt = performance.now();
+
+const BINDING = 'bench/agent';
+
+function say(message: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify(message)}\n`);
+}
+
+function gc(): void {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (collect === undefined) throw new Error('run with --expose-gc');
+  collect();
+  collect();
+}
+
+/**
+ * A chat surface that shows nothing: O(1) per update (never joins the answer text). Like a real
+ * surface it reports the ref of the answer message it "posted", once, on the first update.
+ */
+class NullSurface implements ChatSurface {
+  updates = 0;
+  finished = 0;
+  readonly notices = new Map<string, number>();
+
+  openAnswer(
+    _target: ChatTarget,
+    turnId: string,
+    ref: string | null,
+    onRef: (ref: string) => void,
+  ): AnswerSink {
+    let posted = ref !== null;
+    return {
+      update: (_view: AnswerView) => {
+        this.updates++;
+        if (!posted) {
+          posted = true;
+          onRef(`answer:${turnId}`);
+        }
+      },
+      finish: async (_view: AnswerView) => {
+        this.finished++;
+      },
+    };
+  }
+
+  async postNotice(_target: ChatTarget, notice: Notice): Promise<void> {
+    this.notices.set(notice.kind, (this.notices.get(notice.kind) ?? 0) + 1);
+  }
+
+  async askQuestion(_target: ChatTarget, _prompt: QuestionPrompt): Promise<string | null> {
+    return null;
+  }
+
+  async showToolStep(_target: ChatTarget, _turnId: string, _step: ToolStep): Promise<void> {}
+}
+
+/** Counts engine events by type and wakes whoever waits for a count. */
+class EventCounter {
+  readonly counts = new Map<string, number>();
+  readonly outcomes = new Map<string, number>();
+  answerChars = 0;
+  #waiters: Array<{ type: string; n: number; resolve: () => void }> = [];
+
+  emit(event: EngineEvent): void {
+    const n = (this.counts.get(event.type) ?? 0) + 1;
+    this.counts.set(event.type, n);
+    if (event.type === 'turn.settled') {
+      this.outcomes.set(event.outcome, (this.outcomes.get(event.outcome) ?? 0) + 1);
+      this.answerChars += event.answerLength;
+    }
+    if (this.#waiters.length > 0) {
+      this.#waiters = this.#waiters.filter((w) => {
+        if (w.type === event.type && n >= w.n) {
+          w.resolve();
+          return false;
+        }
+        return true;
+      });
+    }
+  }
+
+  count(type: string): number {
+    return this.counts.get(type) ?? 0;
+  }
+
+  /** Resolves once `n` events of `type` have been seen in all. */
+  until(type: string, n: number): Promise<void> {
+    if (this.count(type) >= n) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ type, n, resolve }));
+  }
+
+  reset(): void {
+    this.counts.clear();
+    this.outcomes.clear();
+    this.answerChars = 0;
+  }
+
+  summary(): Record<string, unknown> {
+    return { events: Object.fromEntries(this.counts), outcomes: Object.fromEntries(this.outcomes) };
+  }
+}
+
+/** Counts store calls (and refused leases): recovery's diagnosis, not used where speed is timed. */
+function countingStore(store: SessionStore, calls: Map<string, number>): SessionStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        const name = String(prop);
+        calls.set(name, (calls.get(name) ?? 0) + 1);
+        let result: unknown;
+        try {
+          result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        } catch (error) {
+          const key = `${name}:threw:${error instanceof Error ? error.name : 'error'}`;
+          calls.set(key, (calls.get(key) ?? 0) + 1);
+          throw error;
+        }
+        if (name === 'acquireLease' && result === false)
+          calls.set('acquireLease:refused', (calls.get('acquireLease:refused') ?? 0) + 1);
+        return result;
+      };
+    },
+  });
+}
+
+function newClient(endpoint: string): A2AClient {
+  // undici's global dispatcher: an Agent with no connection cap per origin (1,000 streams need
+  // 1,000 sockets), as the broker runs in production.
+  return new A2AClient({ endpoint, identity: { kind: 'user-id', userId: 'bench' } });
+}
+
+interface Rig {
+  engine: SessionEngine;
+  store: SessionStore;
+  surface: NullSurface;
+  events: EventCounter;
+  client: A2AClient;
+}
+
+async function rig(
+  endpoint: string,
+  dbPath: string,
+  options: { wrap?: (s: SessionStore) => SessionStore; owner?: string } = {},
+): Promise<Rig> {
+  const { wrap, owner } = options;
+  const client = newClient(endpoint);
+  const sqlite = new SqliteStore(dbPath);
+  const store = wrap === undefined ? sqlite : wrap(sqlite);
+  await store.migrate();
+  const surface = new NullSurface();
+  const events = new EventCounter();
+  const route: AgentRoute = { client, dialect: a2aDialect, settings: { questionTimeoutMs: null } };
+  const registry: AgentRegistry = { resolve: (binding) => (binding === BINDING ? route : undefined) };
+  const engine = new SessionEngine({
+    store,
+    registry,
+    surface,
+    events,
+    ...(owner === undefined ? {} : { owner }),
+  });
+  return { engine, store, surface, events, client };
+}
+
+function inbound(thread: string, text: string): Inbound {
+  return {
+    kind: 'person',
+    key: { surface: 'bench', workspaceId: 'T1', channelId: 'C1', threadId: thread },
+    binding: BINDING,
+    chatMessageId: `${thread}.1`,
+    actor: { id: 'U1', name: 'Ada', label: '[Bench: Ada (U1)]' },
+    text,
+    addressed: true,
+  };
+}
+
+/** Sends one message to each of `n` new threads, all at once; resolves when all are stored. */
+async function receiveAll(engine: SessionEngine, prefix: string, n: number, text: string): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  for (let i = 0; i < n; i++) pending.push(engine.receive(inbound(`${prefix}-${i}`, text)));
+  await Promise.all(pending);
+}
+
+function tempDb(): { path: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'ak-bench-'));
+  return { path: join(dir, 'sessions.db'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+// ---- 1. throughput ------------------------------------------------------------------------------
+
+async function bareRound(
+  client: A2AClient,
+  n: number,
+  chunks: number,
+): Promise<{ ms: number; events: number }> {
+  let events = 0;
+  const started = performance.now();
+  const streams: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    streams.push(
+      (async () => {
+        for await (const _ of client.sendStreamingMessage({
+          messageId: randomUUID(),
+          text: `[chunks:${chunks}]`,
+        }))
+          events++;
+      })(),
+    );
+  }
+  await Promise.all(streams);
+  return { ms: performance.now() - started, events };
+}
+
+async function engineRound(
+  endpoint: string,
+  n: number,
+  chunks: number,
+  round: string,
+): Promise<{ ms: number; events: number; summary: Record<string, unknown> }> {
+  const db = tempDb();
+  const r = await rig(endpoint, db.path);
+  try {
+    await r.client.card();
+    await r.engine.start();
+    const started = performance.now();
+    await receiveAll(r.engine, round, n, `[chunks:${chunks}]`);
+    await r.events.until('turn.settled', n);
+    const ms = performance.now() - started;
+    if (r.events.outcomes.get('completed') !== n)
+      throw new Error(`engine round ${round}: ${JSON.stringify(r.events.summary())}`);
+    return { ms, events: r.events.count('agent.event'), summary: r.events.summary() };
+  } finally {
+    await r.engine.stop();
+    await r.store.close();
+    db.remove();
+  }
+}
+
+async function throughput(endpoint: string, n: number, chunks: number, rounds: number): Promise<void> {
+  const expected = n * (chunks + 4);
+  const client = newClient(endpoint);
+  await client.card();
+  // Warm-up: both paths JIT-compiled before anything is timed.
+  await bareRound(client, Math.min(n, 200), chunks);
+  await engineRound(endpoint, Math.min(n, 200), chunks, 'warm');
+  const bare: number[] = [];
+  const engine: number[] = [];
+  let summary: Record<string, unknown> = {};
+  for (let i = 0; i < rounds; i++) {
+    gc();
+    const b = await bareRound(client, n, chunks);
+    if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
+    bare.push(b.ms);
+    gc();
+    const e = await engineRound(endpoint, n, chunks, `round${i}`);
+    if (e.events !== expected) throw new Error(`engine saw ${e.events} events, expected ${expected}`);
+    engine.push(e.ms);
+    summary = e.summary;
+  }
+  say({
+    type: 'result',
+    mode: 'throughput',
+    sessions: n,
+    chunks,
+    eventsPerRound: expected,
+    bare,
+    engine,
+    summary,
+  });
+}
+
+// ---- 2. memory ----------------------------------------------------------------------------------
+
+function memory(): { rss: number; heapUsed: number; external: number; arrayBuffers: number } {
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers };
+}
+
+/** Waits (polling) until `done()` holds; the parent's server holds the streams meanwhile. */
+async function waitUntil(done: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter: number): Promise<void> {
+  const client = newClient(endpoint);
+  await client.card();
+  await bareRound(client, 50, 20); // warm-up
+  gc();
+  const before = memory();
+  let events = 0;
+  const text = `[chunks:${chunks}][hold-after:${holdAfter}]`;
+  const streams: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    streams.push(
+      (async () => {
+        for await (const _ of client.sendStreamingMessage({ messageId: randomUUID(), text })) events++;
+      })(),
+    );
+  }
+  // task + working + holdAfter chunks each
+  await waitUntil(() => events >= n * (2 + holdAfter), 'the bare streams to reach the hold');
+  gc();
+  const during = memory();
+  say({ type: 'release' });
+  await Promise.all(streams);
+  gc();
+  const after = memory();
+  say({ type: 'result', mode: 'memory', kind: 'bare', sessions: n, before, during, after, events });
+}
+
+async function memoryEngine(endpoint: string, n: number, chunks: number, holdAfter: number): Promise<void> {
+  const db = tempDb();
+  const r = await rig(endpoint, db.path);
+  try {
+    await r.client.card();
+    await r.engine.start();
+    // Warm-up: a few whole turns, so compiled code and SQLite's first pages are in the baseline.
+    await receiveAll(r.engine, 'warm', 50, '[chunks:20]');
+    await r.events.until('turn.settled', 50);
+    await r.engine.idle();
+    r.events.reset();
+    const updatesBefore = r.surface.updates;
+    gc();
+    const before = memory();
+    await receiveAll(r.engine, 'held', n, `[chunks:${chunks}][hold-after:${holdAfter}]`);
+    await r.events.until('turn.accepted', n);
+    await waitUntil(
+      () => r.surface.updates - updatesBefore >= n * holdAfter,
+      'the sessions to reach the hold',
+    );
+    gc();
+    const during = memory();
+    say({ type: 'release' });
+    await r.events.until('turn.settled', n);
+    await r.engine.idle();
+    gc();
+    const after = memory();
+    say({
+      type: 'result',
+      mode: 'memory',
+      kind: 'engine',
+      sessions: n,
+      before,
+      during,
+      after,
+      ...r.events.summary(),
+    });
+  } finally {
+    await r.engine.stop();
+    await r.store.close();
+    db.remove();
+  }
+}
+
+// ---- 3. resume after SIGKILL --------------------------------------------------------------------
+
+async function load(
+  endpoint: string,
+  dbPath: string,
+  n: number,
+  holdAfter: number,
+  owner?: string,
+): Promise<void> {
+  const r = await rig(endpoint, dbPath, owner === undefined ? {} : { owner });
+  await r.engine.start();
+  const started = performance.now();
+  await receiveAll(r.engine, 'resume', n, `[chunks:50][hold-after:${holdAfter}]`);
+  await r.events.until('turn.accepted', n);
+  say({ type: 'accepted', sessions: n, ms: performance.now() - started });
+  // Streams hang here until the parent kills this process.
+  setInterval(() => undefined, 60_000);
+}
+
+async function recover(endpoint: string, dbPath: string, expect: number, owner?: string): Promise<void> {
+  const calls = new Map<string, number>();
+  // The engine's own timers are unref'd (a broker is kept alive by its chat surface and its
+  // HTTP server); this process has neither, so it keeps itself alive while it waits.
+  const keepAlive = setInterval(() => undefined, 60_000);
+  // What the crash left (read before the engine starts; diagnosis only).
+  const peek = new DatabaseSync(dbPath);
+  let left: Record<string, unknown> = {};
+  try {
+    left = {
+      ...peek
+        .prepare(
+          `SELECT count(*) AS open, sum(answer_ref IS NULL) AS withoutAnswerRef FROM turns WHERE state <> 'settled'`,
+        )
+        .get(),
+    };
+  } catch {
+    // A fresh file: no tables yet.
+  } finally {
+    peek.close();
+  }
+  const r = await rig(endpoint, dbPath, {
+    wrap: (s) => countingStore(s, calls),
+    ...(owner === undefined ? {} : { owner }),
+  });
+  const startCalledAt = performance.now();
+  let firstSettledAt: number | null = null;
+  void r.events.until('turn.settled', 1).then(() => {
+    firstSettledAt = performance.now();
+  });
+  await r.engine.start();
+  const startReturnedAt = performance.now();
+  await r.events.until('turn.settled', expect);
+  const settledAt = performance.now();
+  say({
+    type: 'settled',
+    sessions: expect,
+    // All in ms since this process started.
+    scriptStartedAt,
+    startCalledAt,
+    startReturnedAt,
+    firstSettledAt: expect === 0 ? null : firstSettledAt,
+    settledAt,
+    answerChars: r.events.answerChars,
+    ...r.events.summary(),
+    storeCalls: Object.fromEntries(calls),
+    left,
+  });
+  clearInterval(keepAlive);
+  await r.engine.stop();
+  await r.store.close();
+  process.exit(0);
+}
+
+// ---- main ---------------------------------------------------------------------------------------
+
+const [mode, endpoint = '', ...args] = process.argv.slice(2);
+const num = (i: number): number => Number(args[i]);
+try {
+  switch (mode) {
+    case 'throughput':
+      await throughput(endpoint, num(0), num(1), num(2));
+      break;
+    case 'memory':
+      if (args[0] === 'bare') await memoryBare(endpoint, num(1), num(2), num(3));
+      else await memoryEngine(endpoint, num(1), num(2), num(3));
+      break;
+    case 'load':
+      await load(endpoint, args[0] ?? '', num(1), num(2), args[3]);
+      break;
+    case 'recover':
+      await recover(endpoint, args[0] ?? '', num(1), args[2]);
+      break;
+    default:
+      throw new Error(`unknown mode ${mode}`);
+  }
+  if (mode !== 'load') process.exit(0);
+} catch (error) {
+  process.stderr.write(
+    `engine-child ${mode}: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`,
+  );
+  process.exit(1);
+}
