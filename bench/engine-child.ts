@@ -296,7 +296,9 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     bare.push(b.ms);
     gc();
     const e = await engineRound(endpoint, n, chunks, `round${i}`);
-    if (e.events !== expected) throw new Error(`engine saw ${e.events} events, expected ${expected}`);
+    // The engine may stop reading a stream after its terminal status (the final Task then comes
+    // from GetTask): a few events short is the engine's choice, not a loss. Many short is a bug.
+    if (e.events < expected - n) throw new Error(`engine saw ${e.events} events, expected about ${expected}`);
     engine.push(e.ms);
     summary = e.summary;
   }

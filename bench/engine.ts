@@ -101,8 +101,7 @@ const verdict = (ok: boolean): string => (ok ? 'met' : 'MISSED');
 
 // ---- 4. throughput ------------------------------------------------------------------------------
 
-async function benchThroughput(server: AgentServer): Promise<void> {
-  const chunks = 50;
+async function benchThroughput(server: AgentServer, chunks: number): Promise<void> {
   const rounds = 3;
   const child = runChild(['throughput', server.endpoint, String(SESSIONS), String(chunks), String(rounds)]);
   const { message } = await child.next('result');
@@ -318,7 +317,12 @@ async function benchResume(server: AgentServer): Promise<void> {
 export async function benchEngine(): Promise<void> {
   const server = await startAgentServer();
   try {
-    if (WHICH.has('throughput')) await benchThroughput(server);
+    if (WHICH.has('throughput')) {
+      // Short answers show the per-turn cost (store writes, leases); long ones the per-event cost.
+      for (const chunks of (process.env.BENCH_CHUNKS ?? '50,500').split(',').map(Number)) {
+        await benchThroughput(server, chunks);
+      }
+    }
     if (WHICH.has('memory')) await benchMemory(server);
     if (WHICH.has('resume')) await benchResume(server);
   } finally {

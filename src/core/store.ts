@@ -126,6 +126,11 @@ export interface Commit {
 }
 
 export interface SessionStore {
+  /**
+   * Whether several broker processes may share this store (PostgreSQL). When not (SQLite, one
+   * process), the engine drives sessions without leases or fencing: there is nobody to fence.
+   */
+  readonly sharedByReplicas: boolean;
   /** Applies the versioned migrations. Idempotent. */
   migrate(): Promise<void>;
   close(): Promise<void>;

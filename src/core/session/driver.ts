@@ -45,6 +45,8 @@ export interface DriverDeps {
   events: EventSink;
   timings: EngineTimings;
   owner: string;
+  /** Whether writes are fenced by the session lease (a store shared by several replicas). */
+  fenced: boolean;
   /** Resolves the session's Binding to its live client; undefined when it is gone. */
   resolve(binding: string): AgentRoute | undefined;
   /** Arms a wake-up of this session at `at` (a question's deadline). */
@@ -924,7 +926,7 @@ export class SessionDriver {
       session,
       turns,
       now: this.#deps.clock.now(),
-      fence: { owner: this.#deps.owner },
+      ...(this.#deps.fenced ? { fence: { owner: this.#deps.owner } } : {}),
     });
     this.#current = written ?? undefined;
     return written ?? session;

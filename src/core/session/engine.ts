@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import {
   type Actor,
   actorMetadata,
@@ -71,7 +71,7 @@ export interface EngineOptions {
   clock?: Clock;
   events?: EventSink;
   timings?: Partial<EngineTimings>;
-  /** This replica's name in session leases; unique per process. */
+  /** This replica's name in session leases: unique per replica, stable across its restarts. */
   owner?: string;
   /** Largest text accepted from a chat message, in characters. */
   maxTextLength?: number;
@@ -114,7 +114,10 @@ export class SessionEngine {
     this.#clock = options.clock ?? systemClock;
     this.#events = options.events ?? noEvents;
     this.#timings = { ...DEFAULT_TIMINGS, ...options.timings };
-    this.#owner = options.owner ?? `replica-${randomUUID()}`;
+    // Stable across restarts by default, so a restarted broker takes its own sessions back at
+    // once instead of waiting for its old leases to expire. Several replicas must each pass a
+    // name of their own (the pod name).
+    this.#owner = options.owner ?? hostname();
     this.#maxTextLength = options.maxTextLength ?? 40_000;
     if (this.#timings.leaseTtlMs < 3 * 10)
       throw new InvalidConfigError('engine timing leaseTtlMs is too short');
@@ -295,10 +298,13 @@ export class SessionEngine {
 
   async #drive(sessionId: string, entry: { again: boolean; controller: AbortController }): Promise<void> {
     const now = this.#clock.now();
+    const leased = this.#store.sharedByReplicas;
     let held = false;
     try {
-      held = await this.#store.acquireLease(sessionId, this.#owner, now, this.#timings.leaseTtlMs);
-      if (!held) return;
+      if (leased) {
+        held = await this.#store.acquireLease(sessionId, this.#owner, now, this.#timings.leaseTtlMs);
+        if (!held) return;
+      }
       const signal = AbortSignal.any([entry.controller.signal, this.#stopping.signal]);
       const driver = new SessionDriver(
         {
@@ -308,6 +314,7 @@ export class SessionEngine {
           events: this.#events,
           timings: this.#timings,
           owner: this.#owner,
+          fenced: leased,
           resolve: (binding) => this.#registry.resolve(binding),
           wakeAt: (id, at) => this.#wakeAt(id, at),
         },
@@ -329,7 +336,7 @@ export class SessionEngine {
 
   /** Renews the leases of driven sessions; a driver whose lease is gone stops at once. */
   async #renew(): Promise<void> {
-    if (this.#drivers.size === 0) return;
+    if (this.#drivers.size === 0 || !this.#store.sharedByReplicas) return;
     try {
       const held = new Set(
         await this.#store.renewLeases(this.#owner, this.#clock.now(), this.#timings.leaseTtlMs),

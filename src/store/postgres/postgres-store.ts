@@ -40,6 +40,7 @@ type Queryable = Pick<pg.PoolClient, 'query'>;
  * fenced commit), which is cheaper than SERIALIZABLE and needs no retry loop.
  */
 export class PostgresStore implements SessionStore {
+  readonly sharedByReplicas = true;
   readonly #pool: pg.Pool;
   readonly #ownsPool: boolean;
   readonly #schema: string;

@@ -35,6 +35,7 @@ const BUSY_TIMEOUT_MS = 5000;
  * have to be upgraded halfway through.
  */
 export class SqliteStore implements SessionStore {
+  readonly sharedByReplicas = false;
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, StatementSync>();
   #claims = 0;
