@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { runCheck } from './check/index.js';
 import { startDemoAgent } from './demo/demo-agent.js';
 
 /**
@@ -16,6 +17,7 @@ export interface Io {
 const USAGE = `Usage: agentkourier <command> [options]
 
 Commands:
+  check <endpoint> [options]         check an agent against the agent contract (--help for options)
   demo-agent [--port N] [--host H]   run the built-in demo agent (A2A 1.0, streaming)
   version                            print the version
   help                               print this help`;
@@ -81,6 +83,8 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         return 0;
       case 'demo-agent':
         return await demoAgent(rest, io);
+      case 'check':
+        return await runCheck([...rest], io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type AgentCard, type Artifact, type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
+import {
+  type AgentCard,
+  type Artifact,
+  type Message,
+  type Part,
+  Role,
+  type Task,
+  TaskState,
+} from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutor,
@@ -47,7 +55,11 @@ function data(value: unknown, metadata: Record<string, unknown>): Part {
   return { content: { $case: 'data', value }, metadata, filename: '', mediaType: '' };
 }
 
-function agentMessage(parts: Part[], task: { id: string; contextId: string }, extra: Partial<Message> = {}): Message {
+function agentMessage(
+  parts: Part[],
+  task: { id: string; contextId: string },
+  extra: Partial<Message> = {},
+): Message {
   return {
     messageId: randomUUID(),
     contextId: task.contextId,
@@ -103,9 +115,59 @@ function decisionsOf(message: Message): Decision[] | undefined {
   return JSON.stringify(ids) === JSON.stringify(expected) ? out : undefined;
 }
 
+/** What the demo remembers of a task, to answer a repeated messageId with it (R-8). */
+interface Remembered {
+  contextId: string;
+  state: TaskState;
+  artifacts: Map<string, string>;
+}
+
+const STATE_NAMES: Partial<Record<TaskState, string>> = {
+  [TaskState.TASK_STATE_SUBMITTED]: 'TASK_STATE_SUBMITTED',
+  [TaskState.TASK_STATE_WORKING]: 'TASK_STATE_WORKING',
+  [TaskState.TASK_STATE_COMPLETED]: 'TASK_STATE_COMPLETED',
+  [TaskState.TASK_STATE_FAILED]: 'TASK_STATE_FAILED',
+  [TaskState.TASK_STATE_CANCELED]: 'TASK_STATE_CANCELED',
+  [TaskState.TASK_STATE_INPUT_REQUIRED]: 'TASK_STATE_INPUT_REQUIRED',
+};
+
+const SETTLED = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_INPUT_REQUIRED,
+]);
+
 class DemoExecutor implements AgentExecutor {
   readonly #running = new Map<string, AbortController>();
   readonly #asked = new Map<string, 'question' | 'approval'>();
+  readonly #tasks = new Map<string, Remembered>();
+  readonly #byMessage = new Map<string, string>();
+
+  /** The task a user messageId started, if it started one. */
+  taskFor(messageId: string): { id: string; remembered: Remembered } | undefined {
+    const id = this.#byMessage.get(messageId);
+    const remembered = id === undefined ? undefined : this.#tasks.get(id);
+    return id === undefined || remembered === undefined ? undefined : { id, remembered };
+  }
+
+  /** The task as A2A 1.0 JSON (ProtoJSON), for a repeated messageId. */
+  static taskJson(id: string, r: Remembered): Record<string, unknown> {
+    return {
+      id,
+      contextId: r.contextId,
+      status: { state: STATE_NAMES[r.state] ?? 'TASK_STATE_WORKING', timestamp: new Date().toISOString() },
+      artifacts: [...r.artifacts].map(([artifactId, value]) => ({
+        artifactId,
+        name: 'answer',
+        parts: [{ text: value }],
+      })),
+    };
+  }
+
+  static settled(r: Remembered): boolean {
+    return SETTLED.has(r.state);
+  }
 
   constructor(private readonly chunkDelayMs: number) {}
 
@@ -120,23 +182,44 @@ class DemoExecutor implements AgentExecutor {
     const task: Task = ctx.task ?? {
       id: ctx.taskId,
       contextId: ctx.contextId,
-      status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+      status: {
+        state: TaskState.TASK_STATE_SUBMITTED,
+        message: undefined,
+        timestamp: new Date().toISOString(),
+      },
       artifacts: [],
       history: [ctx.userMessage],
       metadata: undefined,
     };
     bus.publish(AgentEvent.task(task));
+    if (ctx.task === undefined) {
+      this.#byMessage.set(ctx.userMessage.messageId, task.id);
+      this.#tasks.set(task.id, {
+        contextId: task.contextId,
+        state: TaskState.TASK_STATE_SUBMITTED,
+        artifacts: new Map(),
+      });
+    }
     try {
       const asked = this.#asked.get(task.id);
       this.#asked.delete(task.id);
       const words = firstText(ctx.userMessage);
       if (asked === 'question') {
-        await this.#stream(task, bus, signal, [`Looking at **${words.split('\n').at(-1)?.trim() || 'that'}**. `, 'All services are healthy there.']);
+        await this.#stream(task, bus, signal, [
+          `Looking at **${words.split('\n').at(-1)?.trim() || 'that'}**. `,
+          'All services are healthy there.',
+        ]);
         this.#status(task, bus, TaskState.TASK_STATE_COMPLETED);
       } else if (asked === 'approval') {
         await this.#runApproved(task, bus, signal, decisionsOf(ctx.userMessage));
       } else {
-        await this.#start(task, bus, signal, words, ctx.context.requestedExtensions?.includes(HITL_URI) === true);
+        await this.#start(
+          task,
+          bus,
+          signal,
+          words,
+          ctx.context.requestedExtensions?.includes(HITL_URI) === true,
+        );
       }
     } finally {
       this.#running.delete(task.id);
@@ -151,18 +234,33 @@ class DemoExecutor implements AgentExecutor {
       AgentEvent.statusUpdate({
         taskId,
         contextId: '',
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+        status: {
+          state: TaskState.TASK_STATE_CANCELED,
+          message: undefined,
+          timestamp: new Date().toISOString(),
+        },
         metadata: undefined,
       }),
     );
     bus.finished();
   };
 
-  async #start(task: Task, bus: ExecutionEventBus, signal: AbortSignal, words: string, hitl: boolean): Promise<void> {
+  async #start(
+    task: Task,
+    bus: ExecutionEventBus,
+    signal: AbortSignal,
+    words: string,
+    hitl: boolean,
+  ): Promise<void> {
     this.#status(task, bus, TaskState.TASK_STATE_WORKING);
     switch (scenarioFor(words)) {
       case 'failure':
-        this.#status(task, bus, TaskState.TASK_STATE_FAILED, agentMessage([text('Simulated failure: rate limit exceeded.')], task));
+        this.#status(
+          task,
+          bus,
+          TaskState.TASK_STATE_FAILED,
+          agentMessage([text('Simulated failure: rate limit exceeded.')], task),
+        );
         return;
       case 'question':
         await this.#stream(task, bus, signal, ['I can check that. ']);
@@ -182,7 +280,12 @@ class DemoExecutor implements AgentExecutor {
                 [HITL_URI]: {
                   type: 'tool_approval_request',
                   hint,
-                  tools: APPROVAL_TOOLS.map((t) => ({ id: t.id, call_id: t.callId, name: t.name, args: t.args })),
+                  tools: APPROVAL_TOOLS.map((t) => ({
+                    id: t.id,
+                    call_id: t.callId,
+                    name: t.name,
+                    args: t.args,
+                  })),
                 },
               },
             })
@@ -191,13 +294,23 @@ class DemoExecutor implements AgentExecutor {
         return;
       }
       default:
-        this.#toolStep(task, bus, { id: 'call-search', callId: 'call-search', name: 'search_docs', args: { query: words.slice(0, 60) } });
+        this.#toolStep(task, bus, {
+          id: 'call-search',
+          callId: 'call-search',
+          name: 'search_docs',
+          args: { query: words.slice(0, 60) },
+        });
         await this.#stream(task, bus, signal, answerChunks(words.split('\n').at(-1) ?? words));
         this.#status(task, bus, TaskState.TASK_STATE_COMPLETED);
     }
   }
 
-  async #runApproved(task: Task, bus: ExecutionEventBus, signal: AbortSignal, decisions: Decision[] | undefined): Promise<void> {
+  async #runApproved(
+    task: Task,
+    bus: ExecutionEventBus,
+    signal: AbortSignal,
+    decisions: Decision[] | undefined,
+  ): Promise<void> {
     this.#status(task, bus, TaskState.TASK_STATE_WORKING);
     if (decisions === undefined) {
       await this.#stream(task, bus, signal, ['No approval decision came back, so I ran nothing.']);
@@ -211,7 +324,9 @@ class DemoExecutor implements AgentExecutor {
         this.#toolStep(task, bus, tool);
         lines.push(`- Ran \`${tool.name}\`.\n`);
       } else {
-        lines.push(`- Did not run \`${tool.name}\`${decision?.reason ? ` (denied: ${decision.reason})` : ' (denied)'}.\n`);
+        lines.push(
+          `- Did not run \`${tool.name}\`${decision?.reason ? ` (denied: ${decision.reason})` : ' (denied)'}.\n`,
+        );
       }
     }
     await this.#stream(task, bus, signal, ['Done.\n\n', ...lines]);
@@ -219,7 +334,10 @@ class DemoExecutor implements AgentExecutor {
   }
 
   #toolStep(task: Task, bus: ExecutionEventBus, tool: DemoTool): void {
-    const call = data({ id: tool.callId, name: tool.name, args: tool.args }, { kagent_type: 'function_call' });
+    const call = data(
+      { id: tool.callId, name: tool.name, args: tool.args },
+      { kagent_type: 'function_call' },
+    );
     const result = data(
       { id: tool.callId, name: tool.name, response: { result: `${tool.name} ok (simulated)` } },
       { kagent_type: 'function_response' },
@@ -232,7 +350,16 @@ class DemoExecutor implements AgentExecutor {
     const artifactId = `answer-${randomUUID().slice(0, 8)}`;
     for (const [i, chunk] of chunks.entries()) {
       if (signal.aborted) return;
-      const artifact: Artifact = { artifactId, name: 'answer', description: '', parts: [text(chunk)], metadata: undefined, extensions: [] };
+      const artifact: Artifact = {
+        artifactId,
+        name: 'answer',
+        description: '',
+        parts: [text(chunk)],
+        metadata: undefined,
+        extensions: [],
+      };
+      const remembered = this.#tasks.get(task.id)?.artifacts;
+      remembered?.set(artifactId, (remembered.get(artifactId) ?? '') + chunk);
       bus.publish(
         AgentEvent.artifactUpdate({
           taskId: task.id,
@@ -248,6 +375,8 @@ class DemoExecutor implements AgentExecutor {
   }
 
   #status(task: Task, bus: ExecutionEventBus, state: TaskState, message?: Message): void {
+    const remembered = this.#tasks.get(task.id);
+    if (remembered !== undefined) remembered.state = state;
     bus.publish(
       AgentEvent.statusUpdate({
         taskId: task.id,
@@ -259,10 +388,38 @@ class DemoExecutor implements AgentExecutor {
   }
 }
 
+/**
+ * R-8: a repeated messageId is the same turn. A broker that lost track of a send (a crash, a
+ * dropped connection on a first turn) sends it again with the same messageId; the demo answers
+ * with the task that messageId started, once settled, instead of running it twice. (The SDK's
+ * handler would run it again, so this sits in front of it.)
+ */
+async function answerRepeat(executor: DemoExecutor, body: unknown, res: express.Response): Promise<boolean> {
+  const request = body as {
+    id?: unknown;
+    method?: unknown;
+    params?: { message?: { messageId?: unknown; taskId?: unknown } };
+  };
+  const message = request?.params?.message;
+  if (request?.method !== 'SendStreamingMessage' || typeof message?.messageId !== 'string') return false;
+  if (typeof message.taskId === 'string' && message.taskId !== '') return false;
+  const found = executor.taskFor(message.messageId);
+  if (found === undefined) return false;
+  const until = Date.now() + 60_000;
+  while (!DemoExecutor.settled(found.remembered) && Date.now() < until && !res.destroyed) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const result = { task: DemoExecutor.taskJson(found.id, found.remembered) };
+  res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: request.id ?? null, result })}\n\n`);
+  return true;
+}
+
 function card(endpoint: string): AgentCard {
   return {
     name: 'Agent Kourier demo agent',
-    description: 'A scripted agent that shows every path of the broker: streaming, questions, approvals, tool steps, failures.',
+    description:
+      'A scripted agent that shows every path of the broker: streaming, questions, approvals, tool steps, failures.',
     version: '1.0.0',
     supportedInterfaces: [{ url: endpoint, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
     provider: undefined,
@@ -270,7 +427,14 @@ function card(endpoint: string): AgentCard {
     capabilities: {
       streaming: true,
       pushNotifications: false,
-      extensions: [{ uri: HITL_URI, description: 'Human in the loop: tool approvals', required: false, params: undefined }],
+      extensions: [
+        {
+          uri: HITL_URI,
+          description: 'Human in the loop: tool approvals',
+          required: false,
+          params: undefined,
+        },
+      ],
       extendedAgentCard: false,
     },
     securitySchemes: {},
@@ -308,7 +472,15 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
   const executor = new DemoExecutor(options.chunkDelayMs ?? 40);
   const handler = new DefaultRequestHandler(card(endpoint), new InMemoryTaskStore(), executor);
   app.use(`${DEMO_AGENT_PATH}/.well-known/agent-card.json`, agentCardHandler({ agentCardProvider: handler }));
-  app.use(DEMO_AGENT_PATH, jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use(DEMO_AGENT_PATH, express.json({ limit: '1mb' }), (req, res, next) => {
+    answerRepeat(executor, req.body, res).then((answered) => {
+      if (!answered) next();
+    }, next);
+  });
+  app.use(
+    DEMO_AGENT_PATH,
+    jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
+  );
   return {
     url,
     endpoint,

@@ -9,7 +9,11 @@ export type Scenario = 'answer' | 'question' | 'approval' | 'failure';
 
 /** Picks the scenario from the person's words (the label line the broker adds is skipped). */
 export function scenarioFor(text: string): Scenario {
-  const words = text.split('\n').slice(text.startsWith('[') ? 1 : 0).join('\n').toLowerCase();
+  const words = text
+    .split('\n')
+    .slice(text.startsWith('[') ? 1 : 0)
+    .join('\n')
+    .toLowerCase();
   if (/\b(fail|break|error)\b/.test(words)) return 'failure';
   if (/\b(approve|approval|deploy|restart)\b/.test(words)) return 'approval';
   if (/\b(ask|question|choose)\b/.test(words)) return 'question';
@@ -25,8 +29,18 @@ export interface DemoTool {
 
 /** The two-tool approval the demo asks for (kagent's hitl/v1 tool_approval_request). */
 export const APPROVAL_TOOLS: DemoTool[] = [
-  { id: 'demo-confirm-1', callId: 'call-restart', name: 'restart_deployment', args: { namespace: 'shop', name: 'checkout' } },
-  { id: 'demo-confirm-2', callId: 'call-delete', name: 'delete_pod', args: { namespace: 'shop', name: 'checkout-7c9f-old' } },
+  {
+    id: 'demo-confirm-1',
+    callId: 'call-restart',
+    name: 'restart_deployment',
+    args: { namespace: 'shop', name: 'checkout' },
+  },
+  {
+    id: 'demo-confirm-2',
+    callId: 'call-delete',
+    name: 'delete_pod',
+    args: { namespace: 'shop', name: 'checkout-7c9f-old' },
+  },
 ];
 
 export const QUESTION = 'Which environment should I look at: staging or production?';
@@ -50,6 +64,7 @@ export function answerChunks(prompt: string): string[] {
 function splitWords(text: string, wordsPerChunk: number): string[] {
   const words = text.split(/(?<=\s)/);
   const chunks: string[] = [];
-  for (let i = 0; i < words.length; i += wordsPerChunk) chunks.push(words.slice(i, i + wordsPerChunk).join(''));
+  for (let i = 0; i < words.length; i += wordsPerChunk)
+    chunks.push(words.slice(i, i + wordsPerChunk).join(''));
   return chunks;
 }

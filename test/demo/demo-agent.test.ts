@@ -11,7 +11,11 @@ describe('the demo agent (a real A2A 1.0 server on the official SDK)', () => {
   let client: A2AClient;
   beforeAll(async () => {
     demo = await startDemoAgent({ chunkDelayMs: 0 });
-    client = new A2AClient({ endpoint: demo.endpoint, identity: { kind: 'user-id', userId: 'U1' }, extensions: [HITL_URI] });
+    client = new A2AClient({
+      endpoint: demo.endpoint,
+      identity: { kind: 'user-id', userId: 'U1' },
+      extensions: [HITL_URI],
+    });
   });
   afterAll(async () => demo.close());
 
@@ -23,7 +27,9 @@ describe('the demo agent (a real A2A 1.0 server on the official SDK)', () => {
   });
 
   it('streams an answer in artifact chunks, after a tool step', async () => {
-    const events = await collect(client.sendStreamingMessage({ messageId: 'd1', text: '[Web: Ada]\nhello there' }));
+    const events = await collect(
+      client.sendStreamingMessage({ messageId: 'd1', text: '[Web: Ada]\nhello there' }),
+    );
     expect(lastState(events)).toBe('completed');
     expect(events.filter((e) => e.kind === 'artifact-update').length).toBeGreaterThan(10);
     expect(answerText(events)).toContain('hello there');
@@ -35,9 +41,13 @@ describe('the demo agent (a real A2A 1.0 server on the official SDK)', () => {
     const asked = await collect(client.sendStreamingMessage({ messageId: 'd2', text: 'ask me something' }));
     expect(lastState(asked)).toBe('input-required');
     const status = asked.findLast((e) => e.kind === 'status-update');
-    expect(status?.kind === 'status-update' && textOf(status.status.message?.parts ?? [])).toContain('staging or production');
+    expect(status?.kind === 'status-update' && textOf(status.status.message?.parts ?? [])).toContain(
+      'staging or production',
+    );
     const { taskId, contextId } = idsOf(asked);
-    const answered = await collect(client.sendStreamingMessage({ messageId: 'd3', text: 'staging', taskId, contextId }));
+    const answered = await collect(
+      client.sendStreamingMessage({ messageId: 'd3', text: 'staging', taskId, contextId }),
+    );
     expect(lastState(answered)).toBe('completed');
     expect(answerText(answered)).toContain('staging');
   });
@@ -48,7 +58,10 @@ describe('the demo agent (a real A2A 1.0 server on the official SDK)', () => {
     if (pause?.kind !== 'status-update') throw new Error('no pause');
     expect(pause.status.state).toBe('input-required');
     expect(pause.status.message?.extensions).toEqual([HITL_URI]);
-    const request = pause.status.message?.metadata?.[HITL_URI] as { type: string; tools: Array<{ id: string; name: string }> };
+    const request = pause.status.message?.metadata?.[HITL_URI] as {
+      type: string;
+      tools: Array<{ id: string; name: string }>;
+    };
     expect(request.type).toBe('tool_approval_request');
     expect(request.tools.map((t) => t.name)).toEqual(['restart_deployment', 'delete_pod']);
     const { taskId, contextId } = idsOf(asked);
@@ -75,7 +88,10 @@ describe('the demo agent (a real A2A 1.0 server on the official SDK)', () => {
     const text = answerText(answered);
     expect(text).toContain('Ran `restart_deployment`');
     expect(text).toContain('Did not run `delete_pod` (denied: not during the freeze)');
-    expect(answered.flatMap((e) => toolStepsOf(e)).map((s) => s.toolName)).toEqual(['restart_deployment', 'restart_deployment']);
+    expect(answered.flatMap((e) => toolStepsOf(e)).map((s) => s.toolName)).toEqual([
+      'restart_deployment',
+      'restart_deployment',
+    ]);
   });
 
   it('sends only a text hint for an approval when the extension was not asked for', async () => {
