@@ -1,0 +1,222 @@
+import type { RequestListener, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
+import type { Logger } from 'pino';
+import type { SlackConfig } from '../../config/slack.js';
+import { type Clock, systemClock } from '../../core/ports.js';
+import type { Inbound, ReceiveResult } from '../../core/session/engine.js';
+import type { SessionStore } from '../../core/store.js';
+import type { ActivityOptions } from './activity.js';
+import type { AnswerSettings } from './answer.js';
+import { BudgetBook, type MethodBudget } from './budget.js';
+import { SlackAuthError, SlackPlatformError } from './errors.js';
+import { InboundRouter, type SlackBindings } from './inbound.js';
+import { slackLogger } from './logger.js';
+import { People, type PeopleOptions } from './people.js';
+import { SlackSurface } from './surface.js';
+import { createWebClient, mapError, SlackApi } from './web-api.js';
+
+/**
+ * Slack, wired: the Web API client and its budgets, the surface the engine shows things
+ * through, and the Bolt app that receives events — over HTTP (events and interactivity at
+ * POST /slack/events on the broker's port) or Socket Mode, as configured.
+ *
+ * Two steps, because the engine and the surface need each other: `connect` checks the token
+ * and builds the surface (give it to the engine), `listen` starts receiving events (give it
+ * the engine).
+ *
+ *   const slack = await SlackConnection.connect({ config, logger });
+ *   const engine = new SessionEngine({ surface: slack.surface, events: slack.surface.activity, … });
+ *   await slack.listen({ engine, store, bindings: registry, port: 8080 });
+ */
+
+export interface ConnectOptions {
+  config: SlackConfig;
+  logger: Logger;
+  clock?: Clock;
+  /** Per-method budgets overriding Slack's tiers (tests shrink them). */
+  budgets?: Readonly<Record<string, MethodBudget>>;
+  answers?: Partial<AnswerSettings>;
+  activity?: Partial<ActivityOptions>;
+  people?: Partial<PeopleOptions>;
+}
+
+export interface ListenOptions {
+  engine: { receive(input: Inbound): Promise<ReceiveResult> };
+  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession'>;
+  bindings: SlackBindings;
+  /**
+   * HTTP mode: the port to listen on (0 picks one). Leave it out to mount `requestListener` on
+   * the broker's own HTTP server instead.
+   */
+  port?: number;
+  host?: string;
+  /** How long an event handler may run before Slack is answered anyway (Slack allows 3 s). */
+  ackWithinMs?: number;
+}
+
+export class SlackConnection {
+  readonly surface: SlackSurface;
+  readonly api: SlackApi;
+  readonly botUserId: string;
+  readonly teamId: string;
+  readonly #config: SlackConfig;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #budgets: BudgetBook;
+  readonly #people: People;
+  readonly #botId: string | undefined;
+  #app: App | undefined;
+  #receiver: HTTPReceiver | undefined;
+  #server: Server | undefined;
+
+  private constructor(
+    init: {
+      api: SlackApi;
+      budgets: BudgetBook;
+      botUserId: string;
+      teamId: string;
+      botId: string | undefined;
+    },
+    options: ConnectOptions,
+  ) {
+    this.#config = options.config;
+    this.#logger = options.logger;
+    this.#clock = options.clock ?? systemClock;
+    this.#budgets = init.budgets;
+    this.api = init.api;
+    this.botUserId = init.botUserId;
+    this.teamId = init.teamId;
+    this.#botId = init.botId;
+    this.#people = new People(init.api, this.#clock, options.logger, options.people);
+    this.surface = new SlackSurface({
+      api: init.api,
+      clock: this.#clock,
+      logger: options.logger,
+      ...(options.answers === undefined ? {} : { answers: options.answers }),
+      ...(options.activity === undefined ? {} : { activity: options.activity }),
+    });
+  }
+
+  /** Checks the bot token with auth.test (a refused token fails here, at start) and builds the surface. */
+  static async connect(options: ConnectOptions): Promise<SlackConnection> {
+    const clock = options.clock ?? systemClock;
+    const client = createWebClient({
+      token: options.config.botToken,
+      apiUrl: options.config.apiUrl,
+      logger: options.logger,
+    });
+    const budgets = new BudgetBook(clock, options.budgets);
+    const api = new SlackApi(client, budgets);
+    const who = await api.authTest();
+    options.logger.info({ team: who.teamId, botUserId: who.botUserId }, 'connected to Slack');
+    return new SlackConnection(
+      { api, budgets, botUserId: who.botUserId, teamId: who.teamId, botId: who.botId },
+      options,
+    );
+  }
+
+  /** HTTP mode: the handler for POST /slack/events, to mount on the broker's own server. */
+  get requestListener(): RequestListener | undefined {
+    return this.#receiver?.requestListener;
+  }
+
+  /** Starts receiving events. Returns the port in HTTP mode when it listens itself. */
+  async listen(options: ListenOptions): Promise<{ port?: number }> {
+    if (this.#app !== undefined) throw new Error('the Slack app is already listening');
+    const router = new InboundRouter({
+      engine: options.engine,
+      store: options.store,
+      bindings: options.bindings,
+      people: this.#people,
+      api: this.api,
+      clock: this.#clock,
+      logger: this.#logger,
+      botUserId: this.botUserId,
+      teamId: this.teamId,
+      onTurn: (turnId, info) => this.surface.noteTurn(turnId, info),
+    });
+    const ackWithin = options.ackWithinMs ?? 2_000;
+    const logger = slackLogger(this.#logger, 'slack-bolt');
+    const { connection } = this.#config;
+    let receiver: Receiver;
+    if (connection.kind === 'http') {
+      this.#receiver = new HTTPReceiver({
+        signingSecret: connection.signingSecret,
+        endpoints: connection.path,
+        // The response waits for the handler (bounded by `ackWithin`), so an event is stored
+        // before Slack hears it was received; a crash before that makes Slack deliver it again.
+        processBeforeResponse: true,
+        logger,
+      });
+      receiver = this.#receiver;
+    } else {
+      receiver = new SocketModeReceiver({
+        appToken: connection.appToken,
+        logger,
+        installerOptions: { clientOptions: { slackApiUrl: this.#config.apiUrl } },
+      });
+    }
+    const app = new App({
+      receiver,
+      token: this.#config.botToken,
+      botUserId: this.botUserId,
+      ...(this.#botId === undefined ? {} : { botId: this.#botId }),
+      tokenVerificationEnabled: false,
+      socketMode: connection.kind === 'socket',
+      convoStore: false,
+      logger,
+      clientOptions: { slackApiUrl: this.#config.apiUrl },
+    });
+    const handle = async ({ body }: { body: unknown }): Promise<void> => {
+      const work = router.handle(body).catch((error: unknown) => {
+        this.#logger.error(
+          { err: error instanceof Error ? error.name : typeof error },
+          'a Slack event failed',
+        );
+      });
+      // Slack wants its answer within 3 seconds; the turn itself never waits for the agent,
+      // and whatever is still going on after `ackWithin` finishes after the answer.
+      const deadline = new AbortController();
+      await Promise.race([work, this.#clock.sleep(ackWithin, deadline.signal).catch(() => undefined)]);
+      deadline.abort();
+    };
+    app.event('app_mention', handle);
+    app.event('message', handle);
+    app.error(async (error) => {
+      this.#logger.error({ code: error.code }, 'the Slack app failed to handle a request');
+    });
+    this.#app = app;
+    if (connection.kind === 'socket') {
+      try {
+        await app.start();
+      } catch (error) {
+        // apps.connections.open refused the app-level token (or Slack could not be reached).
+        const mapped = mapError('apps.connections.open', error);
+        if (mapped instanceof SlackPlatformError)
+          throw new SlackAuthError(mapped.slackError, 'SLACK_APP_TOKEN', { cause: error });
+        throw mapped;
+      }
+      return {};
+    }
+    if (options.port === undefined) return {};
+    const server = (await app.start({
+      port: options.port,
+      ...(options.host === undefined ? {} : { host: options.host }),
+    })) as Server;
+    this.#server = server;
+    return { port: (server.address() as AddressInfo).port };
+  }
+
+  /** Stops receiving events, pending budget waits and timers. */
+  async stop(): Promise<void> {
+    const app = this.#app;
+    this.#app = undefined;
+    if (app !== undefined && (this.#server !== undefined || this.#config.connection.kind === 'socket')) {
+      await app.stop().catch(() => undefined);
+    }
+    this.#server = undefined;
+    this.surface.close();
+    this.#budgets.close();
+  }
+}

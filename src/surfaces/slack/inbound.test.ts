@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { CHANNEL_HINT, DM_HINT, route, type SlackBindings, type SlackEvent } from './inbound.js';
+
+const BOT = 'U0BOT';
+const bindings: SlackBindings = {
+  forChannel: (channel) => (channel === 'C1' ? { ref: 'team/a' } : undefined),
+  forDirectMessages: () => ({ ref: 'team/dm' }),
+};
+const noDms: SlackBindings = { ...bindings, forDirectMessages: () => undefined };
+
+function event(e: Partial<SlackEvent>): SlackEvent {
+  return {
+    type: 'message',
+    user: 'U1',
+    text: 'hi',
+    ts: '100.000200',
+    channel: 'C1',
+    channel_type: 'channel',
+    ...e,
+  };
+}
+
+describe('route', () => {
+  it("makes a mention in a Binding's channel a turn rooted at the mention (or its thread)", () => {
+    const top = route(event({ type: 'app_mention', text: `<@${BOT}> restart api` }), 'T1', BOT, bindings);
+    expect(top).toEqual({
+      kind: 'turn',
+      binding: 'team/a',
+      key: { surface: 'slack', workspaceId: 'T1', channelId: 'C1', threadId: '100.000200' },
+      user: 'U1',
+      text: 'restart api',
+      ts: '100.000200',
+      addressed: true,
+      needsSession: false,
+    });
+    const inThread = route(event({ type: 'app_mention', thread_ts: '99.000001' }), 'T1', BOT, bindings);
+    expect(inThread.kind === 'turn' && inThread.key.threadId).toBe('99.000001');
+  });
+
+  it('gives a mention in a channel no Binding owns a hint', () => {
+    expect(route(event({ type: 'app_mention', channel: 'C9' }), 'T1', BOT, bindings)).toEqual({
+      kind: 'hint',
+      channel: 'C9',
+      user: 'U1',
+      threadTs: undefined,
+      text: CHANNEL_HINT('C9'),
+    });
+  });
+
+  it('[S-7] carries a thread reply without a mention, if the thread has a session', () => {
+    const reply = route(event({ thread_ts: '99.000001' }), 'T1', BOT, bindings);
+    expect(reply).toMatchObject({ kind: 'turn', addressed: false, needsSession: true });
+  });
+
+  it('leaves the message copy of a mention to app_mention, and ignores top-level chatter', () => {
+    expect(route(event({ text: `<@${BOT}> hi`, thread_ts: '99.000001' }), 'T1', BOT, bindings).kind).toBe(
+      'ignore',
+    );
+    expect(route(event({}), 'T1', BOT, bindings).kind).toBe('ignore');
+    expect(route(event({ thread_ts: '99.000001', channel: 'C9' }), 'T1', BOT, bindings).kind).toBe('ignore');
+  });
+
+  it('takes direct messages when a Binding allows them, and hints when none does', () => {
+    const dm = event({ channel: 'D1', channel_type: 'im', text: 'hello' });
+    expect(route(dm, 'T1', BOT, bindings)).toMatchObject({
+      kind: 'turn',
+      binding: 'team/dm',
+      addressed: true,
+    });
+    expect(route(dm, 'T1', BOT, noDms)).toMatchObject({ kind: 'hint', text: DM_HINT });
+  });
+
+  it('takes no turn from bots, itself, edits, deletions or other subtypes', () => {
+    const ignored = [
+      event({ type: 'app_mention', bot_id: 'B1' }),
+      event({ type: 'app_mention', user: BOT }),
+      event({ type: 'app_mention', user: undefined }),
+      event({ thread_ts: '99.000001', subtype: 'message_changed' }),
+      event({ thread_ts: '99.000001', subtype: 'message_deleted' }),
+      event({ thread_ts: '99.000001', subtype: 'channel_join' }),
+      event({ thread_ts: '99.000001', subtype: 'bot_message', bot_id: 'B2' }),
+    ];
+    for (const e of ignored) expect(route(e, 'T1', BOT, bindings).kind).toBe('ignore');
+    expect(
+      route(event({ thread_ts: '99.000001', subtype: 'thread_broadcast' }), 'T1', BOT, bindings).kind,
+    ).toBe('turn');
+  });
+});

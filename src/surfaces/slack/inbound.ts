@@ -1,0 +1,268 @@
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { messageIdFor } from '../../core/compose.js';
+import type { Clock } from '../../core/ports.js';
+import type { Inbound, ReceiveResult } from '../../core/session/engine.js';
+import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
+import type { People } from './people.js';
+import { mentions, slackToPlain } from './text.js';
+import type { SlackApi } from './web-api.js';
+
+/**
+ * Slack events to engine turns. A channel belongs to the Binding that lists it; an app mention
+ * there starts a thread session (the mention's message is the thread root) or continues one.
+ * In a thread with a session, a reply that does not mention the app is carried, as untrusted
+ * data, into the next turn (S-7) — or answers the agent's question. Direct messages reach the
+ * Binding that allows them. Bots (ours included), edits and deletions are not turns. A mention
+ * in a channel no Binding owns gets one short ephemeral hint.
+ *
+ * Slack redelivers an event it thinks was not acknowledged in time (X-Slack-Retry-Num), and may
+ * deliver one twice: the event id is claimed durably in the store before anything happens, and
+ * the engine takes a message it already has (same ts) as the same turn.
+ */
+
+export const SURFACE = 'slack';
+
+const eventSchema = z.object({
+  type: z.string(),
+  subtype: z.string().optional(),
+  user: z.string().optional(),
+  bot_id: z.string().optional(),
+  // Not bounded here: the engine cuts an overlong message with a visible mark instead of dropping it.
+  text: z.string().optional(),
+  ts: z.string().regex(/^\d+\.\d+$/),
+  thread_ts: z
+    .string()
+    .regex(/^\d+\.\d+$/)
+    .optional(),
+  channel: z.string().regex(/^[A-Z0-9]+$/),
+  channel_type: z.string().optional(),
+  team: z.string().optional(),
+});
+
+const envelopeSchema = z.object({
+  team_id: z.string().optional(),
+  event_id: z.string().min(1),
+  event: eventSchema,
+});
+
+export type SlackEvent = z.infer<typeof eventSchema>;
+
+/** Which Binding owns a channel or takes DMs. `LiveRegistry` is one. */
+export interface SlackBindings {
+  forChannel(channelId: string, teamId?: string): { ref: string } | undefined;
+  forDirectMessages(teamId?: string): { ref: string } | undefined;
+}
+
+export type Route =
+  | { kind: 'ignore'; reason: string }
+  | { kind: 'hint'; channel: string; user: string; threadTs: string | undefined; text: string }
+  | {
+      kind: 'turn';
+      binding: string;
+      key: SessionKey;
+      user: string;
+      text: string;
+      ts: string;
+      addressed: boolean;
+      /** Only when the thread already has a session (a reply that did not mention the app). */
+      needsSession: boolean;
+    };
+
+/** Subtypes that are still a person's message; every other subtype (edits, deletions, joins…) is not. */
+const PERSON_SUBTYPES = new Set(['thread_broadcast', 'file_share']);
+
+export const CHANNEL_HINT = (channel: string): string =>
+  `This channel is not connected to an agent yet. An operator can connect it by adding its ID (${channel}) to a Binding.`;
+export const DM_HINT =
+  'Direct messages are not connected to an agent. Mention me in a channel that is connected to one.';
+
+/** Decides what an event is. Pure: the tests walk every rule through it. */
+export function route(event: SlackEvent, team: string, botUserId: string, bindings: SlackBindings): Route {
+  if (event.subtype !== undefined && !PERSON_SUBTYPES.has(event.subtype))
+    return { kind: 'ignore', reason: `subtype ${event.subtype}` };
+  if (event.bot_id !== undefined || event.user === undefined || event.user === botUserId)
+    return { kind: 'ignore', reason: 'not a person' };
+  const text = event.text ?? '';
+  const threadId = event.thread_ts ?? event.ts;
+  const key = (channelId: string): SessionKey => ({
+    surface: SURFACE,
+    workspaceId: team,
+    channelId,
+    threadId,
+  });
+  const direct =
+    event.channel_type === 'im' || (event.channel_type === undefined && event.channel.startsWith('D'));
+  if (event.type === 'message' && direct) {
+    const binding = bindings.forDirectMessages(team);
+    if (binding === undefined)
+      return {
+        kind: 'hint',
+        channel: event.channel,
+        user: event.user,
+        threadTs: event.thread_ts,
+        text: DM_HINT,
+      };
+    return {
+      kind: 'turn',
+      binding: binding.ref,
+      key: key(event.channel),
+      user: event.user,
+      text: slackToPlain(text, botUserId),
+      ts: event.ts,
+      addressed: true,
+      needsSession: false,
+    };
+  }
+  if (event.type === 'app_mention') {
+    const binding = bindings.forChannel(event.channel, team);
+    if (binding === undefined)
+      return {
+        kind: 'hint',
+        channel: event.channel,
+        user: event.user,
+        threadTs: event.thread_ts,
+        text: CHANNEL_HINT(event.channel),
+      };
+    return {
+      kind: 'turn',
+      binding: binding.ref,
+      key: key(event.channel),
+      user: event.user,
+      text: slackToPlain(text, botUserId),
+      ts: event.ts,
+      addressed: true,
+      needsSession: false,
+    };
+  }
+  if (event.type === 'message') {
+    // A mention arrives as app_mention too: that copy is the turn.
+    if (mentions(text, botUserId)) return { kind: 'ignore', reason: 'mention (handled as app_mention)' };
+    if (event.thread_ts === undefined || event.thread_ts === event.ts)
+      return { kind: 'ignore', reason: 'not in a thread' };
+    if (event.channel_type === 'mpim') return { kind: 'ignore', reason: 'group DM' };
+    const binding = bindings.forChannel(event.channel, team);
+    if (binding === undefined) return { kind: 'ignore', reason: 'channel without a Binding' };
+    return {
+      kind: 'turn',
+      binding: binding.ref,
+      key: key(event.channel),
+      user: event.user,
+      text: slackToPlain(text, botUserId),
+      ts: event.ts,
+      addressed: false,
+      needsSession: true,
+    };
+  }
+  return { kind: 'ignore', reason: `event ${event.type}` };
+}
+
+export interface InboundDeps {
+  engine: { receive(input: Inbound): Promise<ReceiveResult> };
+  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession'>;
+  bindings: SlackBindings;
+  people: People;
+  api: SlackApi;
+  clock: Clock;
+  logger: Logger;
+  botUserId: string;
+  /** The team of the bot token, for events that do not name one. */
+  teamId: string;
+  /**
+   * Told of every turn taken here: whom it answers (a native stream needs the recipient), and
+   * whether it is new (a turn the store already had may have an answer posted by another process).
+   */
+  onTurn(turnId: string, info: { recipient: string; fresh: boolean }): void;
+}
+
+export const NOT_TAKEN =
+  'Agent Kourier could not take this message just now. Please send it again in a moment.';
+
+export class InboundRouter {
+  readonly #deps: InboundDeps;
+
+  constructor(deps: InboundDeps) {
+    this.#deps = deps;
+  }
+
+  /** Handles one Events API envelope. Never throws: Slack only needs the ack. */
+  async handle(body: unknown): Promise<void> {
+    const { logger } = this.#deps;
+    const parsed = envelopeSchema.safeParse(body);
+    if (!parsed.success) {
+      logger.debug('an event that is not a message event was ignored');
+      return;
+    }
+    const { event, event_id: eventId } = parsed.data;
+    const team = parsed.data.team_id ?? event.team ?? this.#deps.teamId;
+    const decision = route(event, team, this.#deps.botUserId, this.#deps.bindings);
+    if (decision.kind === 'ignore') return;
+    try {
+      if (!(await this.#deps.store.claimInboundEvent(`${team}:${eventId}`, this.#deps.clock.now()))) {
+        logger.debug({ eventId }, 'a redelivered Slack event was ignored');
+        return;
+      }
+    } catch (error) {
+      // Without the store nothing can be taken: say so rather than drop the message silently.
+      logger.error({ eventId, err: errorName(error) }, 'could not record a Slack event');
+      if (decision.kind === 'turn' && decision.addressed)
+        await this.#ephemeral(team, decision.key.channelId, decision.user, decision.key.threadId, NOT_TAKEN);
+      return;
+    }
+    if (decision.kind === 'hint') {
+      await this.#ephemeral(team, decision.channel, decision.user, decision.threadTs, decision.text);
+      return;
+    }
+    await this.#turn(team, decision, eventId);
+  }
+
+  async #turn(team: string, turn: Extract<Route, { kind: 'turn' }>, eventId: string): Promise<void> {
+    const { engine, store, people, logger } = this.#deps;
+    try {
+      if (turn.needsSession && (await store.getSession(sessionIdOf(turn.key))) === undefined) return;
+      const actor = await people.actor(team, turn.user);
+      // The engine may open the turn's answer before `receive` returns: the surface learns
+      // whom it answers first (the id is the engine's own, fixed by the chat message, S-2).
+      const expected = messageIdFor(sessionIdOf(turn.key), turn.ts, 'message');
+      this.#deps.onTurn(expected, { recipient: turn.user, fresh: true });
+      const result = await engine.receive({
+        kind: 'person',
+        key: turn.key,
+        binding: turn.binding,
+        chatMessageId: turn.ts,
+        actor,
+        text: turn.text,
+        addressed: turn.addressed,
+      });
+      if (result.turnId !== expected || result.duplicate)
+        this.#deps.onTurn(result.turnId, { recipient: turn.user, fresh: !result.duplicate });
+    } catch (error) {
+      logger.error({ eventId, err: errorName(error) }, 'could not take a Slack message');
+      if (turn.addressed)
+        await this.#ephemeral(team, turn.key.channelId, turn.user, turn.key.threadId, NOT_TAKEN);
+    }
+  }
+
+  async #ephemeral(
+    team: string,
+    channel: string,
+    user: string,
+    threadTs: string | undefined,
+    text: string,
+  ): Promise<void> {
+    try {
+      await this.#deps.api.postEphemeral(
+        { team },
+        { channel, user, text, ...(threadTs === undefined ? {} : { thread_ts: threadTs }) },
+      );
+    } catch (error) {
+      this.#deps.logger.warn({ channel, err: errorName(error) }, 'could not post an ephemeral hint');
+    }
+  }
+}
+
+function errorName(error: unknown): Record<string, unknown> {
+  if (error instanceof Error)
+    return { name: error.name, ...('code' in error ? { code: String(error.code) } : {}) };
+  return { name: typeof error };
+}

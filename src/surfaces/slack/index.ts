@@ -1,0 +1,11 @@
+/** The Slack chat surface: what the composition root (main.ts) needs of it. */
+export { type ConnectOptions, type ListenOptions, SlackConnection } from './app.js';
+export { DEFAULT_METHOD_BUDGETS, type MethodBudget } from './budget.js';
+export {
+  SlackAuthError,
+  SlackPlatformError,
+  SlackRateLimitedError,
+  SlackUnavailableError,
+} from './errors.js';
+export type { SlackBindings } from './inbound.js';
+export { SlackSurface } from './surface.js';

@@ -1,0 +1,45 @@
+/**
+ * What the surface asks of Slack, for the app manifest (manifests/slack-app.yaml) to ask for
+ * exactly that: the bot scope each Web API method and event subscription needs
+ * (docs.slack.dev/reference/methods/*, docs.slack.dev/reference/events/*). A test holds the
+ * manifest, this list and the calls in web-api.ts together.
+ */
+
+export const METHOD_SCOPES: Readonly<Record<string, string | null>> = {
+  'auth.test': null,
+  'chat.postMessage': 'chat:write',
+  'chat.update': 'chat:write',
+  'chat.delete': 'chat:write',
+  'chat.postEphemeral': 'chat:write',
+  'chat.startStream': 'chat:write',
+  'chat.appendStream': 'chat:write',
+  'chat.stopStream': 'chat:write',
+  'reactions.add': 'reactions:write',
+  'reactions.remove': 'reactions:write',
+  'users.info': 'users:read',
+  // Public channels, private channels and DMs: history of each kind of conversation.
+  'conversations.replies': 'channels:history',
+};
+
+/** Scopes a method needs beyond its own, depending on where it is used. */
+export const EXTRA_SCOPES: readonly string[] = [
+  // users.info returns profile.email only with it: the label line names the person's email.
+  'users:read.email',
+  // conversations.replies in private channels and DMs.
+  'groups:history',
+  'im:history',
+];
+
+export const EVENT_SCOPES: Readonly<Record<string, string>> = {
+  app_mention: 'app_mentions:read',
+  'message.channels': 'channels:history',
+  'message.groups': 'groups:history',
+  'message.im': 'im:history',
+};
+
+export function requiredScopes(): string[] {
+  const scopes = new Set<string>(EXTRA_SCOPES);
+  for (const scope of Object.values(METHOD_SCOPES)) if (scope !== null) scopes.add(scope);
+  for (const scope of Object.values(EVENT_SCOPES)) scopes.add(scope);
+  return [...scopes].sort();
+}

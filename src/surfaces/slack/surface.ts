@@ -1,0 +1,165 @@
+import type { Logger } from 'pino';
+import { KourierError } from '../../core/errors.js';
+import type {
+  AnswerSink,
+  ChatSurface,
+  ChatTarget,
+  Clock,
+  Notice,
+  QuestionPrompt,
+  ToolStep,
+} from '../../core/ports.js';
+import { type ActivityOptions, ThreadActivity } from './activity.js';
+import { type AnswerSettings, DEFAULT_ANSWER_SETTINGS, SlackAnswer, StreamSupport } from './answer.js';
+import { SURFACE } from './inbound.js';
+import { noticeMessage, questionMessage, type RenderedMessage, toolStepMessage } from './render.js';
+import { retrying, type SlackApi } from './web-api.js';
+
+/**
+ * The chat port on Slack: answers that grow in place (answer.ts), notices in plain words,
+ * questions and tool-step cards as messages in the session's thread, and a running indicator
+ * on the thread root (activity.ts, fed with the engine's events).
+ */
+
+export interface SlackSurfaceOptions {
+  api: SlackApi;
+  clock: Clock;
+  logger: Logger;
+  answers?: Partial<AnswerSettings>;
+  /** The running indicator on the thread root (emoji, grace before it goes). */
+  activity?: Partial<ActivityOptions>;
+}
+
+/** A target that is not a Slack thread (another surface's session reached this one). */
+export class NotASlackThreadError extends KourierError {
+  constructor() {
+    super('not_a_slack_thread', 'the session is not a Slack thread');
+  }
+}
+
+/** How many turns the surface remembers having taken (whom each answers). */
+const MAX_TURNS = 50_000;
+/** How many finished answers it remembers (their messages, should the engine open one again). */
+const MAX_FINISHED = 5_000;
+
+export class SlackSurface implements ChatSurface {
+  readonly activity: ThreadActivity;
+  readonly #api: SlackApi;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #settings: AnswerSettings;
+  readonly #streams = new StreamSupport();
+  readonly #answers = new Map<string, SlackAnswer>();
+  readonly #turns = new Map<string, { recipient: string; fresh: boolean }>();
+
+  constructor(options: SlackSurfaceOptions) {
+    this.#api = options.api;
+    this.#clock = options.clock;
+    this.#logger = options.logger;
+    this.#settings = { ...DEFAULT_ANSWER_SETTINGS, ...options.answers };
+    this.activity = new ThreadActivity(options.api, options.clock, options.logger, options.activity);
+  }
+
+  /**
+   * A turn taken from Slack by this process: its answer streams to `recipient`. `fresh`: the
+   * store did not have it before, so no answer of it can have been posted yet.
+   */
+  noteTurn(turnId: string, info: { recipient: string; fresh: boolean }): void {
+    this.#turns.delete(turnId);
+    this.#turns.set(turnId, { recipient: info.recipient, fresh: info.fresh });
+    while (this.#turns.size > MAX_TURNS) {
+      const oldest = this.#turns.keys().next();
+      if (oldest.done === true) break;
+      this.#turns.delete(oldest.value);
+    }
+  }
+
+  openAnswer(
+    target: ChatTarget,
+    turnId: string,
+    ref: string | null,
+    onRef: (ref: string) => void,
+  ): AnswerSink {
+    const live = this.#answers.get(turnId);
+    if (live !== undefined && !live.done) return live.sink(onRef);
+    const { team, channel, threadTs } = place(target);
+    const taken = this.#turns.get(turnId);
+    const answer = new SlackAnswer(
+      { team, channel, threadTs, turnId, recipient: taken?.recipient },
+      {
+        api: this.#api,
+        clock: this.#clock,
+        logger: this.#logger,
+        settings: this.#settings,
+        streams: this.#streams,
+      },
+      // A finished answer opened again without a ref (its save may not have landed) goes on
+      // in the messages it already has.
+      ref ?? live?.ref ?? null,
+      // A turn this process did not take fresh may have had its answer posted by a process
+      // that died before the engine persisted the ref: look for it before posting another.
+      taken?.fresh !== true,
+    );
+    this.#answers.delete(turnId);
+    this.#answers.set(turnId, answer);
+    this.#forgetFinished();
+    return answer.sink(onRef);
+  }
+
+  #forgetFinished(): void {
+    if (this.#answers.size <= MAX_FINISHED) return;
+    for (const [id, answer] of this.#answers) {
+      if (this.#answers.size <= MAX_FINISHED) return;
+      if (answer.done) this.#answers.delete(id);
+    }
+  }
+
+  async postNotice(target: ChatTarget, notice: Notice): Promise<void> {
+    if (notice.kind === 'binding-removed') this.activity.clear(target.sessionId);
+    await this.#post(target, noticeMessage(notice));
+  }
+
+  async askQuestion(target: ChatTarget, prompt: QuestionPrompt): Promise<string | null> {
+    const { channel } = place(target);
+    const ts = await this.#post(target, questionMessage(prompt.question));
+    return `${channel}|${ts}`;
+  }
+
+  async showToolStep(target: ChatTarget, _turnId: string, step: ToolStep): Promise<void> {
+    await this.#post(target, toolStepMessage(step));
+  }
+
+  /** Stops timers; waiting budget takes were closed by whoever owns the budgets. */
+  close(): void {
+    this.activity.close();
+  }
+
+  async #post(target: ChatTarget, message: RenderedMessage): Promise<string> {
+    const { team, channel, threadTs } = place(target);
+    try {
+      const { ts } = await retrying(this.#clock, () =>
+        this.#api.postMessage(
+          { team },
+          {
+            channel,
+            thread_ts: threadTs,
+            text: message.text,
+            ...(message.blocks === undefined ? {} : { blocks: message.blocks }),
+          },
+        ),
+      );
+      return ts;
+    } catch (error) {
+      this.#logger.warn(
+        { channel, err: error instanceof KourierError ? error.code : 'error' },
+        'could not post in a Slack thread',
+      );
+      throw error;
+    }
+  }
+}
+
+function place(target: ChatTarget): { team: string; channel: string; threadTs: string } {
+  if (target.key.surface !== SURFACE) throw new NotASlackThreadError();
+  return { team: target.key.workspaceId, channel: target.key.channelId, threadTs: target.key.threadId };
+}

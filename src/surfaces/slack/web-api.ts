@@ -1,0 +1,304 @@
+import { webApi } from '@slack/bolt';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { BudgetBook } from './budget.js';
+import {
+  SlackAuthError,
+  SlackMalformedResponseError,
+  SlackPlatformError,
+  SlackRateLimitedError,
+  SlackUnavailableError,
+} from './errors.js';
+import { slackLogger } from './logger.js';
+
+/**
+ * The Web API methods the surface uses, each behind its workspace's rate budget, with Slack's
+ * answers checked with zod and its failures turned into our typed errors. The WebClient itself
+ * neither retries nor waits out a 429 (`rejectRateLimitedCalls`): a retry of an edit must carry
+ * the latest text, not the one that was refused, so callers decide.
+ */
+
+export type WebClient = webApi.WebClient;
+
+/** Builds the one WebClient the surface calls Slack with. */
+export function createWebClient(options: { token: string; apiUrl: string; logger: Logger }): WebClient {
+  return new webApi.WebClient(options.token, {
+    slackApiUrl: options.apiUrl,
+    logger: slackLogger(options.logger, 'slack-web-api'),
+    rejectRateLimitedCalls: true,
+    retryConfig: { retries: 0 },
+    timeout: 15_000,
+    // Never send the token anywhere but the configured API base.
+    allowAbsoluteUrls: false,
+  });
+}
+
+export interface CallContext {
+  /** The workspace (team id) whose budget the call spends. */
+  team: string;
+  /** For methods budgeted per channel (chat.postMessage). */
+  channel?: string;
+  /** Who waits for the token: an answer's turn id keeps the budget fair between threads. */
+  requester?: string;
+  urgent?: boolean;
+  signal?: AbortSignal;
+  /** The token was already taken with `reserve`. */
+  prepaid?: boolean;
+}
+
+export interface AnswerMetadata {
+  event_type: string;
+  event_payload: Record<string, string | number>;
+}
+
+export interface MessageArgs {
+  channel: string;
+  text: string;
+  thread_ts?: string;
+  blocks?: unknown[];
+  metadata?: AnswerMetadata;
+}
+
+const okTs = z.object({ ts: z.string() });
+const anyOk = z.object({});
+
+const authTest = z.object({ user_id: z.string(), team_id: z.string(), bot_id: z.string().optional() });
+
+const userInfo = z.object({
+  user: z.object({
+    id: z.string(),
+    name: z.string().optional(),
+    real_name: z.string().optional(),
+    deleted: z.boolean().optional(),
+    is_bot: z.boolean().optional(),
+    profile: z
+      .object({
+        display_name: z.string().optional(),
+        real_name: z.string().optional(),
+        email: z.string().optional(),
+      })
+      .optional(),
+  }),
+});
+export type SlackUser = z.infer<typeof userInfo>['user'];
+
+const replies = z.object({
+  messages: z.array(
+    z.object({
+      ts: z.string(),
+      bot_id: z.string().optional(),
+      user: z.string().optional(),
+      streaming_state: z.string().optional(),
+      metadata: z
+        .object({ event_type: z.string(), event_payload: z.record(z.string(), z.unknown()).optional() })
+        .optional(),
+    }),
+  ),
+  has_more: z.boolean().optional(),
+  response_metadata: z.object({ next_cursor: z.string().optional() }).optional(),
+});
+export type RepliesPage = z.infer<typeof replies>;
+
+export class SlackApi {
+  readonly #client: WebClient;
+  readonly #budgets: BudgetBook;
+
+  constructor(client: WebClient, budgets: BudgetBook) {
+    this.#client = client;
+    this.#budgets = budgets;
+  }
+
+  /** Takes a token of a method's budget only if one is free now (for calls with a fallback). */
+  reserve(method: string, team: string, channel?: string): boolean {
+    return this.#budgets.for(method, team, channel).tryTake();
+  }
+
+  /**
+   * Waits for a token of a method's budget, for a call made later with `prepaid`: a caller
+   * that waited long can then send the state of now, not the state of when it started waiting.
+   */
+  async acquire(method: string, ctx: CallContext): Promise<void> {
+    await this.#budgets.for(method, ctx.team, ctx.channel).take(ctx.requester ?? method, {
+      ...(ctx.urgent === undefined ? {} : { urgent: ctx.urgent }),
+      ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
+    });
+  }
+
+  /** Gives back a token acquired for a call that was not made. */
+  refund(method: string, team: string, channel?: string): void {
+    this.#budgets.for(method, team, channel).refund();
+  }
+
+  /** The requester's waiting takes go ahead of the others (its answer is final). */
+  promote(requester: string): void {
+    this.#budgets.promote(requester);
+  }
+
+  /** Checks the bot token and names the bot and its workspace. */
+  async authTest(): Promise<{ botUserId: string; teamId: string; botId: string | undefined }> {
+    try {
+      const result = await this.#client.apiCall('auth.test', {});
+      const parsed = authTest.safeParse(result);
+      if (!parsed.success) throw new SlackMalformedResponseError('auth.test');
+      return { botUserId: parsed.data.user_id, teamId: parsed.data.team_id, botId: parsed.data.bot_id };
+    } catch (error) {
+      const mapped = mapError('auth.test', error);
+      if (mapped instanceof SlackPlatformError) throw new SlackAuthError(mapped.slackError);
+      throw mapped;
+    }
+  }
+
+  postMessage(ctx: CallContext, args: MessageArgs): Promise<{ ts: string }> {
+    return this.#call('chat.postMessage', { ...ctx, channel: args.channel }, toArgs(args), okTs);
+  }
+
+  async update(ctx: CallContext, args: MessageArgs & { ts: string }): Promise<void> {
+    await this.#call('chat.update', ctx, toArgs(args), anyOk);
+  }
+
+  async delete(ctx: CallContext, args: { channel: string; ts: string }): Promise<void> {
+    await this.#call('chat.delete', ctx, args, anyOk);
+  }
+
+  async postEphemeral(
+    ctx: CallContext,
+    args: { channel: string; user: string; text: string; thread_ts?: string },
+  ): Promise<void> {
+    await this.#call('chat.postEphemeral', ctx, args, anyOk);
+  }
+
+  startStream(
+    ctx: CallContext,
+    args: {
+      channel: string;
+      thread_ts: string;
+      markdown_text: string;
+      recipient_user_id?: string;
+      recipient_team_id?: string;
+    },
+  ): Promise<{ ts: string }> {
+    return this.#call('chat.startStream', ctx, args, okTs);
+  }
+
+  async appendStream(
+    ctx: CallContext,
+    args: { channel: string; ts: string; markdown_text: string },
+  ): Promise<void> {
+    await this.#call('chat.appendStream', ctx, args, anyOk);
+  }
+
+  async stopStream(
+    ctx: CallContext,
+    args: { channel: string; ts: string; markdown_text?: string; metadata?: AnswerMetadata },
+  ): Promise<void> {
+    await this.#call('chat.stopStream', ctx, args, anyOk);
+  }
+
+  async addReaction(
+    ctx: CallContext,
+    args: { channel: string; timestamp: string; name: string },
+  ): Promise<void> {
+    await this.#call('reactions.add', ctx, args, anyOk);
+  }
+
+  async removeReaction(
+    ctx: CallContext,
+    args: { channel: string; timestamp: string; name: string },
+  ): Promise<void> {
+    await this.#call('reactions.remove', ctx, args, anyOk);
+  }
+
+  async userInfo(ctx: CallContext, user: string): Promise<SlackUser> {
+    const result = await this.#call('users.info', ctx, { user }, userInfo);
+    return result.user;
+  }
+
+  replies(
+    ctx: CallContext,
+    args: { channel: string; ts: string; cursor?: string; limit: number },
+  ): Promise<RepliesPage> {
+    return this.#call('conversations.replies', ctx, { ...args, include_all_metadata: true }, replies);
+  }
+
+  async #call<T>(
+    method: string,
+    ctx: CallContext,
+    args: Record<string, unknown>,
+    schema: z.ZodType<T>,
+  ): Promise<T> {
+    const budget = this.#budgets.for(method, ctx.team, ctx.channel);
+    if (ctx.prepaid !== true) {
+      await budget.take(ctx.requester ?? method, {
+        ...(ctx.urgent === undefined ? {} : { urgent: ctx.urgent }),
+        ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
+      });
+    }
+    let result: unknown;
+    try {
+      result = await this.#client.apiCall(method, args);
+    } catch (error) {
+      const mapped = mapError(method, error);
+      if (mapped instanceof SlackRateLimitedError) budget.pause(mapped.retryAfterMs);
+      throw mapped;
+    }
+    const parsed = schema.safeParse(result);
+    if (!parsed.success) throw new SlackMalformedResponseError(method);
+    return parsed.data;
+  }
+}
+
+function toArgs(args: MessageArgs & { ts?: string }): Record<string, unknown> {
+  const out: Record<string, unknown> = { channel: args.channel, text: args.text };
+  if (args.ts !== undefined) out.ts = args.ts;
+  if (args.thread_ts !== undefined) out.thread_ts = args.thread_ts;
+  // The WebClient sends objects as JSON strings in the form body, as Slack expects.
+  if (args.blocks !== undefined) out.blocks = args.blocks;
+  if (args.metadata !== undefined) out.metadata = args.metadata;
+  return out;
+}
+
+/** The WebClient's errors, as ours. */
+export function mapError(method: string, error: unknown): Error {
+  if (error instanceof webApi.WebAPIRateLimitedError) {
+    // Retry-After is in seconds; a missing or zero one still waits a second.
+    return new SlackRateLimitedError(method, Math.max(1, error.retryAfter) * 1000);
+  }
+  if (error instanceof webApi.WebAPIPlatformError) {
+    return new SlackPlatformError(
+      method,
+      typeof error.data.error === 'string' ? error.data.error : 'unknown',
+    );
+  }
+  if (error instanceof webApi.WebAPIHTTPError) {
+    return new SlackUnavailableError(method, { status: error.statusCode });
+  }
+  if (
+    error instanceof SlackPlatformError ||
+    error instanceof SlackRateLimitedError ||
+    error instanceof SlackMalformedResponseError
+  ) {
+    return error;
+  }
+  return new SlackUnavailableError(method, { cause: error });
+}
+
+/**
+ * Runs a call that has no later state to catch up with (a notice, a question, a reaction) a
+ * few times: after a 429 the budget has been paused, so trying again simply waits its turn;
+ * after no answer from Slack it waits a little. Slack's refusals are final.
+ */
+export async function retrying<T>(
+  clock: { sleep(ms: number, signal?: AbortSignal): Promise<void> },
+  call: () => Promise<T>,
+  attempts = 4,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      const transient = error instanceof SlackRateLimitedError || error instanceof SlackUnavailableError;
+      if (!transient || attempt >= attempts) throw error;
+      if (error instanceof SlackUnavailableError) await clock.sleep(500 * 2 ** attempt);
+    }
+  }
+}

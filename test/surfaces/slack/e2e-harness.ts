@@ -1,0 +1,251 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { A2AClient } from '../../../src/a2a/client.js';
+import { loadSlackConfig } from '../../../src/config/slack.js';
+import type { EngineEvent } from '../../../src/core/events.js';
+import type { BindingSettings, Clock } from '../../../src/core/ports.js';
+import { LiveRegistry } from '../../../src/core/registry.js';
+import { SessionEngine } from '../../../src/core/session/engine.js';
+import type { EngineTimings } from '../../../src/core/session/timings.js';
+import type { SessionStore } from '../../../src/core/store.js';
+import { a2aDialect } from '../../../src/dialects/a2a.js';
+import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
+import type { AnswerSettings } from '../../../src/surfaces/slack/answer.js';
+import { SlackConnection } from '../../../src/surfaces/slack/app.js';
+import type { MethodBudget } from '../../../src/surfaces/slack/budget.js';
+import {
+  type ContractAgent,
+  type ContractAgentOptions,
+  startContractAgent,
+  type WireVersion,
+} from '../../agents/contract-agent.js';
+import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
+import { mentionEvent, messageEvent, type SendEventOptions, sendSlackEvent } from '../../slack/events.js';
+import {
+  type FakeMessage,
+  type FakeSlack,
+  type FakeSlackOptions,
+  startFakeSlack,
+} from '../../slack/fake-slack.js';
+
+/**
+ * Everything real but Slack's Web API: the real Bolt app in HTTP mode on port 0 with signature
+ * checks on, the real session engine on SQLite in memory, a LiveRegistry Binding whose client is
+ * an A2AClient to the contract test agent — and the fake Slack for the Web API.
+ */
+
+export const SECRET = 'e2e-signing-secret-0123';
+export const BINDING = 'team-a/support';
+export const CHANNEL = 'C0SUPPORT';
+export const OTHER_CHANNEL = 'C0NOBIND';
+export const DM = 'D0ADA';
+export const ADA = 'U0ADA';
+
+export interface SlackHarnessOptions {
+  version?: WireVersion;
+  fake?: FakeSlackOptions;
+  answers?: Partial<AnswerSettings>;
+  budgets?: Record<string, MethodBudget>;
+  timings?: Partial<EngineTimings>;
+  settings?: Partial<BindingSettings>;
+  /** Channels the Binding lists (default CHANNEL). */
+  channels?: string[];
+  agentOptions?: Partial<ContractAgentOptions>;
+  store?: SessionStore;
+  /** Another harness's agent (a restart keeps the agent). */
+  agent?: ContractAgent;
+  fakeSlack?: FakeSlack;
+  clock?: Clock;
+}
+
+export interface SlackHarness {
+  fake: FakeSlack;
+  agent: ContractAgent;
+  store: SessionStore;
+  registry: LiveRegistry;
+  engine: SessionEngine;
+  slack: SlackConnection;
+  events: EngineEvent[];
+  appUrl: string;
+  logs: Array<Record<string, unknown>>;
+  /** Posts a person's message mentioning the app in `channel` (or a thread of it) and sends its event. */
+  mention(
+    text: string,
+    o?: { channel?: string; threadTs?: string; user?: string; event?: SendEventOptions },
+  ): Promise<{ ts: string; status: number; elapsedMs: number }>;
+  /** A thread reply that does not mention the app. */
+  reply(threadTs: string, text: string, o?: { channel?: string; user?: string }): Promise<{ ts: string }>;
+  /** A direct message to the app. */
+  direct(text: string, o?: { user?: string; threadTs?: string }): Promise<{ ts: string }>;
+  settled(turnCount: number, timeoutMs?: number): Promise<void>;
+  waitFor(what: string, predicate: () => boolean, timeoutMs?: number): Promise<void>;
+  thread(threadTs: string, channel?: string): FakeMessage[];
+  /** The bot's messages in a thread (the root excluded). */
+  botMessages(threadTs: string, channel?: string): FakeMessage[];
+  close(options?: { keepAgent?: boolean; keepStore?: boolean; keepFake?: boolean }): Promise<void>;
+}
+
+export async function startSlackHarness(options: SlackHarnessOptions = {}): Promise<SlackHarness> {
+  const fake = options.fakeSlack ?? (await startFakeSlack(options.fake));
+  fake.addUser({ id: ADA, name: 'ada', realName: 'Ada Lovelace', email: 'ada@example.com' });
+  const agent =
+    options.agent ??
+    (await startContractAgent({ version: options.version ?? '1.0', ...options.agentOptions }));
+  const client = new A2AClient({
+    endpoint: agent.endpoint,
+    identity: { kind: 'bearer', token: 'binding-token' },
+    timeouts: { headersMs: 10_000, streamIdleMs: 10_000 },
+  });
+  const store = options.store ?? new SqliteStore(':memory:');
+  await store.migrate();
+  const registry = new LiveRegistry();
+  registry.upsert({
+    ref: BINDING,
+    client,
+    dialect: a2aDialect,
+    settings: { questionTimeoutMs: null, ...options.settings },
+    slack: { channels: options.channels ?? [CHANNEL], allowDirectMessages: true },
+    toolApprovals: { enabled: false, approverGroups: [] },
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  const logger = pino(
+    { level: 'debug' },
+    new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line !== '') logs.push(JSON.parse(line));
+        done();
+      },
+    }),
+  );
+  const config = loadSlackConfig({
+    SLACK_BOT_TOKEN: fake.botToken,
+    SLACK_SIGNING_SECRET: SECRET,
+    SLACK_API_URL: fake.url,
+  });
+  const slack = await SlackConnection.connect({
+    config,
+    logger,
+    answers: { intervalMs: 250, ...options.answers },
+    activity: { settleGraceMs: 50 },
+    ...(options.budgets === undefined ? {} : { budgets: options.budgets }),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+  const events: EngineEvent[] = [];
+  const engine = new SessionEngine({
+    store,
+    registry,
+    surface: slack.surface,
+    events: {
+      emit: (e) => {
+        events.push(e);
+        slack.surface.activity.emit(e);
+      },
+    },
+    timings: { ...FAST_TIMINGS, ...options.timings },
+  });
+  await engine.start();
+  const { port } = await slack.listen({ engine, store, bindings: registry, port: 0, host: '127.0.0.1' });
+  const appUrl = `http://127.0.0.1:${port ?? 0}/slack/events`;
+
+  const waitFor = async (what: string, predicate: () => boolean, timeoutMs = 10_000): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  const harness: SlackHarness = {
+    fake,
+    agent,
+    store,
+    registry,
+    engine,
+    slack,
+    events,
+    appUrl,
+    logs,
+    async mention(text, o = {}) {
+      const channel = o.channel ?? CHANNEL;
+      const user = o.user ?? ADA;
+      const typed = `<@${fake.botUserId}> ${text}`;
+      const message = fake.postUserMessage({
+        channel,
+        user,
+        text: typed,
+        ...(o.threadTs === undefined ? {} : { threadTs: o.threadTs }),
+      });
+      const sent = await sendSlackEvent(
+        appUrl,
+        SECRET,
+        mentionEvent({
+          channel,
+          user,
+          text: typed,
+          ts: message.ts,
+          ...(o.threadTs === undefined ? {} : { threadTs: o.threadTs }),
+          botUserId: fake.botUserId,
+        }),
+        o.event,
+      );
+      return { ts: message.ts, status: sent.status, elapsedMs: sent.elapsedMs };
+    },
+    async reply(threadTs, text, o = {}) {
+      const channel = o.channel ?? CHANNEL;
+      const user = o.user ?? ADA;
+      const message = fake.postUserMessage({ channel, user, text, threadTs });
+      const sent = await sendSlackEvent(
+        appUrl,
+        SECRET,
+        messageEvent({ channel, user, text, ts: message.ts, threadTs }),
+      );
+      if (sent.status !== 200) throw new Error(`reply refused: ${sent.status}`);
+      return { ts: message.ts };
+    },
+    async direct(text, o = {}) {
+      const user = o.user ?? ADA;
+      const message = fake.postUserMessage({
+        channel: DM,
+        user,
+        text,
+        ...(o.threadTs === undefined ? {} : { threadTs: o.threadTs }),
+      });
+      const sent = await sendSlackEvent(
+        appUrl,
+        SECRET,
+        messageEvent({
+          channel: DM,
+          user,
+          text,
+          ts: message.ts,
+          channelType: 'im',
+          ...(o.threadTs === undefined ? {} : { threadTs: o.threadTs }),
+        }),
+      );
+      if (sent.status !== 200) throw new Error(`direct message refused: ${sent.status}`);
+      return { ts: message.ts };
+    },
+    async settled(turnCount, timeoutMs = 15_000) {
+      await waitFor(
+        `${turnCount} settled turns`,
+        () => events.filter((e) => e.type === 'turn.settled').length >= turnCount,
+        timeoutMs,
+      );
+      await engine.idle();
+    },
+    waitFor,
+    thread: (threadTs, channel = CHANNEL) => fake.messages(channel, threadTs),
+    botMessages: (threadTs, channel = CHANNEL) =>
+      fake.messages(channel, threadTs).filter((m) => m.ts !== threadTs && m.botId !== undefined),
+    async close(o = {}) {
+      if (process.env.SLACK_E2E_LOGS === '1')
+        for (const line of logs) if (Number(line.level) >= 40) console.error(JSON.stringify(line));
+      await engine.stop();
+      await slack.stop();
+      if (o.keepAgent !== true) await agent.close();
+      if (o.keepStore !== true) await store.close();
+      if (o.keepFake !== true) await fake.close();
+    },
+  };
+  return harness;
+}

@@ -1,0 +1,138 @@
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AnswerBuffer } from '../../../src/core/answer.js';
+import { systemClock } from '../../../src/core/ports.js';
+import { BudgetBook } from '../../../src/surfaces/slack/budget.js';
+import { SlackPlatformError, SlackRateLimitedError } from '../../../src/surfaces/slack/errors.js';
+import { markdownForStream, markdownToMrkdwn } from '../../../src/surfaces/slack/mrkdwn.js';
+import { People } from '../../../src/surfaces/slack/people.js';
+import { SlackSurface } from '../../../src/surfaces/slack/surface.js';
+import { createWebClient, SlackApi } from '../../../src/surfaces/slack/web-api.js';
+import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../slack/fake-slack.js';
+
+/**
+ * The surface against the fake Slack Web API through the real WebClient, without Bolt or the
+ * engine: what each call costs, and how Slack's refusals are read.
+ */
+
+const silent = pino({ level: 'silent' });
+
+describe('the Slack surface against the fake Web API', () => {
+  const open: Array<{ fake: FakeSlack; budgets: BudgetBook }> = [];
+  afterEach(async () => {
+    for (const { fake, budgets } of open.splice(0)) {
+      budgets.close();
+      await fake.close();
+    }
+  });
+
+  async function setup(options: FakeSlackOptions = {}) {
+    const fake = await startFakeSlack(options);
+    const budgets = new BudgetBook(systemClock);
+    open.push({ fake, budgets });
+    const api = new SlackApi(
+      createWebClient({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+      budgets,
+    );
+    const root = fake.postUserMessage({ channel: 'C1', user: 'U0ADA', text: 'hi' });
+    const target = {
+      sessionId: `slack:T0001:C1:${root.ts}`,
+      key: { surface: 'slack', workspaceId: 'T0001', channelId: 'C1', threadId: root.ts },
+    };
+    return { fake, api, budgets, root, target };
+  }
+
+  function feed(buffer: AnswerBuffer, text: string, append: boolean): void {
+    buffer.apply({
+      kind: 'artifact-update',
+      taskId: 't',
+      contextId: 'c',
+      artifact: { artifactId: 'answer', parts: [{ kind: 'text', text }] },
+      append,
+      lastChunk: false,
+    });
+  }
+
+  it.each([true, false])(
+    'coalesces thousands of updates into a handful of calls (native streams: %s)',
+    async (streaming) => {
+      const { fake, api, root, target } = await setup({ streaming });
+      const surface = new SlackSurface({
+        api,
+        clock: systemClock,
+        logger: silent,
+        answers: { intervalMs: 200 },
+      });
+      surface.noteTurn('turn-1', { recipient: 'U0ADA', fresh: true });
+      const sink = surface.openAnswer(target, 'turn-1', null, () => undefined);
+      const buffer = new AnswerBuffer();
+      const started = Date.now();
+      // 3,000 one-character updates over about a second: one page, thousands of events.
+      for (let i = 0; i < 3_000; i++) {
+        feed(buffer, 'a', i > 0);
+        sink.update(buffer);
+        if (i % 300 === 0) await new Promise((r) => setTimeout(r, 100));
+      }
+      await sink.finish(buffer);
+      const elapsed = Date.now() - started;
+      const answerCalls = fake.calls.filter((c) => c.method.startsWith('chat.'));
+      // At most one call per interval, plus the start and the final ones, whatever the updates.
+      expect(answerCalls.length).toBeLessThanOrEqual(Math.ceil(elapsed / 200) + 3);
+      expect(answerCalls.length).toBeGreaterThanOrEqual(2);
+      const messages = fake.messages('C1', root.ts).filter((m) => m.botId !== undefined);
+      const full = buffer.text().trimEnd();
+      const shown = messages.map((m) => m.text).join('');
+      const render = streaming ? markdownForStream : markdownToMrkdwn;
+      expect(shown.replace(/\s+/g, '')).toBe(render(full).replace(/\s+/g, ''));
+      surface.close();
+    },
+  );
+
+  it('reads a 429 as SlackRateLimitedError with Retry-After, and the budget waits it out', async () => {
+    const { fake, api } = await setup();
+    fake.rateLimitNext('reactions.add', 1);
+    const root = fake.postUserMessage({ channel: 'C1', user: 'U0ADA', text: 'x' });
+    const args = { channel: 'C1', timestamp: root.ts, name: 'eyes' };
+    const error = await api.addReaction({ team: 'T0001' }, args).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SlackRateLimitedError);
+    expect((error as SlackRateLimitedError).retryAfterMs).toBe(1_000);
+    const started = Date.now();
+    await api.addReaction({ team: 'T0001' }, args);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+  });
+
+  it("reads Slack's refusals as SlackPlatformError with Slack's error string", async () => {
+    const { fake, api } = await setup();
+    fake.failNext('chat.postMessage', 'is_archived');
+    const error = await api
+      .postMessage({ team: 'T0001' }, { channel: 'C1', text: 'x' })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SlackPlatformError);
+    expect((error as SlackPlatformError).slackError).toBe('is_archived');
+  });
+
+  it('looks people up once per TTL, and degrades to the user ID when users.info fails', async () => {
+    const { fake, api } = await setup();
+    fake.addUser({ id: 'U0ADA', name: 'ada', realName: 'Ada Lovelace', email: 'ada@example.com' });
+    const people = new People(api, systemClock, silent);
+    const [a, b] = await Promise.all([people.actor('T0001', 'U0ADA'), people.actor('T0001', 'U0ADA')]);
+    expect(a?.label).toBe('[Slack: ada (U0ADA) <ada@example.com>]');
+    expect(b).toEqual(a);
+    await people.actor('T0001', 'U0ADA');
+    expect(fake.callsOf('users.info')).toHaveLength(1);
+    fake.failNext('users.info', 'user_not_found');
+    expect(await people.actor('T0001', 'U0NEW')).toEqual({ id: 'U0NEW', label: '[Slack: U0NEW]' });
+  });
+
+  it('does not wait for a slow users.info: the turn goes on with the user ID', async () => {
+    const { fake, api } = await setup();
+    fake.addUser({ id: 'U0SLOW', name: 'slow' });
+    // A 429 pauses the users.info budget for 3 s: the next lookup would wait that long.
+    fake.rateLimitNext('users.info', 3);
+    const people = new People(api, systemClock, silent, { lookupTimeoutMs: 200 });
+    expect((await people.actor('T0001', 'U0FIRST')).label).toBe('[Slack: U0FIRST]');
+    const started = Date.now();
+    expect((await people.actor('T0001', 'U0SLOW')).label).toBe('[Slack: U0SLOW]');
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+});
