@@ -1,8 +1,9 @@
 import type { Dialect } from '../core/ports.js';
 import { a2aDialect } from './a2a.js';
+import { KAGENT_HITL_EXTENSION, kagentV1Dialect } from './kagent-v1/index.js';
 
 /** kagent's human-in-the-loop extension (the one approval contract the broker reads). */
-export const KAGENT_HITL_EXTENSION = 'https://kagent.dev/extensions/hitl/v1';
+export { KAGENT_HITL_EXTENSION };
 
 export type DialectName = 'a2a' | 'kagent-v1';
 
@@ -33,11 +34,10 @@ const a2a: DialectSpec = {
   endpoint: (url) => url,
 };
 
-// The kagent-v1 dialect's reading of kagent's HITL payload arrives with its own issue; until
-// then it reads pauses like the generic dialect, but already reaches kagent the kagent way.
+// kagent's HITL payload in the status message, reached at url plus /agents/<ns>/<name>.
 const kagentV1: DialectSpec = {
   name: 'kagent-v1',
-  dialect: { ...a2aDialect, name: 'kagent-v1' },
+  dialect: kagentV1Dialect,
   extensions: [KAGENT_HITL_EXTENSION],
   endpoint: (url, agent) => {
     if (agent === undefined)

@@ -3,6 +3,7 @@
  * names has a builder here; a test enqueues them and the agent consumes one per call.
  */
 
+import type { KagentBehaviour } from './kagent.js';
 import type { JsonObject, RpcErrorObject, StoredPart, TaskState } from './wire.js';
 
 export type EndState = 'completed' | 'failed' | 'rejected' | 'canceled' | 'input-required' | 'auth-required';
@@ -73,7 +74,9 @@ export type Behaviour =
   | { kind: 'invalid-event'; afterEvents: number }
   | { kind: 'wrong-id' }
   | { kind: 'oversized-event'; bytes: number }
-  | { kind: 'split-frames'; chunkSize: number };
+  | { kind: 'split-frames'; chunkSize: number }
+  /** kagent's HITL pauses (./kagent.ts); the reply that follows is validated the kagent way. */
+  | KagentBehaviour;
 
 export function answer(options: AnswerOptions = {}): Behaviour {
   return { kind: 'answer', options };

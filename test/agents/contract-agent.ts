@@ -15,6 +15,15 @@ import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES }
 import type { AddressInfo, Socket } from 'node:net';
 import type { AnswerOptions, Behaviour } from './behaviours.js';
 import { buildCard, type CardOptions } from './card.js';
+import {
+  hitlActivated,
+  type KagentBehaviour,
+  type KagentLedger,
+  kagentPauseOps,
+  kagentResume,
+  newLedger,
+  type PendingPause,
+} from './kagent.js';
 import { agentMessage, answerOps, type Op, type Plan, shapeOps, stepsToOps } from './ops.js';
 import {
   awkwardSseFrame,
@@ -39,6 +48,7 @@ import {
   type RpcErrorObject,
   resultEnvelope,
   rpcErrorObject,
+  type StoredMessage,
   type StoredTask,
   TERMINAL_STATES,
   type WireVersion,
@@ -46,6 +56,7 @@ import {
 
 export * from './behaviours.js';
 export type { CardOptions } from './card.js';
+export * from './kagent.js';
 export type { SeedTask } from './task-store.js';
 export type {
   StoredArtifact,
@@ -115,6 +126,8 @@ export interface ContractAgent {
    * another message was still submitted or working.
    */
   readonly overlaps: Array<{ contextId: string; messageId: string; runningMessageId: string }>;
+  /** What the kagent behaviours did with the replies to their pauses (tools run, refusals). */
+  readonly kagent: KagentLedger;
   /** Closes the server and destroys open sockets, hanging streams included. */
   close(): Promise<void>;
 }
@@ -174,6 +187,10 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+function isKagent(b: Behaviour | undefined): b is KagentBehaviour {
+  return b?.kind === 'kagent-approval' || b?.kind === 'kagent-ask-user' || b?.kind === 'kagent-malformed';
+}
+
 function isSettledState(state: StoredTask['status']['state']): boolean {
   return TERMINAL_STATES.has(state) || state === 'input-required' || state === 'auth-required';
 }
@@ -183,6 +200,9 @@ class Agent implements ContractAgent {
   readonly tasks = new Map<string, StoredTask>();
   readonly runs = new Map<string, number>();
   readonly overlaps: Array<{ contextId: string; messageId: string; runningMessageId: string }> = [];
+  readonly kagent: KagentLedger = newLedger();
+  /** kagent pauses waiting for their reply, by task id. */
+  private readonly hitlPauses = new Map<string, PendingPause>();
   private readonly store: TaskStore;
   endpoint = '';
   origin = '';
@@ -428,6 +448,15 @@ class Agent implements ContractAgent {
       b?.kind === 'new-context' ? randomUUID() : b?.kind === 'answer' ? b.options.contextId : undefined;
     const task = this.openTask(call.params, forced);
     if (b?.kind === 'script') return this.stream(call, task, { ops: stepsToOps(b.steps, task), end: b.end });
+    if (isKagent(b)) {
+      const activated = hitlActivated(call.req.headers['a2a-extensions']);
+      return this.stream(call, task, {
+        ops: kagentPauseOps(task, b, activated, this.hitlPauses),
+        end: 'close',
+      });
+    }
+    const pause = b === undefined && msg?.taskId !== undefined ? this.hitlPauses.get(task.id) : undefined;
+    if (pause !== undefined && msg !== undefined) return this.resumeKagent(call, task, msg, pause);
     const options = b?.kind === 'answer' ? b.options : b === undefined ? this.defaultAnswer : {};
     const base = answerOps(task, options, { snapshot: true, working: true });
     return this.stream(
@@ -435,6 +464,29 @@ class Agent implements ContractAgent {
       task,
       shapeOps(base, b, () => this.oversized(task, b)),
     );
+  }
+
+  /** The reply to a kagent pause: refused as kagent refuses it, or the approved tools run. */
+  private async resumeKagent(
+    call: Call,
+    task: StoredTask,
+    msg: StoredMessage,
+    pause: PendingPause,
+  ): Promise<void> {
+    const outcome = kagentResume(task, msg, pause, this.kagent);
+    if ('refuse' in outcome) {
+      // The task stays paused on an RPC error; kagent's executor instead fails the task.
+      if (outcome.onInvalid === 'rpc-error') throw new RpcFailure(-32603, outcome.refuse);
+      this.hitlPauses.delete(task.id);
+      const failed: Op = {
+        op: 'status',
+        state: 'failed',
+        message: agentMessage(task, [{ text: outcome.refuse }]),
+      };
+      return this.stream(call, task, { ops: [{ op: 'snapshot' }, failed], end: 'close' });
+    }
+    this.hitlPauses.delete(task.id);
+    return this.stream(call, task, { ops: outcome.ops, end: 'close' });
   }
 
   /** Opens (or continues) the task of a send, counting a new task as a run of its messageId. */

@@ -30,6 +30,8 @@ export interface StoredMessage {
   parts: StoredPart[];
   contextId?: string;
   taskId?: string;
+  /** Extension URIs the message speaks (kagent's HITL payload needs its URI here). */
+  extensions?: string[];
   metadata?: JsonObject;
 }
 
@@ -142,6 +144,7 @@ export function encodeMessage(v: WireVersion, m: StoredMessage, o: EncodeOptions
     if (m.contextId !== undefined) out.contextId = m.contextId;
     if (m.taskId !== undefined) out.taskId = m.taskId;
   }
+  if (m.extensions !== undefined && m.extensions.length > 0) out.extensions = m.extensions;
   return withMetadata(out, m.metadata);
 }
 
@@ -304,6 +307,9 @@ export function decodeMessage(raw: unknown): StoredMessage | undefined {
   };
   if (typeof raw.contextId === 'string' && raw.contextId !== '') m.contextId = raw.contextId;
   if (typeof raw.taskId === 'string' && raw.taskId !== '') m.taskId = raw.taskId;
+  if (Array.isArray(raw.extensions)) {
+    m.extensions = raw.extensions.filter((e): e is string => typeof e === 'string');
+  }
   if (isRecord(raw.metadata)) m.metadata = raw.metadata;
   return m;
 }

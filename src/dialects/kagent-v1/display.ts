@@ -1,0 +1,62 @@
+/**
+ * Plain-text renderings of what an agent asked, for prompts a person decides on (Q-5: "exactly
+ * which tool will run with which arguments"). Everything here is untrusted agent data: the
+ * output is plain text, never markup, so a surface must put it in a plain-text element (or
+ * escape it for its own markup); characters that would disguise text are made visible here.
+ */
+
+const ELLIPSIS = '…';
+
+// C0/C1 controls other than newline and tab, and the bidirectional overrides and isolates that
+// can make text read differently from what it is (a tool name "rm\u202Eetad" shown as "rmdate").
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds
+const DISGUISING = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+/** Makes disguising characters visible as `\uXXXX`. */
+export function visibleText(text: string): string {
+  return text
+    .toWellFormed()
+    .replace(DISGUISING, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** Cuts text to at most `max` characters (UTF-16 units) without splitting a surrogate pair. */
+export function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  if (max <= 0) return '';
+  let end = max - ELLIPSIS.length;
+  if (end <= 0) return ELLIPSIS.slice(0, max);
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end -= 1; // a high surrogate whose pair would be cut off
+  return `${text.slice(0, end)}${ELLIPSIS}`;
+}
+
+/** Pretty JSON (2-space indent) that never throws on odd values. */
+export function prettyJson(value: unknown): string {
+  try {
+    return (
+      JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2) ?? 'null'
+    );
+  } catch {
+    return '[arguments that cannot be shown]';
+  }
+}
+
+/** A tool call's arguments, pretty-printed and cut to `maxChars`; '{}' for none. */
+export function describeArgs(args: Record<string, unknown>, maxChars: number): string {
+  return cut(visibleText(prettyJson(args)), maxChars);
+}
+
+/**
+ * One tool call as plain text: the tool's name on the first line, its arguments pretty-printed
+ * below, the whole cut to `maxChars`. The name is kept whole when it fits, so a long argument
+ * list never hides which tool would run.
+ */
+export function describeToolCall(
+  tool: { name: string; args: Record<string, unknown> },
+  maxChars: number,
+): string {
+  const name = cut(visibleText(tool.name), Math.max(1, Math.min(maxChars, 200)));
+  const room = maxChars - name.length - 1;
+  if (room <= 0) return cut(name, maxChars);
+  return `${name}\n${describeArgs(tool.args, room)}`;
+}
