@@ -1,0 +1,275 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Actor } from '../../core/compose.js';
+import type { SessionEngine } from '../../core/session/engine.js';
+import { type SessionStore, sessionIdOf } from '../../core/store.js';
+import {
+  type AnswerStructured,
+  checkAnswers,
+  checkDecisions,
+  type StructuredReply,
+  summariseAnswers,
+  summariseDecisions,
+} from './answers.js';
+import { WebChatRequestError } from './errors.js';
+import { type FollowOptions, followThread } from './follow.js';
+import { parseBody, readJson, sendJson } from './http.js';
+import { answerBody, createThreadBody, postMessageBody, threadListQuery } from './schemas.js';
+import type { WebChatSurface } from './surface.js';
+import type { Thread } from './threads.js';
+import type { BindingView, MessageView } from './view.js';
+
+/** The Bindings the web chat offers (LiveRegistry fits). */
+export interface BindingDirectory {
+  list(): ReadonlyArray<{ ref: string }>;
+  get(ref: string): { ref: string } | undefined;
+}
+
+export interface ApiDeps {
+  engine: Pick<SessionEngine, 'receive'>;
+  surface: WebChatSurface;
+  registry: BindingDirectory;
+  store: Pick<SessionStore, 'getSession'>;
+  answerStructured: AnswerStructured;
+  actor: Actor;
+  bodyLimitBytes: number;
+  follow: FollowOptions;
+  logger: Logger;
+  /** Each open event stream registers its end, so closing the server ends them. */
+  track(end: () => void): () => void;
+}
+
+type Params = Record<string, string>;
+type Handler = (req: IncomingMessage, res: ServerResponse, params: Params, url: URL) => Promise<void>;
+
+interface Route {
+  method: 'GET' | 'POST';
+  pattern: RegExp;
+  names: string[];
+  handler: Handler;
+}
+
+const ID = '([A-Za-z0-9_.-]{1,100})';
+
+/** The JSON API under /api (see README.md beside this file). */
+export class WebChatApi {
+  readonly #deps: ApiDeps;
+  readonly #routes: Route[];
+
+  constructor(deps: ApiDeps) {
+    this.#deps = deps;
+    const route = (method: Route['method'], path: string, handler: Handler): Route => {
+      const names = [...path.matchAll(/:(\w+)/g)].map((m) => m[1] ?? '');
+      return { method, pattern: new RegExp(`^${path.replace(/:\w+/g, ID)}$`), names, handler };
+    };
+    this.#routes = [
+      route('GET', '/api/bindings', (_q, res) => this.#bindings(res)),
+      route('GET', '/api/threads', (_q, res, _p, url) => this.#threads(res, url)),
+      route('POST', '/api/threads', (req, res) => this.#createThread(req, res)),
+      route('GET', '/api/threads/:thread', (_q, res, p) => this.#readThread(res, p)),
+      route('POST', '/api/threads/:thread/messages', (req, res, p) => this.#postMessage(req, res, p)),
+      route('POST', '/api/threads/:thread/messages/:message/answer', (req, res, p) =>
+        this.#answer(req, res, p),
+      ),
+      route('GET', '/api/threads/:thread/events', (_q, res, p) => this.#follow(res, p)),
+    ];
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    let pathMatched = false;
+    for (const r of this.#routes) {
+      const match = r.pattern.exec(url.pathname);
+      if (match === null) continue;
+      pathMatched = true;
+      if (r.method !== req.method) continue;
+      const params: Params = {};
+      r.names.forEach((name, i) => {
+        params[name] = match[i + 1] ?? '';
+      });
+      await r.handler(req, res, params, url);
+      return;
+    }
+    if (pathMatched)
+      throw new WebChatRequestError(405, 'method_not_allowed', `${req.method} is not allowed here`);
+    throw new WebChatRequestError(404, 'not_found', `no API route ${url.pathname}`);
+  }
+
+  async #bindings(res: ServerResponse): Promise<void> {
+    const bindings: BindingView[] = this.#deps.registry
+      .list()
+      .map((b) => ({ ref: b.ref, threadCount: this.#deps.surface.threads.countFor(b.ref) }))
+      .sort((a, b) => a.ref.localeCompare(b.ref));
+    sendJson(res, 200, { bindings });
+  }
+
+  async #threads(res: ServerResponse, url: URL): Promise<void> {
+    const query = parseBody(threadListQuery, Object.fromEntries(url.searchParams));
+    const threads = this.#deps.surface.threads.list(query.binding).map((t) => t.summary());
+    sendJson(res, 200, { threads });
+  }
+
+  async #createThread(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = parseBody(createThreadBody, await readJson(req, this.#deps.bodyLimitBytes));
+    if (this.#deps.registry.get(body.binding) === undefined) {
+      throw new WebChatRequestError(404, 'binding_not_found', `no Binding ${body.binding}`);
+    }
+    const thread = this.#deps.surface.threads.create(body.binding);
+    const message = await this.#say(thread, body.text);
+    sendJson(res, 201, { thread: thread.summary(), message }, { Location: `/api/threads/${thread.id}` });
+  }
+
+  async #readThread(res: ServerResponse, params: Params): Promise<void> {
+    sendJson(res, 200, this.#thread(params).view());
+  }
+
+  async #postMessage(req: IncomingMessage, res: ServerResponse, params: Params): Promise<void> {
+    const thread = this.#thread(params);
+    const body = parseBody(postMessageBody, await readJson(req, this.#deps.bodyLimitBytes));
+    const message = await this.#say(thread, body.text);
+    sendJson(res, 202, { message });
+  }
+
+  async #answer(req: IncomingMessage, res: ServerResponse, params: Params): Promise<void> {
+    const thread = this.#thread(params);
+    const prompt = thread.get(params.message ?? '');
+    if (prompt === undefined)
+      throw new WebChatRequestError(404, 'message_not_found', 'no such message in this thread');
+    const body = parseBody(answerBody, await readJson(req, this.#deps.bodyLimitBytes));
+    const question = prompt.question;
+    const approval = prompt.approval;
+    if (question === undefined && approval === undefined) {
+      throw new WebChatRequestError(400, 'not_a_prompt', 'this message is not a question or an approval');
+    }
+    const status = question?.status ?? approval?.status;
+    if (status !== 'open') {
+      throw new WebChatRequestError(
+        409,
+        'question_not_pending',
+        `this prompt takes no answer any more (${status})`,
+      );
+    }
+    if (question?.mode === 'text') {
+      if (body.text === undefined) throw badShape('this question is answered with text');
+      // A text question takes the next reply in the thread: the answer is a message.
+      const message = await this.#say(thread, body.text);
+      sendJson(res, 202, { status: 'accepted', message });
+      return;
+    }
+    let reply: StructuredReply;
+    let summary: string;
+    if (approval !== undefined) {
+      if (body.decisions === undefined) throw badShape('an approval is answered with decisions');
+      const decisions = checkDecisions(approval, body.decisions);
+      reply = { type: 'tool_approval', decisions };
+      summary = summariseDecisions(approval, decisions);
+    } else if (question !== undefined && question.items.length > 0) {
+      if (body.answers === undefined)
+        throw badShape('this question is answered with answers (one list per question)');
+      const answers = checkAnswers(question, body.answers);
+      reply = { type: 'ask_user', answers };
+      summary = summariseAnswers(question, answers);
+    } else {
+      throw new WebChatRequestError(
+        409,
+        'question_unreadable',
+        'this question cannot be answered from the web chat',
+      );
+    }
+    const key = (question ?? approval)?.key ?? '';
+    await this.#decide(thread, prompt, key, reply, summary, res);
+  }
+
+  async #decide(
+    thread: Thread,
+    prompt: MessageView,
+    questionKey: string,
+    reply: StructuredReply,
+    summary: string,
+    res: ServerResponse,
+  ): Promise<void> {
+    // The store knows whether the engine still waits for this question (not the page's copy).
+    const session = await this.#deps.store.getSession(sessionIdOf(thread.key));
+    if (session?.question?.questionKey !== questionKey) {
+      thread.setPromptStatus(prompt.id, 'closed');
+      throw new WebChatRequestError(409, 'question_not_pending', 'the agent no longer waits for this answer');
+    }
+    const result = await this.#deps.answerStructured({
+      key: thread.key,
+      binding: session.binding,
+      questionKey,
+      payload: session.question.payload,
+      reply,
+      actor: this.#deps.actor,
+      summary,
+    });
+    if (result.status === 'stale') {
+      thread.setPromptStatus(prompt.id, 'closed');
+      throw new WebChatRequestError(409, 'question_not_pending', 'the agent no longer waits for this answer');
+    }
+    if (result.status === 'duplicate') {
+      thread.setPromptStatus(prompt.id, 'answered');
+      throw new WebChatRequestError(409, 'already_answered', 'this prompt was answered already');
+    }
+    thread.change(prompt.id, (m) => {
+      if (m.approval !== undefined && reply.type === 'tool_approval') {
+        m.approval.status = 'answered';
+        m.approval.decisions = reply.decisions;
+      }
+      if (m.question !== undefined) {
+        m.question.status = 'answered';
+        m.question.answer = summary;
+      }
+    });
+    const message = thread.add({ author: 'person', kind: 'message', text: summary, turnId: result.turnId });
+    sendJson(res, 202, { status: 'accepted', message });
+  }
+
+  async #follow(res: ServerResponse, params: Params): Promise<void> {
+    const thread = this.#thread(params);
+    const end = followThread(res, thread, this.#deps.follow);
+    const untrack = this.#deps.track(end);
+    res.on('close', untrack);
+  }
+
+  /** A person's message: shown first (so it sits above its answer), then stored by the engine. */
+  async #say(thread: Thread, text: string): Promise<MessageView> {
+    for (const open of thread.openPrompts()) {
+      if (open.question?.mode === 'text') thread.setPromptStatus(open.id, 'answered', text);
+    }
+    const message = thread.add({ author: 'person', kind: 'message', text });
+    try {
+      const result = await this.#deps.engine.receive({
+        kind: 'person',
+        key: thread.key,
+        binding: thread.binding,
+        chatMessageId: `web-${randomUUID()}`,
+        actor: this.#deps.actor,
+        text,
+        addressed: true,
+      });
+      thread.change(message.id, (m) => {
+        m.turnId = result.turnId;
+      });
+    } catch (cause) {
+      thread.change(message.id, (m) => {
+        m.failed = true;
+      });
+      this.#deps.logger.error({ err: cause, thread: thread.id }, 'web chat message not stored');
+      throw new WebChatRequestError(503, 'not_stored', 'the message could not be stored; try again', {
+        cause,
+      });
+    }
+    return message;
+  }
+
+  #thread(params: Params): Thread {
+    const thread = this.#deps.surface.threads.get(params.thread ?? '');
+    if (thread === undefined) throw new WebChatRequestError(404, 'thread_not_found', 'no such thread');
+    return thread;
+  }
+}
+
+function badShape(message: string): WebChatRequestError {
+  return new WebChatRequestError(400, 'invalid_request', message);
+}

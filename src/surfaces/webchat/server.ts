@@ -1,0 +1,187 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { Actor } from '../../core/compose.js';
+import { InvalidConfigError } from '../../core/errors.js';
+import type { SessionEngine } from '../../core/session/engine.js';
+import type { SessionStore } from '../../core/store.js';
+import type { AnswerStructured } from './answers.js';
+import { type BindingDirectory, WebChatApi } from './api.js';
+import { PAGE_CSP, PAGE_CSS, PAGE_HTML } from './assets.js';
+import { pageScript } from './bundle.js';
+import { WebChatRequestError } from './errors.js';
+import { DEFAULT_FOLLOW, type FollowOptions } from './follow.js';
+import { BASE_HEADERS, sendError } from './http.js';
+import { accessPolicy, checkHost, checkOrigin, checkToken, isLoopback } from './security.js';
+import type { WebChatSurface } from './surface.js';
+
+export interface WebChatOptions {
+  engine: Pick<SessionEngine, 'receive'>;
+  /** The surface the engine was built with: the server shows and streams its threads. */
+  surface: WebChatSurface;
+  /** The live Bindings (LiveRegistry): one list of threads each. */
+  registry: BindingDirectory;
+  store: Pick<SessionStore, 'getSession'>;
+  /** Builds and sends a structured answer (kagent-v1); see answers.ts. */
+  answerStructured: AnswerStructured;
+  /** Default 127.0.0.1. Any other address needs a token. */
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** When set, every API call needs `Authorization: Bearer <token>`; at least 16 characters. */
+  token?: string;
+  logger: Logger;
+  /** Who the local person is, for the label line and actor metadata. */
+  actor?: Actor;
+  /** Largest request body (default 256 KiB). */
+  bodyLimitBytes?: number;
+  follow?: Partial<FollowOptions>;
+}
+
+export interface WebChat {
+  /** http://host:port/ (never with the token in it). */
+  url: string;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_ACTOR: Actor = {
+  id: 'webchat-local',
+  name: 'Local user',
+  label: '[Web chat: Local user (webchat-local)]',
+};
+
+const settings = z.object({
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.number().int().min(0).max(65_535),
+  token: z.string().min(16, 'the web chat token must be at least 16 characters').optional(),
+  bodyLimitBytes: z
+    .number()
+    .int()
+    .min(1_024)
+    .max(16 * 1024 * 1024)
+    .default(256 * 1024),
+});
+
+/**
+ * Starts the web chat: the page at `/` (with `/app.js` and `/app.css`) and the JSON API under
+ * `/api/`. The page's script is built before the server listens, so a broken build fails start.
+ */
+export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
+  const parsed = settings.safeParse(options);
+  if (!parsed.success) {
+    throw new InvalidConfigError(`web chat: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  }
+  const { host, port, token, bodyLimitBytes } = parsed.data;
+  if (!isLoopback(host) && token === undefined) {
+    throw new InvalidConfigError(
+      `web chat: listening on ${host} needs a token (only loopback may go without)`,
+    );
+  }
+  const logger = options.logger.child({ component: 'webchat' });
+  const script = await pageScript();
+  const follows = new Set<() => void>();
+  const api = new WebChatApi({
+    engine: options.engine,
+    surface: options.surface,
+    registry: options.registry,
+    store: options.store,
+    answerStructured: options.answerStructured,
+    actor: options.actor ?? DEFAULT_ACTOR,
+    bodyLimitBytes,
+    follow: { ...DEFAULT_FOLLOW, ...options.follow },
+    logger,
+    track: (end) => {
+      follows.add(end);
+      return () => follows.delete(end);
+    },
+  });
+
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') {
+    server.close();
+    throw new InvalidConfigError('web chat: the server has no TCP address');
+  }
+  const policy = accessPolicy(host, address.port, token);
+  const assets = staticAssets(script);
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((error: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (error instanceof WebChatRequestError) {
+        sendError(res, error);
+        return;
+      }
+      logger.error(
+        { err: error, method: req.method, path: req.url?.split('?')[0] },
+        'web chat request failed',
+      );
+      sendError(
+        res,
+        new WebChatRequestError(500, 'internal_error', 'the web chat failed to handle this request'),
+      );
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://webchat.invalid');
+    checkHost(req, policy);
+    if (req.method !== 'GET' && req.method !== 'HEAD') checkOrigin(req);
+    if (url.pathname.startsWith('/api/')) {
+      checkToken(req, policy);
+      await api.handle(req, res, url);
+      return;
+    }
+    if (url.pathname === '/favicon.ico') {
+      res.writeHead(204, BASE_HEADERS).end(); // no icon; saves the browser a 404 in its console
+      return;
+    }
+    const asset = assets.get(url.pathname);
+    if (asset === undefined) throw new WebChatRequestError(404, 'not_found', `nothing at ${url.pathname}`);
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      throw new WebChatRequestError(405, 'method_not_allowed', `${req.method} is not allowed here`);
+    }
+    res.writeHead(200, { ...BASE_HEADERS, ...asset.headers, 'Content-Length': asset.body.length });
+    res.end(req.method === 'HEAD' ? undefined : asset.body);
+  }
+
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  const url = `http://${shownHost}:${address.port}/`;
+  logger.info({ url, token: token !== undefined }, 'web chat listening');
+  return {
+    url,
+    close: async () => {
+      for (const end of [...follows]) end();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+interface Asset {
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
+function staticAssets(script: string): Map<string, Asset> {
+  const asset = (body: string, type: string, extra: Record<string, string> = {}): Asset => ({
+    body: Buffer.from(body, 'utf8'),
+    headers: { 'Content-Type': type, ...extra },
+  });
+  return new Map([
+    ['/', asset(PAGE_HTML, 'text/html; charset=utf-8', { 'Content-Security-Policy': PAGE_CSP })],
+    ['/app.js', asset(script, 'text/javascript; charset=utf-8')],
+    ['/app.css', asset(PAGE_CSS, 'text/css; charset=utf-8')],
+  ]);
+}

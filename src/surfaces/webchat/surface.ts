@@ -1,0 +1,127 @@
+import type {
+  AnswerSink,
+  ChatSurface,
+  ChatTarget,
+  Notice,
+  Question,
+  QuestionPrompt,
+  ToolStep,
+} from '../../core/ports.js';
+import { CoalescedAnswer, DEFAULT_ANSWER_INTERVAL_MS } from './answer-sink.js';
+import { readStructured } from './structured.js';
+import { type Thread, ThreadBook } from './threads.js';
+import type { MessageView } from './view.js';
+
+export interface WebChatSurfaceOptions {
+  /** Smallest gap between two shown updates of one answer (default 100 ms: ≤ 10 per second). */
+  answerIntervalMs?: number;
+  now?: () => number;
+}
+
+/**
+ * The web chat's side of the chat port: everything the engine shows lands in an in-memory
+ * thread (threads per Binding), which the HTTP API reads and streams to the page.
+ */
+export class WebChatSurface implements ChatSurface {
+  readonly threads: ThreadBook;
+  readonly #answerIntervalMs: number;
+
+  constructor(options: WebChatSurfaceOptions = {}) {
+    this.threads = new ThreadBook(options.now);
+    this.#answerIntervalMs = options.answerIntervalMs ?? DEFAULT_ANSWER_INTERVAL_MS;
+  }
+
+  openAnswer(
+    target: ChatTarget,
+    turnId: string,
+    ref: string | null,
+    onRef: (ref: string) => void,
+  ): AnswerSink {
+    return new CoalescedAnswer(this.threads.forKey(target.key), turnId, ref, onRef, this.#answerIntervalMs);
+  }
+
+  async postNotice(target: ChatTarget, notice: Notice): Promise<void> {
+    const thread = this.threads.forKey(target.key);
+    if (notice.kind === 'question-timeout') this.#closePrompts(thread, 'expired');
+    thread.add({
+      author: 'broker',
+      kind: 'notice',
+      text: notice.text,
+      noticeKind: notice.kind,
+      ...(notice.turnId === undefined ? {} : { turnId: notice.turnId }),
+    });
+  }
+
+  async askQuestion(target: ChatTarget, prompt: QuestionPrompt): Promise<string | null> {
+    const thread = this.threads.forKey(target.key);
+    // One question is pending per session: a new one means the earlier ones take no answer.
+    this.#closePrompts(thread, 'closed');
+    const message = thread.add(promptMessage(prompt.turnId, prompt.question));
+    return message.id;
+  }
+
+  async showToolStep(target: ChatTarget, turnId: string, step: ToolStep): Promise<void> {
+    this.threads.forKey(target.key).add({
+      author: 'agent',
+      kind: 'tool-step',
+      text: `${step.kind === 'call' ? 'Calling' : 'Result of'} ${step.toolName}: ${step.summary}`,
+      turnId,
+      step: { kind: step.kind, toolName: step.toolName, summary: step.summary },
+    });
+  }
+
+  #closePrompts(thread: Thread, status: 'expired' | 'closed'): void {
+    for (const open of thread.openPrompts()) thread.setPromptStatus(open.id, status);
+  }
+}
+
+type NewMessage = Omit<MessageView, 'id' | 'seq' | 'createdAt' | 'updatedAt'>;
+
+/** A question as a thread message: a text question, kagent's ask_user form, or an approval. */
+function promptMessage(turnId: string, question: Question): NewMessage {
+  const base = { author: 'agent' as const, ...(turnId === '' ? {} : { turnId }) };
+  if (question.kind === 'text') {
+    return {
+      ...base,
+      kind: 'question',
+      text: question.text,
+      question: {
+        key: question.key,
+        mode: 'text',
+        choices: question.choices ?? [],
+        items: [],
+        status: 'open',
+      },
+    };
+  }
+  const reading = readStructured(question.payload);
+  if (reading.kind === 'approval') {
+    const names = reading.tools.map((t) => t.name).join(', ');
+    const text =
+      reading.hint !== '' ? reading.hint : question.text !== '' ? question.text : `Approve ${names}?`;
+    return {
+      ...base,
+      kind: 'approval',
+      text,
+      approval: {
+        key: question.key,
+        hint: reading.hint,
+        ...(reading.subagent === undefined ? {} : { subagent: reading.subagent }),
+        tools: reading.tools,
+        status: 'open',
+      },
+    };
+  }
+  // ask_user, or a payload this page cannot read (shown, but with no form: it cannot be answered).
+  const items = reading.kind === 'ask-user' ? reading.items : [];
+  const text =
+    question.text !== ''
+      ? question.text
+      : items.map((i) => i.question).join('\n') || 'The agent asks a question.';
+  return {
+    ...base,
+    kind: 'question',
+    text,
+    question: { key: question.key, mode: 'structured', choices: [], items, status: 'open' },
+  };
+}

@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import type { SessionKey } from '../../core/store.js';
+import type { MessageView, PromptStatus, ThreadEvent, ThreadSummary, ThreadView } from './view.js';
+
+/**
+ * The web chat's threads, in memory: what each thread shows, in order. The engine's store keeps
+ * what a session needs to survive a restart; this keeps only what the page shows, so a restart
+ * starts with an empty list (threads the engine resumes reappear as it posts into them).
+ */
+
+export const WEBCHAT_SURFACE = 'webchat';
+export const WEBCHAT_WORKSPACE = 'local';
+const TITLE_MAX = 80;
+
+export type ThreadListener = (event: ThreadEvent) => void;
+
+type NewMessage = Omit<MessageView, 'id' | 'seq' | 'createdAt' | 'updatedAt'>;
+
+export class Thread {
+  readonly id: string;
+  readonly binding: string;
+  readonly createdAt: string;
+  #updatedAt: string;
+  #title = '';
+  readonly #messages: MessageView[] = [];
+  readonly #byId = new Map<string, MessageView>();
+  readonly #listeners = new Set<ThreadListener>();
+  readonly #now: () => number;
+
+  constructor(id: string, binding: string, now: () => number) {
+    this.id = id;
+    this.binding = binding;
+    this.#now = now;
+    this.createdAt = new Date(now()).toISOString();
+    this.#updatedAt = this.createdAt;
+  }
+
+  get key(): SessionKey {
+    return {
+      surface: WEBCHAT_SURFACE,
+      workspaceId: WEBCHAT_WORKSPACE,
+      channelId: this.binding,
+      threadId: this.id,
+    };
+  }
+
+  add(message: NewMessage): MessageView {
+    const at = this.#stamp();
+    const seq = this.#messages.length + 1;
+    const view: MessageView = { ...message, id: `m${seq}`, seq, createdAt: at, updatedAt: at };
+    this.#messages.push(view);
+    this.#byId.set(view.id, view);
+    if (this.#title === '' && view.kind === 'message') this.#title = titleOf(view.text);
+    this.#emit({ event: 'message', data: view });
+    return view;
+  }
+
+  get(id: string): MessageView | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** Changes a message in place and tells followers (they replace it by id). */
+  change(id: string, apply: (message: MessageView) => void): void {
+    const message = this.#byId.get(id);
+    if (message === undefined) return;
+    apply(message);
+    message.updatedAt = this.#stamp();
+    this.#emit({ event: 'message', data: message });
+  }
+
+  /** An answer grew at its end: followers get only the new text, not the whole answer again. */
+  append(id: string, text: string): void {
+    const message = this.#byId.get(id);
+    if (message === undefined || text === '') return;
+    const at = message.text.length;
+    message.text += text;
+    message.updatedAt = this.#stamp();
+    this.#emit({ event: 'append', data: { id, at, text, updatedAt: message.updatedAt } });
+  }
+
+  /** Prompts still open, newest last. */
+  openPrompts(): MessageView[] {
+    return this.#messages.filter((m) => promptStatus(m) === 'open');
+  }
+
+  setPromptStatus(id: string, status: PromptStatus, answer?: string): void {
+    this.change(id, (m) => {
+      if (m.question !== undefined) {
+        m.question.status = status;
+        if (answer !== undefined) m.question.answer = answer;
+      }
+      if (m.approval !== undefined) m.approval.status = status;
+    });
+  }
+
+  /** Follows changes; the caller reads `view()` first, in the same tick, so nothing is missed. */
+  subscribe(listener: ThreadListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  summary(): ThreadSummary {
+    return {
+      id: this.id,
+      binding: this.binding,
+      title: this.#title,
+      createdAt: this.createdAt,
+      updatedAt: this.#updatedAt,
+      messageCount: this.#messages.length,
+    };
+  }
+
+  view(): ThreadView {
+    return { ...this.summary(), messages: this.#messages };
+  }
+
+  #stamp(): string {
+    this.#updatedAt = new Date(this.#now()).toISOString();
+    return this.#updatedAt;
+  }
+
+  #emit(event: ThreadEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch {
+        // One broken follower (a socket gone bad) must not stop the others or the engine.
+      }
+    }
+  }
+}
+
+export function promptStatus(message: MessageView): PromptStatus | undefined {
+  return message.question?.status ?? message.approval?.status;
+}
+
+function titleOf(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length <= TITLE_MAX ? line : `${line.slice(0, TITLE_MAX - 1)}…`;
+}
+
+/** All threads, by id; a thread the engine names that is not here (after a restart) is made. */
+export class ThreadBook {
+  readonly #threads = new Map<string, Thread>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  create(binding: string): Thread {
+    const thread = new Thread(`t-${randomUUID()}`, binding, this.#now);
+    this.#threads.set(thread.id, thread);
+    return thread;
+  }
+
+  get(id: string): Thread | undefined {
+    return this.#threads.get(id);
+  }
+
+  /** The thread of a session key; the channel id of a web chat key is its Binding. */
+  forKey(key: SessionKey): Thread {
+    const found = this.#threads.get(key.threadId);
+    if (found !== undefined) return found;
+    const thread = new Thread(key.threadId, key.channelId, this.#now);
+    this.#threads.set(thread.id, thread);
+    return thread;
+  }
+
+  /** Newest activity first. */
+  list(binding?: string): Thread[] {
+    return [...this.#threads.values()]
+      .filter((t) => binding === undefined || t.binding === binding)
+      .sort((a, b) => b.summary().updatedAt.localeCompare(a.summary().updatedAt));
+  }
+
+  countFor(binding: string): number {
+    let n = 0;
+    for (const thread of this.#threads.values()) if (thread.binding === binding) n++;
+    return n;
+  }
+}

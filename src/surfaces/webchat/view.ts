@@ -1,0 +1,121 @@
+/**
+ * The JSON the web chat's API returns and its page reads: one thread as messages in order, each
+ * with its author, kind and current text. Shared by the server and the page (type-only on the
+ * page side), so the two cannot drift apart.
+ */
+
+export type Author = 'person' | 'agent' | 'broker';
+
+export type MessageKind = 'message' | 'answer' | 'notice' | 'question' | 'approval' | 'tool-step';
+
+/** Whether a prompt (question or approval) still takes an answer from this thread. */
+export type PromptStatus = 'open' | 'answered' | 'expired' | 'closed';
+
+/** One question of kagent's ask_user request: answered by choices and/or free text. */
+export interface AskItemView {
+  question: string;
+  choices: string[];
+  multiple: boolean;
+}
+
+export interface QuestionView {
+  /** The engine's question key: an answer names the question it answers. */
+  key: string;
+  /** text: the next reply in the thread answers it. structured: kagent's ask_user form. */
+  mode: 'text' | 'structured';
+  /** Offered answers of a text question (a click sends the choice as the reply). */
+  choices: string[];
+  /** The ask_user questions of a structured question, in order (answers are positional). */
+  items: AskItemView[];
+  status: PromptStatus;
+  /** What was answered, once it was, as shown to people. */
+  answer?: string;
+}
+
+export interface ToolCallView {
+  /** The opaque approval id a decision names. */
+  id: string;
+  name: string;
+  /** The arguments as pretty JSON text, cut to a size a page shows comfortably. */
+  args: string;
+  argsTruncated: boolean;
+}
+
+export interface DecisionView {
+  id: string;
+  approved: boolean;
+  reason?: string;
+}
+
+export interface ApprovalView {
+  key: string;
+  /** The agent's hint, for display only. */
+  hint: string;
+  /** The sub-agent that asks, when the pause came from one. */
+  subagent?: string;
+  tools: ToolCallView[];
+  status: PromptStatus;
+  decisions?: DecisionView[];
+}
+
+export interface StepView {
+  kind: 'call' | 'result';
+  toolName: string;
+  summary: string;
+}
+
+export interface MessageView {
+  /** Stable within the thread; an answer keeps its id while it grows. */
+  id: string;
+  /** Position in the thread, from 1. */
+  seq: number;
+  author: Author;
+  kind: MessageKind;
+  /** The current text: always plain text, never markup. */
+  text: string;
+  createdAt: string;
+  updatedAt: string;
+  turnId?: string;
+  /** answer: false while it streams, true once it is complete and exact. */
+  final?: boolean;
+  /** notice: the broker's notice kind ('task-failed', …). */
+  noticeKind?: string;
+  /** message: the engine refused to store it (the text was not sent). */
+  failed?: boolean;
+  question?: QuestionView;
+  approval?: ApprovalView;
+  step?: StepView;
+}
+
+export interface ThreadSummary {
+  id: string;
+  binding: string;
+  /** The first person message, cut short. */
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+  messageCount: number;
+}
+
+export interface ThreadView extends ThreadSummary {
+  messages: MessageView[];
+}
+
+export interface BindingView {
+  ref: string;
+  threadCount: number;
+}
+
+/**
+ * What the events endpoint streams, one JSON object per SSE `data:` line, named by `event:`.
+ * snapshot: the whole thread (first event of every connection). message: a message was added
+ * or changed (replace it by id). append: an answer grew by `text` at offset `at`.
+ */
+export type ThreadEvent =
+  | { event: 'snapshot'; data: ThreadView }
+  | { event: 'message'; data: MessageView }
+  | { event: 'append'; data: { id: string; at: number; text: string; updatedAt: string } };
+
+export interface ApiErrorBody {
+  error: { code: string; message: string };
+}
