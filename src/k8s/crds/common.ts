@@ -69,7 +69,10 @@ export const conditions = z
 export const cardSummary = z.object({
   name: z.string().max(1024),
   version: z.string().max(256).meta({ description: 'The agent’s own version, as its card says.' }),
-  protocolVersion: z.string().max(16).meta({ description: 'The A2A wire version every call uses: 1.0 or 0.3.' }),
+  protocolVersion: z
+    .string()
+    .max(16)
+    .meta({ description: 'The A2A wire version every call uses: 1.0 or 0.3.' }),
   streaming: z.boolean(),
   extensions: z
     .array(z.object({ uri: z.string().max(2048), required: z.boolean() }))

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import {
+  allowedChannels,
+  changedConflicts,
+  conflictsByBinding,
+  DIRECT_MESSAGES,
+  splitClaims,
+} from './channels.js';
+
+const slack = (channels: string[], allowDirectMessages = false, teamId?: string) => ({
+  channels,
+  allowDirectMessages,
+  ...(teamId === undefined ? {} : { teamId }),
+});
+
+describe('channel tenancy', () => {
+  it('allows anything without a setting, and only the listed channels with one', () => {
+    expect(allowedChannels(undefined, 'team-a')).toBeUndefined();
+    expect(allowedChannels({}, 'team-a')).toBeUndefined();
+    expect(allowedChannels({ 'team-a': ['C1'] }, 'team-a')).toEqual(['C1']);
+    expect(allowedChannels({ 'team-a': ['C1'] }, 'team-b')).toEqual([]);
+    expect(splitClaims(['C1', 'C2'], ['C1'])).toEqual({ granted: ['C1'], refused: ['C2'] });
+    expect(splitClaims(['C1', 'C2'], undefined)).toEqual({ granted: ['C1', 'C2'], refused: [] });
+  });
+
+  it('names, for each Binding, the others it shares a channel or the DMs of a workspace with', () => {
+    const index = conflictsByBinding(
+      [{ channelId: 'C1', bindings: ['a/x', 'b/y'] }],
+      [
+        { ref: 'a/x', slack: slack(['C1'], true, 'T1') },
+        { ref: 'b/y', slack: slack(['C1'], true, 'T2') },
+        { ref: 'c/z', slack: slack([], true) },
+      ],
+    );
+    expect(index.get('a/x')).toEqual([
+      { what: 'C1', others: ['b/y'] },
+      { what: DIRECT_MESSAGES, others: ['c/z'] },
+    ]);
+    expect(index.get('c/z')).toEqual([{ what: DIRECT_MESSAGES, others: ['a/x', 'b/y'] }]);
+  });
+
+  it('tells which Bindings must be told of a changed conflict', () => {
+    const before = new Map([['a/x', [{ what: 'C1', others: ['b/y'] }]]]);
+    const after = new Map([['c/z', [{ what: 'C2', others: ['d/w'] }]]]);
+    expect(changedConflicts(before, after).sort()).toEqual(['a/x', 'c/z']);
+    expect(changedConflicts(before, before)).toEqual([]);
+  });
+});

@@ -1,0 +1,82 @@
+import type { ChannelConflict, LiveBinding } from '../core/registry.js';
+
+/**
+ * Which Slack channels a Binding may serve (ARCHITECTURE.md, "Security model"): the operator may
+ * map namespaces to the channel ids they may claim, and a channel or the direct messages of a
+ * workspace claimed twice belong to neither, visibly. Pure functions over plain data.
+ */
+
+/** Namespace → channel ids it may claim. Unset or empty: any namespace may claim any channel. */
+export type NamespaceChannels = Readonly<Record<string, readonly string[]>>;
+
+/** The channels a namespace may claim; undefined: no restriction. */
+export function allowedChannels(
+  setting: NamespaceChannels | undefined,
+  namespace: string,
+): readonly string[] | undefined {
+  if (setting === undefined || Object.keys(setting).length === 0) return undefined;
+  return setting[namespace] ?? [];
+}
+
+export function splitClaims(
+  claimed: readonly string[],
+  allowed: readonly string[] | undefined,
+): { granted: string[]; refused: string[] } {
+  if (allowed === undefined) return { granted: [...claimed], refused: [] };
+  const ok = new Set(allowed);
+  return { granted: claimed.filter((c) => ok.has(c)), refused: claimed.filter((c) => !ok.has(c)) };
+}
+
+/** What a Binding shares with others: a channel id, or 'direct messages'. */
+export interface ClaimConflict {
+  what: string;
+  /** The other Bindings, as namespace/name, sorted. */
+  others: string[];
+}
+
+export const DIRECT_MESSAGES = 'direct messages';
+
+/**
+ * Conflicts per Binding ref, from the registry's channel conflicts and its Bindings' direct
+ * message claims (two Bindings that both take DMs in an overlapping workspace).
+ */
+export function conflictsByBinding(
+  channelConflicts: readonly ChannelConflict[],
+  bindings: ReadonlyArray<Pick<LiveBinding, 'ref' | 'slack'>>,
+): Map<string, ClaimConflict[]> {
+  const out = new Map<string, ClaimConflict[]>();
+  const add = (ref: string, conflict: ClaimConflict): void => {
+    const list = out.get(ref) ?? [];
+    list.push(conflict);
+    out.set(ref, list);
+  };
+  for (const c of channelConflicts) {
+    for (const ref of c.bindings)
+      add(ref, { what: c.channelId, others: c.bindings.filter((r) => r !== ref).sort() });
+  }
+  const dms = bindings.filter((b) => b.slack.allowDirectMessages);
+  for (const b of dms) {
+    const others = dms
+      .filter((o) => o.ref !== b.ref && teamsOverlap(o.slack.teamId, b.slack.teamId))
+      .map((o) => o.ref)
+      .sort();
+    if (others.length > 0) add(b.ref, { what: DIRECT_MESSAGES, others });
+  }
+  for (const list of out.values()) list.sort((x, y) => (x.what < y.what ? -1 : x.what > y.what ? 1 : 0));
+  return out;
+}
+
+function teamsOverlap(a: string | undefined, b: string | undefined): boolean {
+  return a === undefined || b === undefined || a === b;
+}
+
+/** Refs whose conflicts differ between two indexes: their status must be written again. */
+export function changedConflicts(
+  before: ReadonlyMap<string, ClaimConflict[]>,
+  after: ReadonlyMap<string, ClaimConflict[]>,
+): string[] {
+  const refs = new Set([...before.keys(), ...after.keys()]);
+  return [...refs].filter(
+    (ref) => JSON.stringify(before.get(ref) ?? []) !== JSON.stringify(after.get(ref) ?? []),
+  );
+}

@@ -1,0 +1,80 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { InvalidConfigError } from '../core/errors.js';
+import type { NamespaceChannels } from './channels.js';
+import { namespaceName, objectName } from './crds/common.js';
+
+/**
+ * The controller's settings from its environment, validated once at start. An error names the
+ * variable and the rule; values are not echoed.
+ *
+ *   AGENTKOURIER_NAMESPACE           namespace of the leader-election Lease (the pod's namespace)
+ *   POD_NAME                         this replica's identity in the Lease (default: hostname)
+ *   AGENTKOURIER_LEASE_NAME          Lease name (default agentkourier-controller)
+ *   AGENTKOURIER_NAMESPACE_CHANNELS  JSON: {"team-a": ["C0123ABCD"], …}; the Slack channel ids
+ *                                    each namespace may claim. Unset: any namespace, any channel.
+ */
+
+export const DEFAULT_LEASE_NAME = 'agentkourier-controller';
+
+export class ControllerConfigError extends InvalidConfigError {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(`${setting} ${message}`);
+  }
+}
+
+export interface ControllerSettings {
+  namespace: string;
+  podName: string;
+  leaseName: string;
+  namespaceChannels: NamespaceChannels | undefined;
+}
+
+const channelsSchema = z.record(
+  namespaceName,
+  z.array(z.string().regex(/^[CG][A-Z0-9]+$/, 'must list Slack channel ids (C… or G…)')).max(1000),
+);
+
+function parse<T>(setting: string, schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where = issue === undefined || issue.path.length === 0 ? '' : ` (at ${issue.path.join('.')})`;
+  throw new ControllerConfigError(setting, `${issue?.message ?? 'is invalid'}${where}`);
+}
+
+export function loadControllerSettings(
+  env: Readonly<Record<string, string | undefined>>,
+): ControllerSettings {
+  const namespace = env.AGENTKOURIER_NAMESPACE;
+  if (namespace === undefined || namespace === '') {
+    throw new ControllerConfigError(
+      'AGENTKOURIER_NAMESPACE',
+      'is required (the namespace the controller runs in)',
+    );
+  }
+  parse('AGENTKOURIER_NAMESPACE', namespaceName, namespace);
+  const podName = env.POD_NAME === undefined || env.POD_NAME === '' ? hostname() : env.POD_NAME;
+  parse('POD_NAME', z.string().min(1).max(253), podName);
+  const leaseName =
+    env.AGENTKOURIER_LEASE_NAME === undefined || env.AGENTKOURIER_LEASE_NAME === ''
+      ? DEFAULT_LEASE_NAME
+      : env.AGENTKOURIER_LEASE_NAME;
+  parse('AGENTKOURIER_LEASE_NAME', objectName, leaseName);
+
+  let namespaceChannels: NamespaceChannels | undefined;
+  const rawChannels = env.AGENTKOURIER_NAMESPACE_CHANNELS;
+  if (rawChannels !== undefined && rawChannels.trim() !== '') {
+    let json: unknown;
+    try {
+      json = JSON.parse(rawChannels);
+    } catch {
+      throw new ControllerConfigError('AGENTKOURIER_NAMESPACE_CHANNELS', 'is not valid JSON');
+    }
+    namespaceChannels = parse('AGENTKOURIER_NAMESPACE_CHANNELS', channelsSchema, json);
+  }
+  return { namespace, podName, leaseName, namespaceChannels };
+}

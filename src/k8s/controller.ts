@@ -1,0 +1,268 @@
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { InvalidConfigError, KourierError } from '../core/errors.js';
+import type { LiveRegistry } from '../core/registry.js';
+import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from './card-check.js';
+import type { NamespaceChannels } from './channels.js';
+import { DEFAULT_LEASE_NAME } from './config.js';
+import { EventRecorder } from './events.js';
+import { keyOf, parseKey } from './keys.js';
+import { KubeApi, type ResourcePlural } from './kube-api.js';
+import { checkLeaderTimings, DEFAULT_LEADER_TIMINGS, LeaderElector, type LeaderTimings } from './leader.js';
+import { KubeLeaseStore } from './lease-store.js';
+import { LiveClients } from './live-clients.js';
+import { KeyedQueue } from './queue.js';
+import { Reconciler } from './reconciler.js';
+import { SecretWatch } from './secret-watch.js';
+import { Informer } from './watch.js';
+
+/**
+ * `agentkourier controller`'s control plane: informers on AgentBackends, Bindings and the
+ * Secrets they name, a per-key work queue, and the reconciles that keep this replica's live
+ * clients in the LiveRegistry. Every replica does that (any may serve a thread); the one holding
+ * the Lease also reads agent cards and writes status and events.
+ *
+ *   const controller = new Controller({ kubeConfig, registry, logger, identity: podName, leaseNamespace });
+ *   await controller.start();   // resolves once AgentBackends and Bindings are listed
+ *   …
+ *   await controller.stop();    // on SIGTERM: stops work, releases the Lease
+ */
+
+export interface ControllerTimings extends LeaderTimings {
+  /** Every object is reconciled again this often, whatever the watches said. */
+  resyncMs: number;
+  card: CardTimings;
+  /** Backoff of a failed reconcile (an API error writing status, say). */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Backoff of a failed watch before it is started again. */
+  watchRestartBaseMs: number;
+  watchRestartMaxMs: number;
+}
+
+export const DEFAULT_CONTROLLER_TIMINGS: ControllerTimings = {
+  ...DEFAULT_LEADER_TIMINGS,
+  resyncMs: 10 * 60_000,
+  card: DEFAULT_CARD_TIMINGS,
+  retryBaseMs: 500,
+  retryMaxMs: 60_000,
+  watchRestartBaseMs: 1000,
+  watchRestartMaxMs: 30_000,
+};
+
+export interface ControllerOptions {
+  kubeConfig: KubeConfig;
+  registry: LiveRegistry;
+  logger: Logger;
+  /** This replica's identity in the Lease: the pod name. */
+  identity: string;
+  leaseNamespace: string;
+  leaseName?: string;
+  /** Namespace → Slack channel ids it may claim; unset: any namespace may claim any channel. */
+  namespaceChannels?: NamespaceChannels;
+  timings?: Partial<Omit<ControllerTimings, 'card'>> & { card?: Partial<CardTimings> };
+  /** Reconciles running at once (different keys). */
+  concurrency?: number;
+}
+
+const optionsSchema = z.object({
+  identity: z.string().min(1).max(253),
+  leaseNamespace: z.string().min(1).max(63),
+  leaseName: z.string().min(1).max(253).optional(),
+  concurrency: z.number().int().min(1).max(64).optional(),
+});
+
+const backendRefOf = z.object({ spec: z.object({ backendRef: z.object({ name: z.string() }) }) });
+
+/** start() twice, or after stop(): a wiring mistake. */
+export class ControllerStateError extends KourierError {
+  constructor(message: string) {
+    super('controller_state', message);
+  }
+}
+
+export class Controller {
+  readonly #o: ControllerOptions;
+  readonly #timings: ControllerTimings;
+  readonly #log: Logger;
+  readonly #api: KubeApi;
+  readonly #queue: KeyedQueue;
+  readonly #secrets: SecretWatch;
+  readonly #backends: Informer<KubernetesObject>;
+  readonly #bindings: Informer<KubernetesObject>;
+  readonly #leader: LeaderElector;
+  readonly #reconciler: Reconciler;
+  #resync: NodeJS.Timeout | undefined;
+  #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
+
+  constructor(options: ControllerOptions) {
+    const checked = optionsSchema.safeParse(options);
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      throw new InvalidConfigError(
+        `Controller option ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'is invalid'}`,
+      );
+    }
+    this.#o = options;
+    const t = options.timings ?? {};
+    this.#timings = {
+      ...DEFAULT_CONTROLLER_TIMINGS,
+      ...stripUndefined(t),
+      card: { ...DEFAULT_CARD_TIMINGS, ...stripUndefined(t.card ?? {}) },
+    };
+    checkLeaderTimings(this.#timings);
+    this.#log = options.logger.child({ component: 'controller' });
+    this.#api = new KubeApi(options.kubeConfig);
+    this.#queue = new KeyedQueue((key, signal) => this.#reconcile(key, signal), {
+      concurrency: options.concurrency ?? 4,
+      retryBaseMs: this.#timings.retryBaseMs,
+      retryMaxMs: this.#timings.retryMaxMs,
+      onError: (key, error, delayMs) =>
+        this.#log.warn({ key, err: error, retryInMs: delayMs }, 'reconcile failed; will retry'),
+    });
+    const restart = {
+      restartBaseMs: this.#timings.watchRestartBaseMs,
+      restartMaxMs: this.#timings.watchRestartMaxMs,
+    };
+    this.#secrets = new SecretWatch({
+      kubeConfig: options.kubeConfig,
+      api: this.#api,
+      logger: this.#log,
+      onChange: (namespace, name) => {
+        for (const key of this.#reconciler.readersOf(namespace, name)) this.#queue.add(key);
+      },
+      ...restart,
+    });
+    this.#backends = this.#informer('agentbackends', 'AgentBackend', restart);
+    this.#bindings = this.#informer('bindings', 'Binding', restart);
+    this.#leader = new LeaderElector({
+      store: new KubeLeaseStore(this.#api, options.leaseNamespace, options.leaseName ?? DEFAULT_LEASE_NAME),
+      identity: options.identity,
+      timings: this.#timings,
+      logger: this.#log,
+      onStartedLeading: () => {
+        this.#reconciler.resetLeaderState();
+        this.#enqueueAll();
+      },
+      onStoppedLeading: () => undefined,
+    });
+    this.#reconciler = new Reconciler({
+      api: this.#api,
+      backends: this.#backends,
+      bindings: this.#bindings,
+      secrets: this.#secrets,
+      clients: new LiveClients(options.registry),
+      cards: new CardChecker(this.#timings.card),
+      registry: options.registry,
+      events: new EventRecorder(this.#api, options.identity, this.#log),
+      isLeader: () => this.#leader.isLeader,
+      enqueue: (key) => this.#queue.add(key),
+      enqueueAfter: (key, ms) => this.#queue.addAfter(key, ms),
+      namespaceChannels: options.namespaceChannels,
+      logger: this.#log,
+      now: () => new Date(),
+    });
+  }
+
+  /** Whether this replica holds the Lease (and so writes status). */
+  get isLeader(): boolean {
+    return this.#leader.isLeader;
+  }
+
+  /** Whether AgentBackends and Bindings have been listed: for /readyz. */
+  get ready(): boolean {
+    return this.#state === 'running' && this.#backends.synced && this.#bindings.synced;
+  }
+
+  /**
+   * Starts watching and campaigning. Resolves once AgentBackends and Bindings have been listed;
+   * while the API server cannot be reached it keeps trying (and logging) until stop().
+   */
+  async start(): Promise<void> {
+    if (this.#state !== 'new') throw new ControllerStateError('a Controller starts once');
+    this.#state = 'starting';
+    await Promise.all([this.#backends.start(), this.#bindings.start()]);
+    while (!(this.#backends.synced && this.#bindings.synced)) {
+      if (this.#state !== 'starting') return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    if (this.#state !== 'starting') return;
+    this.#state = 'running';
+    this.#enqueueAll();
+    this.#leader.start();
+    this.#resync = setInterval(() => this.#enqueueAll(), this.#timings.resyncMs);
+    this.#resync.unref();
+    this.#log.info({ identity: this.#o.identity }, 'controller started');
+  }
+
+  /**
+   * Graceful stop (SIGTERM): no new reconciles, running ones finish or are cut at their card
+   * read, the Lease is released so another replica leads at once, then the watches close. Live
+   * clients stay in the registry: sessions finishing their turns keep them.
+   */
+  async stop(): Promise<void> {
+    if (this.#state === 'stopped') return;
+    this.#state = 'stopped';
+    clearInterval(this.#resync);
+    await this.#queue.stop();
+    await this.#leader.stop({ release: true });
+    await Promise.all([this.#backends.stop(), this.#bindings.stop(), this.#secrets.stop()]);
+    this.#log.info({ identity: this.#o.identity }, 'controller stopped');
+  }
+
+  #informer(
+    plural: ResourcePlural,
+    kind: 'AgentBackend' | 'Binding',
+    restart: { restartBaseMs: number; restartMaxMs: number },
+  ): Informer<KubernetesObject> {
+    const onChange = (obj: KubernetesObject, deleted: boolean): void => {
+      const namespace = obj.metadata?.namespace ?? '';
+      const name = obj.metadata?.name ?? '';
+      const key = keyOf(kind, namespace, name);
+      this.#queue.add(key);
+      if (kind === 'AgentBackend') {
+        for (const b of this.#reconciler.bindingsOf(namespace, name)) this.#queue.add(b);
+      } else {
+        const ref = backendRefOf.safeParse(obj);
+        this.#reconciler.noteBinding(
+          key,
+          deleted || !ref.success ? undefined : ref.data.spec.backendRef.name,
+          namespace,
+        );
+      }
+    };
+    return new Informer<KubernetesObject>({
+      kubeConfig: this.#o.kubeConfig,
+      path: KubeApi.resourcePath(plural),
+      list: () => this.#api.listResources(plural),
+      handlers: { upsert: (obj) => onChange(obj, false), delete: (obj) => onChange(obj, true) },
+      logger: this.#log,
+      what: plural,
+      ...restart,
+    });
+  }
+
+  #enqueueAll(): void {
+    for (const [informer, kind] of [
+      [this.#backends, 'AgentBackend'],
+      [this.#bindings, 'Binding'],
+    ] as const) {
+      for (const obj of informer.list()) {
+        this.#queue.add(keyOf(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? ''));
+      }
+    }
+  }
+
+  async #reconcile(key: string, signal: AbortSignal): Promise<void> {
+    const parsed = parseKey(key);
+    if (parsed === undefined) return;
+    if (parsed.kind === 'Binding')
+      await this.#reconciler.reconcileBinding(parsed.namespace, parsed.name, signal);
+    else await this.#reconciler.reconcileAgentBackend(parsed.namespace, parsed.name);
+  }
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,204 @@
+import { z } from 'zod';
+import { DIALECTS } from './agent-backend.js';
+import { keyedList, uniqueList, withRules } from './cel.js';
+import {
+  API_VERSION,
+  cardSummary,
+  conditions,
+  namespaceName,
+  objectMeta,
+  objectName,
+  secretKeyRef,
+} from './common.js';
+import { DURATION_PATTERN, parseDuration } from './duration.js';
+
+/**
+ * Binding: who talks to which agent, and how (ARCHITECTURE.md, "Custom resources"). The one
+ * definition of its shape: parsed with these schemas, and the CRD schema is generated from them.
+ */
+
+/** Questions wait between these bounds; beyond a week a paused task is as good as lost. */
+export const QUESTION_TIMEOUT_MIN_MS = 1000;
+export const QUESTION_TIMEOUT_MAX_MS = 7 * 24 * 3_600_000;
+
+const slackChannelId = z
+  .string()
+  .min(3)
+  .max(32)
+  .regex(/^[CG][A-Z0-9]+$/, 'must be a Slack channel id (C… or G…)');
+
+const slack = z
+  .object({
+    channels: uniqueList(
+      z
+        .array(slackChannelId)
+        .max(256)
+        .meta({ description: 'Slack channel ids (not names) whose threads reach the agent.' }),
+      'channels',
+    ).default([]),
+    allowDirectMessages: z.boolean().default(false).meta({
+      description: 'Whether direct messages to the app reach this Binding (at most one per workspace).',
+    }),
+    teamId: z
+      .string()
+      .max(32)
+      .regex(/^[TE][A-Z0-9]+$/, 'must be a Slack team id (T… or E…)')
+      .optional()
+      .meta({ description: 'The workspace the channels are in; unset: any workspace of the install.' }),
+  })
+  .meta({ description: 'Where in Slack this Binding listens.' });
+
+const identity = withRules(
+  z
+    .object({
+      tokenSecretRef: secretKeyRef.optional().meta({
+        description: 'Sent as Authorization: Bearer <token>, the token read from this Secret key.',
+      }),
+      userId: z
+        .string()
+        .min(1)
+        .max(256)
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: the NUL is what it refuses; \x00 also reads the same in Go's RE2, which checks this pattern in the API server
+        .regex(/^[^\r\n\x00]+$/, 'must not contain a line break or NUL')
+        .optional()
+        .meta({ description: 'Sent as X-User-Id: <userId> (kagent’s identity header).' }),
+    })
+    .meta({ description: 'The one identity every request to the agent carries.' }),
+  [
+    {
+      cel: 'has(self.tokenSecretRef) != has(self.userId)',
+      message: 'exactly one of tokenSecretRef and userId must be set',
+      check: (i) => (i.tokenSecretRef === undefined) !== (i.userId === undefined),
+    },
+  ],
+);
+
+const questionTimeout = withRules(
+  z.string().max(32).regex(DURATION_PATTERN, 'must be a duration such as 10m, 1h30m or 90s').meta({
+    format: 'duration',
+    description: 'How long a question waits for its answer before the task is cancelled; unset: no limit.',
+  }),
+  [
+    {
+      cel: "duration(self) >= duration('1s') && duration(self) <= duration('168h')",
+      message: 'must be between 1s and 168h',
+      check: (d) => {
+        const ms = parseDuration(d);
+        return ms !== undefined && ms >= QUESTION_TIMEOUT_MIN_MS && ms <= QUESTION_TIMEOUT_MAX_MS;
+      },
+    },
+  ],
+);
+
+const toolApprovals = withRules(
+  z
+    .object({
+      enabled: z.boolean().default(false),
+      approverGroups: uniqueList(
+        z
+          .array(
+            z
+              .string()
+              .min(2)
+              .max(32)
+              .regex(/^S[A-Z0-9]+$/, 'must be a Slack user group id (S…)'),
+          )
+          .max(32)
+          .meta({ description: 'Slack user group ids whose members may approve a tool call.' }),
+        'approverGroups',
+      ).default([]),
+    })
+    .meta({ description: 'Tool approvals (kagent-v1): who may let the agent run a tool.' }),
+  [
+    {
+      cel: '!self.enabled || size(self.approverGroups) > 0',
+      message: 'approverGroups must name at least one group when tool approvals are enabled',
+      check: (t) => !t.enabled || t.approverGroups.length > 0,
+    },
+  ],
+);
+
+const trigger = z.object({
+  name: z
+    .string()
+    .min(1)
+    .max(63)
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS-1123 label')
+    .meta({ description: 'Names the webhook: /triggers/<namespace>/<binding>/<name>.' }),
+  instruction: z.string().min(1).max(4096).meta({
+    description: 'What the agent is asked to do with an alert; the alert fields follow as untrusted data.',
+  }),
+});
+
+export type Trigger = z.output<typeof trigger>;
+
+export const bindingSpec = z
+  .object({
+    backendRef: z
+      .object({ name: objectName.meta({ description: 'An AgentBackend in the Binding’s own namespace.' }) })
+      .meta({ description: 'The AgentBackend to reach the agent through.' }),
+    agent: z
+      .object({ namespace: namespaceName, name: objectName })
+      .optional()
+      .meta({ description: 'The kagent agent (kagent-v1 backends only, where it is required).' }),
+    slack: slack.optional(),
+    identity,
+    interactions: z
+      .object({
+        questionTimeout: questionTimeout.optional(),
+        toolApprovals: toolApprovals.optional(),
+      })
+      .optional()
+      .meta({ description: 'How questions the agent asks, and its tool approvals, are handled in chat.' }),
+    triggers: keyedList(
+      z.array(trigger).max(32).meta({
+        description: 'Alert webhooks that start a turn with this agent (minimal shape; see the README).',
+      }),
+      'name',
+      'triggers',
+    ).optional(),
+  })
+  .meta({ description: 'Who talks to which agent, and how.' });
+
+export type BindingSpec = z.output<typeof bindingSpec>;
+
+export const bindingStatus = z.object({
+  observedGeneration: z.number().int().nonnegative().optional(),
+  conditions: conditions.optional(),
+  backend: z
+    .object({
+      name: z.string().max(253),
+      dialect: z.enum(DIALECTS),
+      endpoint: z
+        .string()
+        .max(4096)
+        .meta({ description: 'Where every call goes (the card is read below it).' }),
+    })
+    .optional()
+    .meta({ description: 'The AgentBackend this Binding resolved to.' }),
+  card: cardSummary.optional().meta({ description: 'The agent card of the last successful fetch.' }),
+  lastCardFetch: z
+    .object({
+      time: z.string().meta({ format: 'date-time' }),
+      result: z.string().max(64).meta({ description: 'Accepted, or the reason it was refused.' }),
+    })
+    .optional()
+    .meta({ description: 'When the card was last read for this Binding, and how it went.' }),
+  channels: z
+    .array(z.string().max(32))
+    .max(256)
+    .optional()
+    .meta({ description: 'The channels this Binding serves now (claimed, allowed and not in conflict).' }),
+});
+
+export type BindingStatus = z.output<typeof bindingStatus>;
+
+export const binding = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('Binding'),
+  metadata: objectMeta,
+  spec: bindingSpec,
+  status: bindingStatus.optional(),
+});
+
+export type Binding = z.output<typeof binding>;

@@ -1,0 +1,142 @@
+/**
+ * Resources the CRDs must accept or refuse, shared by the zod test (crd-fixtures.test.ts) and the
+ * real API server test (test/integration/k8s-crds.test.ts): the same table run through both
+ * proves the CEL rules and the zod refinements agree.
+ */
+
+export type Manifest = { [key: string]: unknown };
+
+export interface Fixture {
+  title: string;
+  kind: 'AgentBackend' | 'Binding';
+  spec: Manifest;
+  /** For refused fixtures: a phrase both zod's and the API server's message contain. */
+  refusedWith?: string;
+}
+
+const binding = (spec: Manifest): Manifest => ({
+  backendRef: { name: 'agents' },
+  identity: { userId: 'U123' },
+  ...spec,
+});
+
+export const VALID: Fixture[] = [
+  { title: 'a2a backend', kind: 'AgentBackend', spec: { dialect: 'a2a', url: 'https://agents.example/a2a' } },
+  {
+    title: 'kagent backend with headers',
+    kind: 'AgentBackend',
+    spec: {
+      dialect: 'kagent-v1',
+      url: 'http://kagent-controller.kagent:8083/api/a2a',
+      headers: [
+        { name: 'X-Team', value: 'payments' },
+        { name: 'X-Api-Key', valueFrom: { secretKeyRef: { name: 'agent-key', key: 'key' } } },
+      ],
+    },
+  },
+  { title: 'minimal binding', kind: 'Binding', spec: binding({}) },
+  {
+    title: 'full binding',
+    kind: 'Binding',
+    spec: binding({
+      agent: { namespace: 'kagent', name: 'k8s-agent' },
+      slack: { channels: ['C0123ABCD', 'G0456EFGH'], allowDirectMessages: true, teamId: 'T0001' },
+      identity: { tokenSecretRef: { name: 'agent-token', key: 'token' } },
+      interactions: {
+        questionTimeout: '1h30m',
+        toolApprovals: { enabled: true, approverGroups: ['S0SRE'] },
+      },
+      triggers: [{ name: 'alertmanager', instruction: 'Investigate this alert and suggest a fix.' }],
+    }),
+  },
+];
+
+export const INVALID: Fixture[] = [
+  {
+    title: 'an unknown dialect',
+    kind: 'AgentBackend',
+    spec: { dialect: 'grpc', url: 'https://agents.example' },
+    refusedWith: 'dialect',
+  },
+  {
+    title: 'a URL that is not http(s)',
+    kind: 'AgentBackend',
+    spec: { dialect: 'a2a', url: 'ftp://agents.example/a2a' },
+    refusedWith: 'http or https URL',
+  },
+  {
+    title: 'a header with both value and valueFrom',
+    kind: 'AgentBackend',
+    spec: {
+      dialect: 'a2a',
+      url: 'https://agents.example',
+      headers: [{ name: 'X-Key', value: 'v', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }],
+    },
+    refusedWith: 'exactly one of value and valueFrom',
+  },
+  {
+    title: 'a header that would replace the identity',
+    kind: 'AgentBackend',
+    spec: {
+      dialect: 'a2a',
+      url: 'https://agents.example',
+      headers: [{ name: 'Authorization', value: 'Bearer x' }],
+    },
+    refusedWith: 'may not set a header the client sets itself',
+  },
+  {
+    title: 'the same header twice in different case',
+    kind: 'AgentBackend',
+    spec: {
+      dialect: 'a2a',
+      url: 'https://agents.example',
+      headers: [
+        { name: 'X-Team', value: 'a' },
+        { name: 'x-team', value: 'b' },
+      ],
+    },
+    refusedWith: 'header names must be distinct',
+  },
+  {
+    title: 'both tokenSecretRef and userId',
+    kind: 'Binding',
+    spec: binding({ identity: { userId: 'U1', tokenSecretRef: { name: 't', key: 'token' } } }),
+    refusedWith: 'exactly one of tokenSecretRef and userId',
+  },
+  {
+    title: 'neither tokenSecretRef nor userId',
+    kind: 'Binding',
+    spec: binding({ identity: {} }),
+    refusedWith: 'exactly one of tokenSecretRef and userId',
+  },
+  {
+    title: 'a question timeout beyond a week',
+    kind: 'Binding',
+    spec: binding({ interactions: { questionTimeout: '200h' } }),
+    refusedWith: 'must be between 1s and 168h',
+  },
+  {
+    title: 'a question timeout that is no duration',
+    kind: 'Binding',
+    spec: binding({ interactions: { questionTimeout: 'ten minutes' } }),
+    refusedWith: 'questionTimeout',
+  },
+  {
+    title: 'tool approvals without approver groups',
+    kind: 'Binding',
+    spec: binding({ interactions: { toolApprovals: { enabled: true } } }),
+    refusedWith: 'approverGroups must name at least one group',
+  },
+  {
+    title: 'a channel name instead of an id',
+    kind: 'Binding',
+    spec: binding({ slack: { channels: ['#general'] } }),
+    refusedWith: 'channels',
+  },
+  {
+    title: 'no backendRef',
+    kind: 'Binding',
+    spec: { identity: { userId: 'U1' } },
+    refusedWith: 'backendRef',
+  },
+];
