@@ -1,0 +1,166 @@
+import type { Logger } from 'pino';
+import type { LiveRegistry } from '../core/registry.js';
+import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../k8s/card-check.js';
+import { type ClaimConflict, conflictsByBinding } from '../k8s/channels.js';
+import type { Binding, BindingStatus } from '../k8s/crds/binding.js';
+import { type ClientFactory, type LiveClient, LiveClients } from '../k8s/live-clients.js';
+import { KeyedQueue } from '../k8s/queue.js';
+import { type BindingPlan, bindingRef, bindingStatus, planBinding } from '../k8s/reconcile/binding.js';
+import { readyTransition } from '../k8s/status.js';
+import { backendFor, type LocalManifests, secretLookup } from './manifests.js';
+import { type LocalBindingStatus, localStatus } from './status.js';
+
+/**
+ * Local mode's reconcile: the controller's building blocks with a file in place of the API
+ * server. Each Binding goes planBinding → LiveClients → LiveRegistry like in
+ * ../k8s/reconciler.ts (so a changed URL or credential reconfigures the same client, and a
+ * Binding that cannot be served leaves the registry), its card is read by the CardChecker
+ * (failed reads retried with backoff, accepted cards re-read now and then), and its status is
+ * the controller's bindingStatus(), kept in memory instead of written.
+ */
+
+export interface LocalBindingsOptions {
+  registry: LiveRegistry;
+  logger: Logger;
+  cardTimings?: Partial<CardTimings>;
+  /** Tests may count or wrap clients. */
+  clientFactory?: ClientFactory;
+  now?: () => Date;
+}
+
+interface Entry {
+  binding: Binding;
+  plan: BindingPlan;
+  live: LiveClient | undefined;
+  status: BindingStatus | undefined;
+}
+
+export class LocalBindings {
+  readonly #log: Logger;
+  readonly #registry: LiveRegistry;
+  readonly #clients: LiveClients;
+  readonly #cards: CardChecker;
+  readonly #queue: KeyedQueue;
+  readonly #now: () => Date;
+  readonly #entries = new Map<string, Entry>();
+  #conflicts = new Map<string, ClaimConflict[]>();
+
+  constructor(options: LocalBindingsOptions) {
+    this.#log = options.logger;
+    this.#registry = options.registry;
+    this.#clients = new LiveClients(options.registry, options.clientFactory);
+    this.#cards = new CardChecker({ ...DEFAULT_CARD_TIMINGS, ...options.cardTimings });
+    this.#now = options.now ?? (() => new Date());
+    // One card read per Binding at a time; a Binding changed mid-read is read again after.
+    this.#queue = new KeyedQueue((ref, signal) => this.#checkCard(ref, signal), {
+      concurrency: 4,
+      retryBaseMs: 1000,
+      retryMaxMs: 60_000,
+      onError: (ref, error, delayMs) =>
+        this.#log.warn({ binding: ref, err: error, retryInMs: delayMs }, 'card check failed; will retry'),
+    });
+  }
+
+  /** Makes the registry hold exactly the Bindings of `manifests`; their cards are read after. */
+  apply(manifests: LocalManifests): void {
+    const present = new Set<string>();
+    for (const binding of manifests.bindings) {
+      const ref = bindingRef(binding);
+      present.add(ref);
+      const plan = planBinding({
+        binding,
+        backend: backendFor(manifests, binding),
+        secrets: secretLookup(manifests, binding.metadata.namespace),
+        // No operator setting restricts channels on one's own machine.
+        allowedChannels: undefined,
+      });
+      const live = plan.live === undefined ? undefined : this.#clients.apply(plan.live);
+      if (live === undefined) {
+        this.#clients.remove(ref);
+        this.#cards.forget(ref);
+      }
+      this.#entries.set(ref, { binding, plan, live, status: this.#entries.get(ref)?.status });
+    }
+    for (const ref of [...this.#entries.keys()]) {
+      if (!present.has(ref)) this.#remove(ref);
+    }
+    // Channel conflicts are between Bindings: any change may move anyone's.
+    this.#conflicts = conflictsByBinding(this.#registry.conflicts(), this.#registry.list());
+    for (const [ref, entry] of this.#entries) {
+      this.#refresh(ref, entry);
+      if (entry.live !== undefined) this.#queue.add(ref);
+    }
+  }
+
+  /** Every Binding of the file, sorted by ref. */
+  statuses(): LocalBindingStatus[] {
+    return [...this.#entries.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .flatMap(([, e]) =>
+        e.status === undefined
+          ? []
+          : [localStatus(e.binding.metadata.namespace, e.binding.metadata.name, e.status)],
+      );
+  }
+
+  /** Resolves once no card read is waiting or running. */
+  idle(): Promise<void> {
+    return this.#queue.idle();
+  }
+
+  /**
+   * Stops reading cards. The registry keeps the Bindings, as when the controller stops:
+   * sessions finishing their turns still have their clients.
+   */
+  async close(): Promise<void> {
+    await this.#queue.stop();
+  }
+
+  #remove(ref: string): void {
+    this.#clients.remove(ref);
+    this.#cards.forget(ref);
+    this.#queue.forget(ref);
+    this.#entries.delete(ref);
+    this.#log.info({ binding: ref }, 'binding removed');
+  }
+
+  #refresh(ref: string, entry: Entry): void {
+    const card = entry.live === undefined ? undefined : this.#cards.current(ref, entry.live.fingerprint);
+    const status = bindingStatus({
+      binding: entry.binding,
+      plan: entry.plan,
+      card,
+      conflicts: this.#conflicts.get(ref) ?? [],
+      previous: entry.status,
+      now: this.#now(),
+    });
+    const transition = readyTransition(entry.status?.conditions, status.conditions ?? []);
+    if (transition !== undefined) {
+      const fields = { binding: ref, ready: transition.reason, detail: transition.note };
+      if (transition.type === 'Normal') this.#log.info(fields, 'binding ready');
+      else this.#log.warn(fields, 'binding not ready');
+    }
+    entry.status = status;
+  }
+
+  async #checkCard(ref: string, signal: AbortSignal): Promise<void> {
+    const live = this.#entries.get(ref)?.live;
+    if (live === undefined) return;
+    const result = await untilAborted(this.#cards.check(ref, live.client, live.fingerprint), signal);
+    const entry = this.#entries.get(ref);
+    // A reload may have changed the client meanwhile; the queue reads its card next.
+    if (entry?.live?.fingerprint !== live.fingerprint) return;
+    this.#refresh(ref, entry);
+    this.#queue.addAfter(ref, result.nextInMs);
+  }
+}
+
+/** A card read can take the client's 30 s header timeout; closing does not wait for it. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
