@@ -36,6 +36,8 @@ export interface Question {
   choices?: string[];
   /** Dialect data needed to build the answer (kagent's payload). */
   payload?: unknown;
+  /** A request to approve tool calls (Q-5), which a Binding may not allow. */
+  approval?: boolean;
 }
 
 export type PauseReading = { kind: 'question'; question: Question } | { kind: 'unsupported'; reason: string };
@@ -69,6 +71,11 @@ export interface Dialect {
 export interface BindingSettings {
   /** How long a question waits for its answer (Q-4); null: no limit. */
   questionTimeoutMs: number | null;
+  /**
+   * Whether tool approvals may be shown (`interactions.toolApprovals.enabled`). false: an
+   * approval request cancels the task and the thread is told. Unset: not restricted.
+   */
+  toolApprovalsEnabled?: boolean;
 }
 
 /** The live client, dialect and settings of a Binding. */
@@ -108,7 +115,8 @@ export type NoticeKind =
   | 'question-timeout'
   | 'answer-rejected'
   | 'cancel-failed'
-  | 'binding-removed';
+  | 'binding-removed'
+  | 'approval-not-allowed';
 
 /** A message from the broker itself. `text` is ours (never an agent's error message, E-9). */
 export interface Notice {

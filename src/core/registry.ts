@@ -65,9 +65,12 @@ export class LiveRegistry implements AgentRegistry {
 
   resolve(binding: string): AgentRoute | undefined {
     const live = this.#bindings.get(binding);
-    return live === undefined
-      ? undefined
-      : { client: live.client, dialect: live.dialect, settings: live.settings };
+    if (live === undefined) return undefined;
+    return {
+      client: live.client,
+      dialect: live.dialect,
+      settings: { ...live.settings, toolApprovalsEnabled: live.toolApprovals.enabled },
+    };
   }
 
   /** The Binding that owns a Slack channel; undefined when none does, or when two claim it. */

@@ -776,15 +776,23 @@ export class SessionDriver {
       return;
     }
     const reading = route.dialect.readPause(status, session.lastQuestionKey);
-    if (reading.kind === 'unsupported') {
-      // anything else in input-required cannot be shown: cancelled, and the thread told.
+    // anything else in input-required cannot be shown; M-4/Q-5: nor can a tool approval
+    // on a Binding that does not allow them. Either way the task is cancelled and the thread told.
+    const refusal =
+      reading.kind === 'unsupported'
+        ? ('question-unsupported' as const)
+        : reading.question.approval === true && route.settings.toolApprovalsEnabled === false
+          ? ('approval-not-allowed' as const)
+          : undefined;
+    if (refusal !== undefined) {
       await this.#commit({ ...session, task: { ...task, state: status.state } }, turns);
       if (turn !== null) this.#settledEvent(session, turn, status.state, run);
-      await this.#cancel(session, route, taskId, 'question cannot be shown');
+      await this.#cancel(session, route, taskId, refusal);
       await this.#commit({ ...(await this.#reload(session.id)), task: null, question: null }, []);
-      await this.#notice(session, notice('question-unsupported', turn?.id));
+      await this.#notice(session, notice(refusal, turn?.id));
       return;
     }
+    if (reading.kind !== 'question') return;
     const timeout = route.settings.questionTimeoutMs;
     const question: PendingQuestion = {
       taskId,

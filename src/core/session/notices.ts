@@ -18,6 +18,8 @@ const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string>
   'answer-rejected': 'The agent rejected the answer, so its task was canceled.',
   'cancel-failed': "Agent Kourier could not cancel the agent's task; it may still be running.",
   'binding-removed': 'This channel is no longer connected to an agent.',
+  'approval-not-allowed':
+    'The agent asked for approval to run a tool, but tool approvals are not enabled for this agent, so its task was canceled.',
 };
 
 export function notice(kind: Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, turnId?: string): Notice {

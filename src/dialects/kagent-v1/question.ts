@@ -52,6 +52,7 @@ export function questionOf(message: Message, request: HitlRequest): Question {
     key: keyOf(message, request),
     payload: request,
   };
+  if (request.type === 'tool_approval_request') question.approval = true;
   // One question with offered answers: its choices are the question's. Several questions keep
   // theirs per question in the payload.
   if (request.type === 'ask_user_request' && request.questions.length === 1) {
