@@ -258,3 +258,42 @@ export function blockActionsPayload(o: {
     ],
   };
 }
+
+/**
+ * A `view_submission` payload (addition): a modal submitted, as Bolt's `app.view()` receives it,
+ * with `view.callback_id`, `view.private_metadata` and the inputs' `view.state.values`
+ * (docs.slack.dev/reference/interaction-payloads/view-interactions-payload).
+ */
+export function viewSubmissionPayload(o: {
+  user: string;
+  view: Record<string, unknown>;
+  values: Record<string, Record<string, unknown>>;
+  viewId?: string;
+  teamId?: string;
+}): Record<string, unknown> {
+  const teamId = o.teamId ?? 'T0001';
+  return {
+    type: 'view_submission',
+    team: { id: teamId, domain: 'fake' },
+    user: { id: o.user, username: o.user.toLowerCase(), name: o.user.toLowerCase(), team_id: teamId },
+    api_app_id: 'A0APP',
+    token: 'verification-token-unused',
+    trigger_id: `${Date.now()}.${randomUUID().slice(0, 8)}`,
+    view: {
+      id: o.viewId ?? 'V0VIEW',
+      team_id: teamId,
+      type: 'modal',
+      blocks: o.view.blocks ?? [],
+      private_metadata: o.view.private_metadata ?? '',
+      callback_id: o.view.callback_id ?? '',
+      state: { values: o.values },
+      hash: `${Date.now()}.abc`,
+      title: o.view.title,
+      app_id: 'A0APP',
+      bot_id: 'B0BOT',
+    },
+    response_urls: [],
+    is_enterprise_install: false,
+    enterprise: null,
+  };
+}

@@ -112,6 +112,8 @@ export interface FakeSlack {
     blocks?: unknown[];
   }>;
   reactions: Array<{ channel: string; ts: string; name: string; removed: boolean }>;
+  /** Modals opened with views.open, in order (addition). */
+  views: Array<{ id: string; triggerId: string; view: Record<string, unknown> }>;
   addUser(u: {
     id: string;
     name: string;
@@ -147,6 +149,7 @@ export const DEFAULT_RATE_LIMITS: Readonly<Record<string, number>> = {
   'reactions.remove': 20, // Tier 2
   'users.info': 100, // Tier 4
   'usergroups.users.list': 20, // Tier 2
+  'views.open': 100, // Tier 4
   'conversations.replies': 50, // Tier 3 (internal apps; 1/min for distributed non-Marketplace apps)
   'conversations.info': 50, // Tier 3
   // auth.test is "special" with no published number: not limited. chat.update: see workspaceUpdatesPerMinute.
@@ -429,6 +432,67 @@ function validateBlocks(blocks: unknown, tooManyCode: string, totalLimit: number
   return blocks;
 }
 
+/** A modal view for views.open (addition): its own limits, then its blocks as in messages. */
+function validateView(view: unknown): Record<string, unknown> {
+  if (!isRecord(view)) throw new SlackRefusal('invalid_arguments', ['[ERROR] missing required field: view']);
+  if (view.type !== 'modal') throw problem('invalid_arguments', 'must be one of [modal]', '/view/type');
+  checkTextObject(view.title, '/view/title', 24, true);
+  if (view.submit !== undefined) checkTextObject(view.submit, '/view/submit', 24, true);
+  if (view.close !== undefined) checkTextObject(view.close, '/view/close', 24, true);
+  if (
+    view.callback_id !== undefined &&
+    (typeof view.callback_id !== 'string' || chars(view.callback_id) > 255)
+  )
+    throw problem('invalid_arguments', 'must be less than 256 characters', '/view/callback_id');
+  if (
+    view.private_metadata !== undefined &&
+    (typeof view.private_metadata !== 'string' || chars(view.private_metadata) > 3_000)
+  )
+    throw problem('invalid_arguments', 'must be less than 3001 characters', '/view/private_metadata');
+  if (!Array.isArray(view.blocks) || view.blocks.length === 0 || view.blocks.length > 100)
+    throw problem('invalid_arguments', 'must provide 1 to 100 blocks', '/view/blocks');
+  const ids = new Set<string>();
+  let inputs = 0;
+  view.blocks.forEach((b, i) => {
+    const pointer = `/view/blocks/${i}`;
+    if (isRecord(b) && b.type === 'input') {
+      inputs++;
+      if (b.block_id !== undefined) {
+        if (typeof b.block_id !== 'string' || ids.has(b.block_id))
+          throw problem('invalid_arguments', 'duplicate block_id', `${pointer}/block_id`);
+        ids.add(b.block_id);
+      }
+      checkTextObject(b.label, `${pointer}/label`, 2_000, true);
+      const el = b.element;
+      if (!isRecord(el) || typeof el.type !== 'string')
+        throw problem('invalid_arguments', 'missing required field: element', `${pointer}/element`);
+      if (el.type === 'static_select' || el.type === 'multi_static_select') {
+        if (!Array.isArray(el.options) || el.options.length === 0 || el.options.length > 100)
+          throw problem('invalid_arguments', 'must provide 1 to 100 options', `${pointer}/element/options`);
+        el.options.forEach((o, j) => {
+          if (!isRecord(o))
+            throw problem('invalid_arguments', 'must be an object', `${pointer}/element/options/${j}`);
+          checkTextObject(o.text, `${pointer}/element/options/${j}/text`, 75, true);
+          if (typeof o.value !== 'string' || o.value === '' || chars(o.value) > 150)
+            throw problem(
+              'invalid_arguments',
+              'must be 1 to 150 characters',
+              `${pointer}/element/options/${j}/value`,
+            );
+        });
+      } else if (el.type === 'plain_text_input') {
+        if (el.max_length !== undefined && (typeof el.max_length !== 'number' || el.max_length > 3_000))
+          throw problem('invalid_arguments', 'must be at most 3000', `${pointer}/element/max_length`);
+      }
+      return;
+    }
+    checkBlock(b, pointer, ids);
+  });
+  if (inputs > 0 && view.submit === undefined)
+    throw problem('invalid_arguments', 'a view with input blocks needs submit', '/view/submit');
+  return view;
+}
+
 function validateMetadata(metadata: unknown): FakeMessage['metadata'] | null {
   if (!isRecord(metadata)) throw new SlackRefusal('invalid_metadata_format');
   if (Object.keys(metadata).length === 0) return null; // `{}` removes metadata on chat.update
@@ -516,6 +580,7 @@ class FakeSlackServer implements FakeSlack {
   readonly calls: RecordedCall[] = [];
   readonly ephemerals: FakeSlack['ephemerals'] = [];
   readonly reactions: FakeSlack['reactions'] = [];
+  readonly views: FakeSlack['views'] = [];
   readonly teamId: string;
   readonly botUserId: string;
   readonly botId: string;
@@ -1162,6 +1227,28 @@ class FakeSlackServer implements FakeSlack {
           profile,
         },
       };
+    },
+
+    // views.open (addition): Block Kit's modal surface, docs.slack.dev/reference/methods/views.open and
+    // docs.slack.dev/surfaces/modals (title 24, submit/close 24, callback_id 255, private_metadata 3000
+    // characters, 100 blocks; a modal with input blocks needs `submit`). The trigger_id is not checked
+    // against a press (tests craft presses), only required.
+    'views.open': (args) => {
+      const triggerId = str(args, 'trigger_id');
+      if (!triggerId)
+        throw new SlackRefusal('invalid_arguments', ['[ERROR] missing required field: trigger_id']);
+      let view = args.view;
+      if (typeof view === 'string') {
+        try {
+          view = JSON.parse(view) as unknown;
+        } catch {
+          throw new SlackRefusal('invalid_arguments', ['[ERROR] view must be JSON']);
+        }
+      }
+      const checked = validateView(view);
+      const id = `V${randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase()}`;
+      this.views.push({ id, triggerId, view: clone(checked) });
+      return { view: { id, ...clone(checked), state: { values: {} } } };
     },
 
     'usergroups.users.list': (args) => {

@@ -4,15 +4,19 @@ import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bol
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
 import { type Clock, systemClock } from '../../core/ports.js';
-import type { Inbound, ReceiveResult } from '../../core/session/engine.js';
+import type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer } from '../../core/session/engine.js';
 import type { SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './activity.js';
 import type { AnswerSettings } from './answer.js';
+import { type ApprovalBindings, type DecisionListener, PromptDesk } from './approvals.js';
+import { ApproverGroups, type ApproverOptions } from './approvers.js';
 import { BudgetBook, type MethodBudget } from './budget.js';
 import { SlackAuthError, SlackPlatformError } from './errors.js';
 import { InboundRouter, type SlackBindings } from './inbound.js';
 import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
+import { PromptTokens } from './prompt-token.js';
+import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-view.js';
 import { SlackSurface } from './surface.js';
 import { createWebClient, mapError, SlackApi } from './web-api.js';
 
@@ -39,12 +43,28 @@ export interface ConnectOptions {
   answers?: Partial<AnswerSettings>;
   activity?: Partial<ActivityOptions>;
   people?: Partial<PeopleOptions>;
+  /** Tool approvals and kagent's questions as buttons (Q-3, Q-5). */
+  approvals?: {
+    /**
+     * The secret the buttons' opaque tokens are signed with; every replica must have the same.
+     * Default: derived from the bot token (which every replica has).
+     */
+    secret?: string;
+    /** How long a user group's member list is trusted (default 5 minutes). */
+    approvers?: Partial<ApproverOptions>;
+    /** Called with every decision sent to an agent (cluster mode: a Kubernetes Event). */
+    onDecision?: DecisionListener;
+  };
 }
 
 export interface ListenOptions {
-  engine: { receive(input: Inbound): Promise<ReceiveResult> };
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession'>;
-  bindings: SlackBindings;
+  engine: {
+    receive(input: Inbound): Promise<ReceiveResult>;
+    answer(input: StructuredAnswer): Promise<AnswerResult>;
+  };
+  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn'>;
+  /** Which Binding owns a channel, and its tool-approval settings. `LiveRegistry` is one. */
+  bindings: SlackBindings & ApprovalBindings;
   /**
    * HTTP mode: the port to listen on (0 picks one). Leave it out to mount `requestListener` on
    * the broker's own HTTP server instead.
@@ -57,6 +77,8 @@ export interface ListenOptions {
 
 export class SlackConnection {
   readonly surface: SlackSurface;
+  /** kagent's prompts: `onDecision` for audit listeners, `metrics.render()` for /metrics. */
+  readonly approvals: PromptDesk;
   readonly api: SlackApi;
   readonly botUserId: string;
   readonly teamId: string;
@@ -89,10 +111,20 @@ export class SlackConnection {
     this.teamId = init.teamId;
     this.#botId = init.botId;
     this.#people = new People(init.api, this.#clock, options.logger, options.people);
+    this.approvals = new PromptDesk({
+      api: init.api,
+      clock: this.#clock,
+      logger: options.logger,
+      tokens: new PromptTokens(options.approvals?.secret ?? options.config.botToken),
+      approvers: new ApproverGroups(init.api, this.#clock, options.logger, options.approvals?.approvers),
+    });
+    const onDecision = options.approvals?.onDecision;
+    if (onDecision !== undefined) this.approvals.onDecision(onDecision);
     this.surface = new SlackSurface({
       api: init.api,
       clock: this.#clock,
       logger: options.logger,
+      prompts: this.approvals,
       ...(options.answers === undefined ? {} : { answers: options.answers }),
       ...(options.activity === undefined ? {} : { activity: options.activity }),
     });
@@ -136,6 +168,13 @@ export class SlackConnection {
       teamId: this.teamId,
       onTurn: (turnId, info) => this.surface.noteTurn(turnId, info),
     });
+    this.approvals.wire({
+      engine: options.engine,
+      store: options.store,
+      bindings: options.bindings,
+      people: this.#people,
+      onTurn: (turnId, info) => this.surface.noteTurn(turnId, info),
+    });
     const ackWithin = options.ackWithinMs ?? 2_000;
     const logger = slackLogger(this.#logger, 'slack-bolt');
     const { connection } = this.#config;
@@ -168,21 +207,41 @@ export class SlackConnection {
       logger,
       clientOptions: { slackApiUrl: this.#config.apiUrl },
     });
-    const handle = async ({ body }: { body: unknown }): Promise<void> => {
-      const work = router.handle(body).catch((error: unknown) => {
+    // Slack wants its answer within 3 seconds; the turn itself never waits for the agent,
+    // and whatever is still going on after `ackWithin` finishes after the answer.
+    const bounded = async (work: Promise<void>): Promise<void> => {
+      const caught = work.catch((error: unknown) => {
         this.#logger.error(
           { err: error instanceof Error ? error.name : typeof error },
           'a Slack event failed',
         );
       });
-      // Slack wants its answer within 3 seconds; the turn itself never waits for the agent,
-      // and whatever is still going on after `ackWithin` finishes after the answer.
       const deadline = new AbortController();
-      await Promise.race([work, this.#clock.sleep(ackWithin, deadline.signal).catch(() => undefined)]);
+      await Promise.race([caught, this.#clock.sleep(ackWithin, deadline.signal).catch(() => undefined)]);
       deadline.abort();
     };
+    const handle = async ({ body }: { body: unknown }): Promise<void> => bounded(router.handle(body));
     app.event('app_mention', handle);
     app.event('message', handle);
+    // Buttons of kagent's prompts, and the modals they open (approvals.ts). The press is
+    // acknowledged at once; the work runs within the same bound as events.
+    app.action({ type: 'block_actions', action_id: /^agentkourier\.prompt\./ }, async ({ ack, body }) => {
+      await ack();
+      await bounded(this.approvals.press(body));
+    });
+    app.view({ type: 'view_submission', callback_id: DENY_CALLBACK }, async ({ ack, body }) => {
+      await ack();
+      await bounded(this.approvals.submitted(body));
+    });
+    app.view({ type: 'view_submission', callback_id: ANSWER_CALLBACK }, async ({ ack, body }) => {
+      const errors = await this.approvals.checkSubmission(body).catch(() => undefined);
+      if (errors !== undefined) {
+        await ack({ response_action: 'errors', errors });
+        return;
+      }
+      await ack();
+      await bounded(this.approvals.submitted(body));
+    });
     app.error(async (error) => {
       this.#logger.error({ code: error.code }, 'the Slack app failed to handle a request');
     });
@@ -216,6 +275,7 @@ export class SlackConnection {
       await app.stop().catch(() => undefined);
     }
     this.#server = undefined;
+    this.approvals.close();
     this.surface.close();
     this.#budgets.close();
   }

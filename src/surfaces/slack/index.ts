@@ -1,5 +1,12 @@
 /** The Slack chat surface: what the composition root (main.ts) needs of it. */
 export { type ConnectOptions, type ListenOptions, SlackConnection } from './app.js';
+export {
+  type ApprovalAudit,
+  type ApprovalBindings,
+  ApprovalMetrics,
+  type DecisionListener,
+  PromptDesk,
+} from './approvals.js';
 export { DEFAULT_METHOD_BUDGETS, type MethodBudget } from './budget.js';
 export {
   SlackAuthError,

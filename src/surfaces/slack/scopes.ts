@@ -17,6 +17,10 @@ export const METHOD_SCOPES: Readonly<Record<string, string | null>> = {
   'reactions.add': 'reactions:write',
   'reactions.remove': 'reactions:write',
   'users.info': 'users:read',
+  // Who may approve a tool call: the members of the Binding's approverGroups.
+  'usergroups.users.list': 'usergroups:read',
+  // The modal that asks a denial's reason, or an answer to the agent's question.
+  'views.open': null,
   // Public channels, private channels and DMs: history of each kind of conversation.
   'conversations.replies': 'channels:history',
 };

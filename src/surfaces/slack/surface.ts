@@ -11,6 +11,7 @@ import type {
 } from '../../core/ports.js';
 import { type ActivityOptions, ThreadActivity } from './activity.js';
 import { type AnswerSettings, DEFAULT_ANSWER_SETTINGS, SlackAnswer, StreamSupport } from './answer.js';
+import { PromptDesk } from './approvals.js';
 import { SURFACE } from './inbound.js';
 import { noticeMessage, questionMessage, type RenderedMessage, toolStepMessage } from './render.js';
 import { retrying, type SlackApi } from './web-api.js';
@@ -28,6 +29,11 @@ export interface SlackSurfaceOptions {
   answers?: Partial<AnswerSettings>;
   /** The running indicator on the thread root (emoji, grace before it goes). */
   activity?: Partial<ActivityOptions>;
+  /**
+   * kagent's structured questions as buttons (approvals.ts). Without it they are shown as
+   * text, with no buttons.
+   */
+  prompts?: PromptDesk;
 }
 
 /** A target that is not a Slack thread (another surface's session reached this one). */
@@ -51,8 +57,10 @@ export class SlackSurface implements ChatSurface {
   readonly #streams = new StreamSupport();
   readonly #answers = new Map<string, SlackAnswer>();
   readonly #turns = new Map<string, { recipient: string; fresh: boolean }>();
+  readonly #prompts: PromptDesk | undefined;
 
   constructor(options: SlackSurfaceOptions) {
+    this.#prompts = options.prompts;
     this.#api = options.api;
     this.#clock = options.clock;
     this.#logger = options.logger;
@@ -117,9 +125,14 @@ export class SlackSurface implements ChatSurface {
   async postNotice(target: ChatTarget, notice: Notice): Promise<void> {
     if (notice.kind === 'binding-removed') this.activity.clear(target.sessionId);
     await this.#post(target, noticeMessage(notice));
+    // A prompt whose question this notice ended shows that it no longer waits.
+    await this.#prompts?.noticed(target, notice).catch(() => undefined);
   }
 
   async askQuestion(target: ChatTarget, prompt: QuestionPrompt): Promise<string | null> {
+    const request = PromptDesk.handles(prompt);
+    if (request !== undefined && this.#prompts !== undefined)
+      return this.#prompts.show(target, prompt, request, (message) => this.#post(target, message));
     const { channel } = place(target);
     const ts = await this.#post(target, questionMessage(prompt.question));
     return `${channel}|${ts}`;

@@ -82,6 +82,8 @@ const userInfo = z.object({
 });
 export type SlackUser = z.infer<typeof userInfo>['user'];
 
+const groupMembers = z.object({ users: z.array(z.string()) });
+
 const replies = z.object({
   messages: z.array(
     z.object({
@@ -162,7 +164,7 @@ export class SlackApi {
 
   async postEphemeral(
     ctx: CallContext,
-    args: { channel: string; user: string; text: string; thread_ts?: string },
+    args: { channel: string; user: string; text: string; thread_ts?: string; blocks?: unknown[] },
   ): Promise<void> {
     await this.#call('chat.postEphemeral', ctx, args, anyOk);
   }
@@ -211,6 +213,20 @@ export class SlackApi {
   async userInfo(ctx: CallContext, user: string): Promise<SlackUser> {
     const result = await this.#call('users.info', ctx, { user }, userInfo);
     return result.user;
+  }
+
+  /** The member ids of a user group (approverGroups, Q-5). */
+  async userGroupMembers(ctx: CallContext, usergroup: string): Promise<string[]> {
+    const result = await this.#call('usergroups.users.list', ctx, { usergroup }, groupMembers);
+    return result.users;
+  }
+
+  /** Opens a modal in answer to a person's press (`trigger_id` lives 3 seconds). */
+  async openView(
+    ctx: CallContext,
+    args: { trigger_id: string; view: Record<string, unknown> },
+  ): Promise<void> {
+    await this.#call('views.open', ctx, args, anyOk);
   }
 
   replies(

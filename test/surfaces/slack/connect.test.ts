@@ -7,9 +7,16 @@ import { type FakeSlack, startFakeSlack } from '../../slack/fake-slack.js';
 
 const silent = pino({ level: 'silent' });
 const noEngine = {
-  engine: { receive: async () => ({ sessionId: '', turnId: '', duplicate: false }) },
-  store: { claimInboundEvent: async () => true, getSession: async () => undefined },
-  bindings: { forChannel: () => undefined, forDirectMessages: () => undefined },
+  engine: {
+    receive: async () => ({ sessionId: '', turnId: '', duplicate: false }),
+    answer: async () => ({ status: 'stale' as const, sessionId: '' }),
+  },
+  store: {
+    claimInboundEvent: async () => true,
+    getSession: async () => undefined,
+    getTurn: async () => undefined,
+  },
+  bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
 };
 
 describe('connecting to Slack', () => {

@@ -4,14 +4,15 @@ import { A2AClient } from '../../../src/a2a/client.js';
 import { loadSlackConfig } from '../../../src/config/slack.js';
 import type { EngineEvent } from '../../../src/core/events.js';
 import type { BindingSettings, Clock } from '../../../src/core/ports.js';
-import { LiveRegistry } from '../../../src/core/registry.js';
+import { LiveRegistry, type ToolApprovalSettings } from '../../../src/core/registry.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import type { EngineTimings } from '../../../src/core/session/timings.js';
 import type { SessionStore } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
+import { dialectSpec } from '../../../src/dialects/index.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import type { AnswerSettings } from '../../../src/surfaces/slack/answer.js';
-import { SlackConnection } from '../../../src/surfaces/slack/app.js';
+import { type ConnectOptions, SlackConnection } from '../../../src/surfaces/slack/app.js';
 import type { MethodBudget } from '../../../src/surfaces/slack/budget.js';
 import {
   type ContractAgent,
@@ -20,7 +21,15 @@ import {
   type WireVersion,
 } from '../../agents/contract-agent.js';
 import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
-import { mentionEvent, messageEvent, type SendEventOptions, sendSlackEvent } from '../../slack/events.js';
+import {
+  blockActionsPayload,
+  mentionEvent,
+  messageEvent,
+  type SendEventOptions,
+  sendSlackEvent,
+  sendSlackInteraction,
+  viewSubmissionPayload,
+} from '../../slack/events.js';
 import {
   type FakeMessage,
   type FakeSlack,
@@ -56,6 +65,19 @@ export interface SlackHarnessOptions {
   agent?: ContractAgent;
   fakeSlack?: FakeSlack;
   clock?: Clock;
+  /** The Binding's dialect (default a2a). kagent-v1: the agent's card lists kagent's HITL extension. */
+  dialect?: 'a2a' | 'kagent-v1';
+  /** The Binding's interactions.toolApprovals (default disabled, no groups). */
+  toolApprovals?: ToolApprovalSettings;
+  approvals?: ConnectOptions['approvals'];
+}
+
+/** A button of a message's blocks, as a press needs it. */
+export interface FoundButton {
+  actionId: string;
+  blockId: string;
+  value: string;
+  text: string;
 }
 
 export interface SlackHarness {
@@ -78,6 +100,20 @@ export interface SlackHarness {
   /** A direct message to the app. */
   direct(text: string, o?: { user?: string; threadTs?: string }): Promise<{ ts: string }>;
   settled(turnCount: number, timeoutMs?: number): Promise<void>;
+  /** The buttons of a message (in block order). */
+  buttons(channel: string, ts: string): FoundButton[];
+  /** Presses a button of a bot message, as `user`, the way Slack sends the press. */
+  press(
+    message: { channel?: string; ts: string },
+    button: FoundButton,
+    user: string,
+  ): Promise<{ status: number; body: string }>;
+  /** Submits a modal the broker opened, with input values by block id and action id. */
+  submitView(
+    view: Record<string, unknown>,
+    user: string,
+    values: Record<string, Record<string, unknown>>,
+  ): Promise<{ status: number; body: string }>;
   waitFor(what: string, predicate: () => boolean, timeoutMs?: number): Promise<void>;
   thread(threadTs: string, channel?: string): FakeMessage[];
   /** The bot's messages in a thread (the root excluded). */
@@ -88,24 +124,31 @@ export interface SlackHarness {
 export async function startSlackHarness(options: SlackHarnessOptions = {}): Promise<SlackHarness> {
   const fake = options.fakeSlack ?? (await startFakeSlack(options.fake));
   fake.addUser({ id: ADA, name: 'ada', realName: 'Ada Lovelace', email: 'ada@example.com' });
+  const kagent = options.dialect === 'kagent-v1';
   const agent =
     options.agent ??
-    (await startContractAgent({ version: options.version ?? '1.0', ...options.agentOptions }));
+    (await startContractAgent({
+      version: options.version ?? '1.0',
+      ...(kagent ? { card: { extensions: [{ uri: dialectSpec('kagent-v1').extensions[0] ?? '' }] } } : {}),
+      ...options.agentOptions,
+    }));
   const client = new A2AClient({
     endpoint: agent.endpoint,
     identity: { kind: 'bearer', token: 'binding-token' },
     timeouts: { headersMs: 10_000, streamIdleMs: 10_000 },
+    ...(kagent ? { extensions: [...dialectSpec('kagent-v1').extensions] } : {}),
   });
   const store = options.store ?? new SqliteStore(':memory:');
   await store.migrate();
   const registry = new LiveRegistry();
+  const toolApprovals = options.toolApprovals ?? { enabled: false, approverGroups: [] };
   registry.upsert({
     ref: BINDING,
     client,
-    dialect: a2aDialect,
+    dialect: kagent ? dialectSpec('kagent-v1').dialect : a2aDialect,
     settings: { questionTimeoutMs: null, ...options.settings },
     slack: { channels: options.channels ?? [CHANNEL], allowDirectMessages: true },
-    toolApprovals: { enabled: false, approverGroups: [] },
+    toolApprovals,
   });
   const logs: Array<Record<string, unknown>> = [];
   const logger = pino(
@@ -127,6 +170,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     logger,
     answers: { intervalMs: 250, ...options.answers },
     activity: { settleGraceMs: 50 },
+    ...(options.approvals === undefined ? {} : { approvals: options.approvals }),
     ...(options.budgets === undefined ? {} : { budgets: options.budgets }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
@@ -234,6 +278,44 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
       await engine.idle();
     },
     waitFor,
+    buttons(channel, ts) {
+      const found: FoundButton[] = [];
+      for (const block of fake.message(channel, ts)?.blocks ?? []) {
+        const b = block as { type?: string; block_id?: string; elements?: unknown[] };
+        if (b.type !== 'actions') continue;
+        for (const el of b.elements ?? []) {
+          const e = el as { type?: string; action_id?: string; value?: string; text?: { text?: string } };
+          if (e.type !== 'button') continue;
+          found.push({
+            actionId: e.action_id ?? '',
+            blockId: b.block_id ?? '',
+            value: e.value ?? '',
+            text: e.text?.text ?? '',
+          });
+        }
+      }
+      return found;
+    },
+    async press(message, button, user) {
+      const channel = message.channel ?? CHANNEL;
+      const stored = fake.message(channel, message.ts);
+      const payload = blockActionsPayload({
+        user,
+        channel,
+        messageTs: message.ts,
+        ...(stored?.threadTs === undefined ? {} : { threadTs: stored.threadTs }),
+        actionId: button.actionId,
+        blockId: button.blockId,
+        value: button.value,
+        messageBlocks: stored?.blocks ?? [],
+        messageText: stored?.text ?? '',
+        botUserId: fake.botUserId,
+      });
+      return sendSlackInteraction(appUrl, SECRET, payload);
+    },
+    submitView(view, user, values) {
+      return sendSlackInteraction(appUrl, SECRET, viewSubmissionPayload({ user, view, values }));
+    },
     thread: (threadTs, channel = CHANNEL) => fake.messages(channel, threadTs),
     botMessages: (threadTs, channel = CHANNEL) =>
       fake.messages(channel, threadTs).filter((m) => m.ts !== threadTs && m.botId !== undefined),
