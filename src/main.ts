@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { startController } from './app/controller.js';
+import { startLocal } from './app/local.js';
 import { runCheck } from './check/index.js';
 import { startDemoAgent } from './demo/demo-agent.js';
 
@@ -17,6 +19,13 @@ export interface Io {
 const USAGE = `Usage: agentkourier <command> [options]
 
 Commands:
+  local [--config F] [--port N] [--host H] [--no-demo]
+                                     run the broker on this machine: Bindings from a YAML file
+                                     (default examples/local.yaml), SQLite, the web chat on
+                                     http://127.0.0.1:8080, the demo agent; Slack too when its
+                                     settings are in the environment
+  controller                         run in a cluster: AgentBackends and Bindings, Slack, the
+                                     engine, /healthz /readyz /metrics (settings: environment)
   check <endpoint> [options]         check an agent against the agent contract (--help for options)
   demo-agent [--port N] [--host H]   run the built-in demo agent (A2A 1.0, streaming)
   version                            print the version
@@ -56,6 +65,28 @@ function untilSignal(stop: () => Promise<void>): Promise<number> {
   });
 }
 
+async function local(args: string[], io: Io): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      config: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'no-demo': { type: 'boolean' },
+    },
+    strict: true,
+  });
+  const running = await startLocal({
+    config: values.config ?? 'examples/local.yaml',
+    port: port(values.port, 8080),
+    host: values.host ?? '127.0.0.1',
+    demo: values['no-demo'] !== true,
+    env: process.env,
+    out: io.out,
+  });
+  return untilSignal(() => running.stop());
+}
+
 async function demoAgent(args: string[], io: Io): Promise<number> {
   const { values } = parseArgs({
     args,
@@ -85,6 +116,13 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         return await demoAgent(rest, io);
       case 'check':
         return await runCheck([...rest], io);
+      case 'local':
+        return await local(rest, io);
+      case 'controller': {
+        if (rest.length > 0) throw new UsageError('controller takes no arguments; it reads the environment');
+        const running = await startController({ env: process.env, out: io.out });
+        return await untilSignal(() => running.stop());
+      }
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

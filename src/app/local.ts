@@ -1,0 +1,113 @@
+import type { Logger } from 'pino';
+import { loadBrokerConfig } from '../config/broker.js';
+import { loadSlackConfig, slackRequested } from '../config/slack.js';
+import type { EventSink } from '../core/ports.js';
+import { LiveRegistry } from '../core/registry.js';
+import { SessionEngine } from '../core/session/engine.js';
+import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
+import { startLocalManifests } from '../local/index.js';
+import { createLogger } from '../observability/logging.js';
+import { fanOut, Metrics } from '../observability/metrics.js';
+import { openStore } from '../store/open.js';
+import { SurfaceRouter } from '../surfaces/router.js';
+import { SlackConnection } from '../surfaces/slack/index.js';
+import { createWebChat, WebChatSurface } from '../surfaces/webchat/index.js';
+import { kagentAnswerer } from './structured-answers.js';
+
+/**
+ * `agentkourier local` (what `npm start` runs): the broker on one laptop. Bindings come from a
+ * YAML file (the CRD shapes, reloaded on edit), state lives in SQLite under ./.agentkourier/,
+ * the web chat serves on loopback, a demo agent answers unless told not to, and Slack joins in
+ * when its settings are in the environment.
+ */
+
+export interface LocalOptions {
+  config: string;
+  host: string;
+  port: number;
+  demo: boolean;
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where the URL to open is printed. */
+  out(line: string): void;
+  logger?: Logger;
+}
+
+export interface RunningLocal {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
+  const broker = loadBrokerConfig(options.env, {
+    store: { kind: 'sqlite', path: '.agentkourier/state.db' },
+    httpPort: 8081,
+  });
+  const logger = options.logger ?? createLogger({ level: broker.logLevel });
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async (): Promise<void> => {
+    for (const s of stops.splice(0).reverse())
+      await s().catch((error: unknown) => logger.error({ err: error }, 'stop failed'));
+  };
+  try {
+    let demo: DemoAgent | undefined;
+    if (options.demo) {
+      demo = await startDemoAgent({ host: '127.0.0.1', port: 0 });
+      stops.push(() => (demo as DemoAgent).close());
+      logger.info({ url: demo.url }, 'demo agent listening');
+    }
+    const registry = new LiveRegistry();
+    const manifests = await startLocalManifests({
+      file: options.config,
+      registry,
+      logger,
+      ...(demo === undefined ? {} : { demoAgentUrl: demo.url }),
+    });
+    stops.push(() => manifests.close());
+
+    const store = await openStore(broker.store);
+    stops.push(() => store.close());
+    const metrics = new Metrics();
+    stops.push(async () => metrics.close());
+
+    const web = new WebChatSurface();
+    const slack = slackRequested(options.env)
+      ? await SlackConnection.connect({ config: loadSlackConfig(options.env), logger })
+      : undefined;
+    const sinks: EventSink[] = [metrics];
+    if (slack !== undefined) sinks.push(slack.surface.activity);
+    const engine = new SessionEngine({
+      store,
+      registry,
+      surface: new SurfaceRouter({ webchat: web, ...(slack === undefined ? {} : { slack: slack.surface }) }),
+      events: fanOut(...sinks),
+      ...(broker.replicaName === undefined ? {} : { owner: broker.replicaName }),
+    });
+    const chat = await createWebChat({
+      engine,
+      surface: web,
+      registry,
+      store,
+      answerStructured: kagentAnswerer(engine),
+      host: options.host,
+      port: options.port,
+      logger,
+    });
+    stops.push(() => chat.close());
+    if (slack !== undefined) {
+      await slack.listen({ engine, store, bindings: registry, port: broker.httpPort });
+      stops.push(() => slack.stop());
+    }
+    await engine.start();
+    stops.push(() => engine.stop());
+
+    await manifests.idle();
+    for (const b of manifests.bindings()) {
+      options.out(`Binding ${b.ref}: ${b.ready ? 'ready' : `not ready (${b.reason}: ${b.message})`}`);
+    }
+    options.out(`Agent Kourier local mode: open ${chat.url}`);
+    return { url: chat.url, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

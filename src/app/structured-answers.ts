@@ -1,0 +1,32 @@
+import type { AnswerResult, SessionEngine } from '../core/session/engine.js';
+import {
+  askUserResponse,
+  HitlReplyError,
+  hitlRequestOf,
+  toolApprovalResponse,
+} from '../dialects/kagent-v1/index.js';
+import type { AnswerStructured, StructuredAnswerRequest } from '../surfaces/webchat/index.js';
+
+/**
+ * The web chat's structured answers, built as kagent-v1 replies (the one approval contract the
+ * broker reads) and handed to the engine, which takes one decision per question.
+ */
+export function kagentAnswerer(engine: Pick<SessionEngine, 'answer'>): AnswerStructured {
+  return async (request: StructuredAnswerRequest): Promise<AnswerResult> => {
+    const hitl = hitlRequestOf(request.payload);
+    if (hitl === undefined)
+      throw new HitlReplyError('hitl_wrong_request', 'the question is not a kagent request');
+    const reply =
+      request.reply.type === 'tool_approval'
+        ? toolApprovalResponse(hitl, request.reply.decisions)
+        : askUserResponse(hitl, request.reply.answers);
+    return engine.answer({
+      key: request.key,
+      binding: request.binding,
+      questionKey: request.questionKey,
+      actor: request.actor,
+      text: reply.text,
+      metadata: reply.metadata,
+    });
+  };
+}

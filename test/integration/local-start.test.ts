@@ -1,0 +1,76 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, describe, expect, it } from 'vitest';
+
+interface Message {
+  author: string;
+  kind: string;
+  text: string;
+  final?: boolean;
+  noticeKind?: string;
+}
+
+// The README's promise: on a fresh clone, `npm start` answers in the web chat within seconds.
+// This starts the real command (build included) and talks to its JSON API.
+describe('npm start', () => {
+  let child: ChildProcess | undefined;
+  let dir: string | undefined;
+  afterAll(async () => {
+    if (child !== undefined && child.exitCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    }
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('runs local mode with the demo agent and answers in the web chat', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ak-start-'));
+    child = spawn('npm', ['start', '--', '--port', '0'], {
+      env: { ...process.env, AGENTKOURIER_STORE: `sqlite:${join(dir, 'state.db')}`, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const stdout = child.stdout;
+    if (stdout === null) throw new Error('no stdout');
+    const lines = createInterface({ input: stdout });
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('npm start printed no URL in 90 s')), 90_000);
+      child?.once('exit', (code) => reject(new Error(`npm start exited with ${code}`)));
+      lines.on('line', (line) => {
+        const match = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(line);
+        if (match?.[1] !== undefined) {
+          clearTimeout(timer);
+          resolve(match[1]);
+        }
+      });
+    });
+    const headers = { 'content-type': 'application/json', origin: url.replace(/\/$/, '') };
+    const bindings = (await (await fetch(`${url}api/bindings`)).json()) as {
+      bindings: Array<{ ref: string }>;
+    };
+    expect(bindings.bindings.map((b) => b.ref)).toEqual(['default/demo']);
+    const created = await fetch(`${url}api/threads`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ binding: 'default/demo', text: 'hello from the test' }),
+    });
+    expect(created.status).toBe(201);
+    const { thread } = (await created.json()) as { thread: { id: string } };
+    const started = Date.now();
+    let messages: Message[] = [];
+    while (Date.now() - started < 20_000) {
+      const read = (await (await fetch(`${url}api/threads/${thread.id}`)).json()) as { messages: Message[] };
+      messages = read.messages;
+      if (messages.some((m) => m.kind === 'answer' && m.final === true)) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const answer = messages.find((m) => m.kind === 'answer');
+    expect(answer?.final).toBe(true);
+    expect(answer?.text).toContain('hello from the test');
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+});
