@@ -34,6 +34,6 @@ describe('failure categories', () => {
   it('[E-10] reads at most 32 parts and 4096 characters', () => {
     const padding = Array.from({ length: 32 }, () => 'nothing to see');
     expect(failureCategory(failed([...padding, 'rate limit']))).toBeUndefined();
-    expect(failureCategory(failed(['x'.repeat(5000) + ' rate limit']))).toBeUndefined();
+    expect(failureCategory(failed([`${'x'.repeat(5000)} rate limit`]))).toBeUndefined();
   });
 });

@@ -4,7 +4,9 @@ import { Metrics } from './metrics.js';
 
 describe('metrics', () => {
   const open: Metrics[] = [];
-  afterEach(() => open.splice(0).forEach((m) => m.close()));
+  afterEach(() => {
+    for (const m of open.splice(0)) m.close();
+  });
 
   it('[E-1] counts credential rejections per Binding, in the Prometheus text format', () => {
     const metrics = new Metrics();

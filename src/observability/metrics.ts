@@ -15,11 +15,11 @@ type Labels = Record<string, string>;
 function key(labels: Labels): string {
   return Object.keys(labels)
     .sort()
-    .map((k) => `${k}="${escape(labels[k] ?? '')}"`)
+    .map((k) => `${k}="${escapeLabel(labels[k] ?? '')}"`)
     .join(',');
 }
 
-function escape(value: string): string {
+function escapeLabel(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 }
 
@@ -157,5 +157,9 @@ export class Metrics implements EventSink {
 
 /** Sends every event to each sink (metrics, logs, traces). */
 export function fanOut(...sinks: EventSink[]): EventSink {
-  return { emit: (event) => sinks.forEach((s) => s.emit(event)) };
+  return {
+    emit: (event) => {
+      for (const sink of sinks) sink.emit(event);
+    },
+  };
 }

@@ -20,7 +20,8 @@ describe('ops routes', () => {
       }
     });
     await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(server?.address() as AddressInfo).port}`;
+    const address = server?.address() as AddressInfo | undefined;
+    return `http://127.0.0.1:${address?.port ?? 0}`;
   }
 
   it('answers health, readiness (with the reason) and metrics, and hands on other paths', async () => {

@@ -365,7 +365,7 @@ export class SessionEngine {
   #bounded(input: string): string {
     // NUL cannot be stored by PostgreSQL and means nothing in chat; lone surrogates are not
     // text. Both are replaced rather than failing the turn for ever.
-    const text = input.replace(/\u0000/g, '\uFFFD').toWellFormed();
+    const text = input.replaceAll('\0', '\uFFFD').toWellFormed();
     // Nothing a user sent is dropped silently: an overlong message is cut with a visible mark.
     if (text.length <= this.#maxTextLength) return text;
     return `${text.slice(0, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
