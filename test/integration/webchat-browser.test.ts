@@ -69,7 +69,7 @@ describe.skipIf(skipReason !== undefined)('web chat in Chromium', () => {
     page.on('pageerror', (error) => problems.push(error.message));
 
     const chunks = ['The ', 'pods ', 'in ', 'payments ', 'are ', 'all ', 'healthy.'];
-    h.agent.enqueue(answer({ chunks, chunkDelayMs: 200 }));
+    h.agent.enqueueFor('SendStreamingMessage', answer({ chunks, chunkDelayMs: 200 }));
     await page.goto(`${h.chat.url}#token=${TOKEN}`);
     // The token leaves the address bar at once (it stays in this tab's sessionStorage).
     expect(new URL(page.url()).hash).toBe('');
@@ -86,7 +86,8 @@ describe.skipIf(skipReason !== undefined)('web chat in Chromium', () => {
     expect(await answerItem.locator('.text').textContent()).toBe(chunks.join(''));
     await expect.poll(() => page.locator('#bindings a[data-thread]').count()).toBe(1);
 
-    h.agent.enqueue(
+    h.agent.enqueueFor(
+      'SendStreamingMessage',
       script([
         { event: 'task' },
         {
@@ -108,7 +109,8 @@ describe.skipIf(skipReason !== undefined)('web chat in Chromium', () => {
       '{\n  "path": "/tmp/old"\n}',
     );
 
-    h.agent.enqueue(
+    h.agent.enqueueFor(
+      'SendStreamingMessage',
       script([
         { event: 'working' },
         { event: 'chunk', text: 'Deleted /tmp/old. The deployment was not restarted.' },
