@@ -80,6 +80,17 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
     });
 
+    if (slack !== undefined) {
+      metrics.addSource(() => slack.approvals.metrics.render());
+      // Q-5: every approval decision is audited as an Event on its Binding too.
+      slack.approvals.onDecision((audit) => {
+        void controller.recordBindingEvent(audit.binding, {
+          type: 'Normal',
+          reason: audit.decision === 'approved' ? 'ToolCallApproved' : 'ToolCallDenied',
+          note: `${audit.approver.name ?? audit.approver.id} ${audit.decision} ${audit.tool.name} (arguments sha256 ${audit.argumentsSha256.slice(0, 16)}…)`,
+        });
+      });
+    }
     const routes = opsRoutes({
       metrics,
       ready: () => (controller.ready ? true : 'AgentBackends and Bindings not listed yet'),

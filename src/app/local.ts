@@ -94,6 +94,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     });
     stops.push(() => chat.close());
     if (slack !== undefined) {
+      metrics.addSource(() => slack.approvals.metrics.render());
       await slack.listen({ engine, store, bindings: registry, port: broker.httpPort });
       stops.push(() => slack.stop());
     }

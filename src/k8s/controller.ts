@@ -15,6 +15,7 @@ import { LiveClients } from './live-clients.js';
 import { KeyedQueue } from './queue.js';
 import { Reconciler } from './reconciler.js';
 import { SecretWatch } from './secret-watch.js';
+import type { Transition } from './status.js';
 import { Informer } from './watch.js';
 
 /**
@@ -93,6 +94,7 @@ export class Controller {
   readonly #bindings: Informer<KubernetesObject>;
   readonly #leader: LeaderElector;
   readonly #reconciler: Reconciler;
+  readonly #events: EventRecorder;
   #resync: NodeJS.Timeout | undefined;
   #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
 
@@ -147,6 +149,7 @@ export class Controller {
       },
       onStoppedLeading: () => undefined,
     });
+    this.#events = new EventRecorder(this.#api, options.identity, this.#log);
     this.#reconciler = new Reconciler({
       api: this.#api,
       backends: this.#backends,
@@ -155,7 +158,7 @@ export class Controller {
       clients: new LiveClients(options.registry),
       cards: new CardChecker(this.#timings.card),
       registry: options.registry,
-      events: new EventRecorder(this.#api, options.identity, this.#log),
+      events: this.#events,
       isLeader: () => this.#leader.isLeader,
       enqueue: (key) => this.#queue.add(key),
       enqueueAfter: (key, ms) => this.#queue.addAfter(key, ms),
@@ -163,6 +166,16 @@ export class Controller {
       logger: this.#log,
       now: () => new Date(),
     });
+  }
+
+  /**
+   * An Event on a Binding for something that happened in chat, such as an approval decision
+   * (Q-5: audited). Any replica records these: the one that took the decision knows it.
+   */
+  async recordBindingEvent(ref: string, event: Transition): Promise<void> {
+    const [namespace, name] = ref.split('/');
+    if (namespace === undefined || name === undefined) return;
+    await this.#events.record({ kind: 'Binding', namespace, name }, event);
   }
 
   /** Whether this replica holds the Lease (and so writes status). */

@@ -30,6 +30,18 @@ describe('metrics', () => {
     expect(text).toContain('agentkourier_turn_duration_seconds_bucket{binding="team-a/support",le="1"} 0');
   });
 
+  it('renders metrics kept elsewhere after its own', () => {
+    const metrics = new Metrics();
+    open.push(metrics);
+    metrics.addSource(
+      () =>
+        '# TYPE agentkourier_approval_decisions_total counter\nagentkourier_approval_decisions_total{decision="approved"} 3\n',
+    );
+    expect(metrics.render()).toMatch(
+      /agentkourier_a2a_calls_total[\s\S]*agentkourier_approval_decisions_total\{decision="approved"\} 3\n$/,
+    );
+  });
+
   it('counts A2A calls from the client diagnostics channel', async () => {
     const metrics = new Metrics();
     open.push(metrics);

@@ -105,8 +105,15 @@ export class Metrics implements EventSink {
     subscribe('agentkourier:a2a:call', this.#onCall);
   }
 
+  readonly #sources: Array<() => string> = [];
+
   close(): void {
     unsubscribe('agentkourier:a2a:call', this.#onCall);
+  }
+
+  /** Adds metrics kept elsewhere (the Slack approval counters) to what `render()` returns. */
+  addSource(render: () => string): void {
+    this.#sources.push(render);
   }
 
   emit(event: EngineEvent): void {
@@ -151,6 +158,7 @@ export class Metrics implements EventSink {
       this.turnDuration,
     ]
       .map((m) => m.render())
+      .concat(this.#sources.map((render) => render().trimEnd()))
       .join('\n')}\n`;
   }
 }
