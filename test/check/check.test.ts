@@ -162,7 +162,7 @@ const MISBEHAVIOURS: Misbehaviour[] = [
   {
     name: '[R-8] no dedupe of a repeated messageId',
     detail: /ran again as task/,
-    rule: 'reply.dedupe',
+    rule: 'turn.messageid-dedupe',
     options: { dedupe: false },
   },
   {
@@ -272,7 +272,7 @@ describe('check output', () => {
       expect(r.detail).not.toBe('');
       expect(r.consequence === null).toBe(r.status === 'PASS' || r.status === 'SKIP');
     }
-    expect(rule(report, 'reply.dedupe').consequence).toMatch(/runs it twice/);
+    expect(rule(report, 'turn.messageid-dedupe').consequence).toMatch(/runs it twice/);
   });
 
   it('prints one line per rule, with the consequence on a FAIL', async () => {
@@ -284,7 +284,7 @@ describe('check output', () => {
         out.filter((l) => new RegExp(`^(PASS|FAIL|WARN|SKIP)  ${id.replace('.', '\\.')} `).test(l)),
       ).toHaveLength(1);
     }
-    const dedupe = out.find((l) => l.includes(' reply.dedupe '));
+    const dedupe = out.find((l) => l.includes(' turn.messageid-dedupe '));
     expect(dedupe).toMatch(/^FAIL .*ran again as task .* → .*runs it twice/);
     expect(out.at(-1)).toMatch(/^\d+ pass, 1 fail, 0 warn, 1 skip$/);
   });

@@ -22,7 +22,7 @@ describe('agentkourier check against the built-in demo agent', () => {
     expect(report.rules.filter((r) => r.status === 'FAIL')).toEqual([]);
     expect(code).toBe(0);
     expect(err).toEqual([]);
-    expect(report.rules.find((r) => r.id === 'reply.dedupe')?.status).toBe('PASS');
+    expect(report.rules.find((r) => r.id === 'turn.messageid-dedupe')?.status).toBe('PASS');
     expect(report.rules.find((r) => r.id === 'method.list-tasks')?.status).toBe('PASS');
   });
 });

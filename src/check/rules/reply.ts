@@ -204,7 +204,7 @@ const eventsRule: Rule = {
 };
 
 const dedupeRule: Rule = {
-  id: 'reply.dedupe',
+  id: 'turn.messageid-dedupe',
   rows: ['R-8', 'S-2'],
   consequence: 'A turn sent again after an unknown outcome keeps its messageId, and the agent runs it twice.',
   judge(obs) {

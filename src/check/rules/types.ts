@@ -15,7 +15,7 @@ export const RULE_IDS = [
   'reply.artifact-text',
   'reply.final-task',
   'reply.events-5min',
-  'reply.dedupe',
+  'turn.messageid-dedupe',
   'method.get-task',
   'method.subscribe',
   'method.cancel',
