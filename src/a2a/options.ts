@@ -64,8 +64,11 @@ export const DEFAULT_TIMEOUTS: Timeouts = { headersMs: 30_000, streamIdleMs: 5 *
 
 export const DEFAULT_LIST_TASKS: ListTasksSettings = { pageSize: 50, maxPages: 100, historyLength: 100 };
 
-/** Headers the client sets itself; a static header may not replace them. */
-const RESERVED_HEADERS = new Set([
+/**
+ * Headers the client sets itself; a static header may not replace them. The AgentBackend CRD
+ * refuses the same names at admission (src/k8s/crds/agent-backend.ts reads this list).
+ */
+export const RESERVED_HEADER_NAMES = [
   'authorization',
   'x-user-id',
   'a2a-version',
@@ -79,7 +82,9 @@ const RESERVED_HEADERS = new Set([
   'transfer-encoding',
   'traceparent',
   'tracestate',
-]);
+] as const;
+
+const RESERVED_HEADERS: ReadonlySet<string> = new Set(RESERVED_HEADER_NAMES);
 
 const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'is not a valid HTTP header name');
 const headerValue = z.string().regex(/^[^\r\n\0]*$/, 'contains a line break or NUL');

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RESERVED_HEADER_NAMES } from '../../a2a/options.js';
 import { withRules } from './cel.js';
 import { API_VERSION, cardSummary, conditions, objectMeta, secretKeyRef } from './common.js';
 
@@ -14,21 +15,7 @@ export const DIALECTS = ['a2a', 'kagent-v1'] as const;
  * Headers the A2A client sets itself (src/a2a/options.ts): a static header may not replace
  * them, so a backend cannot override the Binding's identity. Refused at admission already.
  */
-export const RESERVED_HEADER_NAMES = [
-  'authorization',
-  'x-user-id',
-  'a2a-version',
-  'a2a-extensions',
-  'x-a2a-extensions',
-  'content-type',
-  'content-length',
-  'accept',
-  'host',
-  'connection',
-  'transfer-encoding',
-  'traceparent',
-  'tracestate',
-] as const;
+export { RESERVED_HEADER_NAMES };
 
 const reservedCelList = RESERVED_HEADER_NAMES.map((n) => `'${n}'`).join(', ');
 
