@@ -20,9 +20,11 @@ describe('npm start', () => {
   let child: ChildProcess | undefined;
   let dir: string | undefined;
   afterAll(async () => {
-    if (child !== undefined && child.exitCode === null) {
+    if (child !== undefined && child.exitCode === null && child.pid !== undefined) {
+      // npm runs the broker in a shell of its own: stop the whole process group, or the broker
+      // outlives the test and keeps the worker alive.
       const exited = once(child, 'exit');
-      child.kill('SIGTERM');
+      process.kill(-child.pid, 'SIGTERM');
       await exited;
     }
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
@@ -33,6 +35,7 @@ describe('npm start', () => {
     child = spawn('npm', ['start', '--', '--port', '0'], {
       env: { ...process.env, AGENTKOURIER_STORE: `sqlite:${join(dir, 'state.db')}`, LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'inherit'],
+      detached: true,
     });
     const stdout = child.stdout;
     if (stdout === null) throw new Error('no stdout');
