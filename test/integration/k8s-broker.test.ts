@@ -29,87 +29,90 @@ async function freePort(): Promise<number> {
 // `agentkourier controller` as one process: the control plane on a real kube-apiserver, Slack
 // (the real Bolt against the fake Web API) and the engine, with /readyz and /metrics. A Binding
 // applied with kubectl's API answers a mention in its channel.
-describe.skipIf(!HAS_GO)('agentkourier controller: control plane, Slack and engine together', () => {
-  let cluster: Awaited<ReturnType<typeof startCluster>>;
-  let k8s: Cluster;
-  let agent: ContractAgent;
-  let slack: FakeSlack;
-  let broker: RunningController;
-  let dir: string;
+describe.skipIf(!HAS_GO)(
+  'agentkourier controller: control plane, Slack and engine together (skipped only without Go, which builds kube-apiserver)',
+  () => {
+    let cluster: Awaited<ReturnType<typeof startCluster>>;
+    let k8s: Cluster;
+    let agent: ContractAgent;
+    let slack: FakeSlack;
+    let broker: RunningController;
+    let dir: string;
 
-  beforeAll(async () => {
-    cluster = await startCluster();
-    k8s = new Cluster(cluster.kubeConfig);
-    await k8s.applyCrds();
-    await k8s.namespace('team-a');
-    await k8s.namespace('agentkourier-system');
-    agent = await startContractAgent({ version: '1.0' });
-    slack = await startFakeSlack();
-    slack.addUser({ id: 'U0ADA', name: 'ada', realName: 'Ada', email: 'ada@example.com' });
-    dir = await mkdtemp(join(tmpdir(), 'ak-broker-'));
-    broker = await startController({
-      env: {
-        AGENTKOURIER_NAMESPACE: 'agentkourier-system',
-        POD_NAME: 'agentkourier-0',
-        AGENTKOURIER_STORE: `sqlite:${join(dir, 'state.db')}`,
-        AGENTKOURIER_HTTP_PORT: String(await freePort()),
-        SLACK_BOT_TOKEN: 'xoxb-test',
-        SLACK_SIGNING_SECRET: SIGNING_SECRET,
-        SLACK_API_URL: slack.url,
-      },
-      out: () => undefined,
-      logger: capturingLogger().logger,
-      kubeConfig: cluster.kubeConfig,
+    beforeAll(async () => {
+      cluster = await startCluster();
+      k8s = new Cluster(cluster.kubeConfig);
+      await k8s.applyCrds();
+      await k8s.namespace('team-a');
+      await k8s.namespace('agentkourier-system');
+      agent = await startContractAgent({ version: '1.0' });
+      slack = await startFakeSlack();
+      slack.addUser({ id: 'U0ADA', name: 'ada', realName: 'Ada', email: 'ada@example.com' });
+      dir = await mkdtemp(join(tmpdir(), 'ak-broker-'));
+      broker = await startController({
+        env: {
+          AGENTKOURIER_NAMESPACE: 'agentkourier-system',
+          POD_NAME: 'agentkourier-0',
+          AGENTKOURIER_STORE: `sqlite:${join(dir, 'state.db')}`,
+          AGENTKOURIER_HTTP_PORT: String(await freePort()),
+          SLACK_BOT_TOKEN: 'xoxb-test',
+          SLACK_SIGNING_SECRET: SIGNING_SECRET,
+          SLACK_API_URL: slack.url,
+        },
+        out: () => undefined,
+        logger: capturingLogger().logger,
+        kubeConfig: cluster.kubeConfig,
+      });
+    }, 180_000);
+
+    afterAll(async () => {
+      await broker?.stop();
+      await slack?.close();
+      await agent?.close();
+      await cluster?.stop();
+      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
     });
-  }, 180_000);
 
-  afterAll(async () => {
-    await broker?.stop();
-    await slack?.close();
-    await agent?.close();
-    await cluster?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-  });
+    it('is ready, serves a Binding applied to the cluster in its Slack channel, and counts the turn', async () => {
+      const base = `http://127.0.0.1:${broker.port}`;
+      await eventually(async () => {
+        const res = await fetch(`${base}/readyz`);
+        if (res.status !== 200) throw new Error(`readyz ${res.status}`);
+      }, 30_000);
+      await k8s.create('agentbackends', 'team-a', 'agents', { dialect: 'a2a', url: agent.endpoint });
+      await k8s.create('bindings', 'team-a', 'support', {
+        backendRef: { name: 'agents' },
+        slack: { channels: [CHANNEL] },
+        identity: { userId: 'broker-test' },
+      });
+      await eventually(async () => {
+        const ready = await k8s.condition('bindings', 'team-a', 'support', 'Ready');
+        if (ready?.status !== 'True') throw new Error(`not ready: ${ready?.reason ?? 'no status yet'}`);
+      }, 30_000);
 
-  it('is ready, serves a Binding applied to the cluster in its Slack channel, and counts the turn', async () => {
-    const base = `http://127.0.0.1:${broker.port}`;
-    await eventually(async () => {
-      const res = await fetch(`${base}/readyz`);
-      if (res.status !== 200) throw new Error(`readyz ${res.status}`);
-    }, 30_000);
-    await k8s.create('agentbackends', 'team-a', 'agents', { dialect: 'a2a', url: agent.endpoint });
-    await k8s.create('bindings', 'team-a', 'support', {
-      backendRef: { name: 'agents' },
-      slack: { channels: [CHANNEL] },
-      identity: { userId: 'broker-test' },
+      const root = slack.postUserMessage({
+        channel: CHANNEL,
+        user: 'U0ADA',
+        text: '<@U0BOT> hello from the cluster',
+      });
+      const sent = await sendSlackEvent(
+        `${base}/slack/events`,
+        SIGNING_SECRET,
+        mentionEvent({ channel: CHANNEL, user: 'U0ADA', text: 'hello from the cluster', ts: root.ts }),
+      );
+      expect(sent.status).toBe(200);
+      await eventually(async () => {
+        const replies = slack.messages(CHANNEL, root.ts).filter((m) => m.user !== 'U0ADA');
+        if (!replies.some((m) => m.text.includes('hello from the cluster') && !m.streaming))
+          throw new Error('no answer yet');
+      }, 20_000);
+      const headers = agent.rpc('SendStreamingMessage')[0]?.headers;
+      expect(headers?.['x-user-id']).toBe('broker-test');
+
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      expect(metrics).toContain(
+        'agentkourier_turns_settled_total{binding="team-a/support",outcome="completed"} 1',
+      );
     });
-    await eventually(async () => {
-      const ready = await k8s.condition('bindings', 'team-a', 'support', 'Ready');
-      if (ready?.status !== 'True') throw new Error(`not ready: ${ready?.reason ?? 'no status yet'}`);
-    }, 30_000);
-
-    const root = slack.postUserMessage({
-      channel: CHANNEL,
-      user: 'U0ADA',
-      text: '<@U0BOT> hello from the cluster',
-    });
-    const sent = await sendSlackEvent(
-      `${base}/slack/events`,
-      SIGNING_SECRET,
-      mentionEvent({ channel: CHANNEL, user: 'U0ADA', text: 'hello from the cluster', ts: root.ts }),
-    );
-    expect(sent.status).toBe(200);
-    await eventually(async () => {
-      const replies = slack.messages(CHANNEL, root.ts).filter((m) => m.user !== 'U0ADA');
-      if (!replies.some((m) => m.text.includes('hello from the cluster') && !m.streaming))
-        throw new Error('no answer yet');
-    }, 20_000);
-    const headers = agent.rpc('SendStreamingMessage')[0]?.headers;
-    expect(headers?.['x-user-id']).toBe('broker-test');
-
-    const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(metrics).toContain(
-      'agentkourier_turns_settled_total{binding="team-a/support",outcome="completed"} 1',
-    );
-  });
-});
+  },
+);

@@ -41,117 +41,124 @@ async function kill(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-describe.skipIf(!HAS_GO)('leader election between controller replicas', () => {
-  let cluster: Awaited<ReturnType<typeof startCluster>>;
-  let k8s: Cluster;
-  let agent: ContractAgent;
-  const children: ChildProcess[] = [];
-  const controllers: Controller[] = [];
+describe.skipIf(!HAS_GO)(
+  'leader election between controller replicas (skipped only without Go, which builds kube-apiserver)',
+  () => {
+    let cluster: Awaited<ReturnType<typeof startCluster>>;
+    let k8s: Cluster;
+    let agent: ContractAgent;
+    const children: ChildProcess[] = [];
+    const controllers: Controller[] = [];
 
-  function replica(identity: string, registry = new LiveRegistry()): Controller {
-    const c = new Controller({
-      kubeConfig: cluster.kubeConfig,
-      registry,
-      logger,
-      identity,
-      leaseNamespace: LEASE_NS,
-      timings: { ...leaderTimings, card: { retryBaseMs: 300, retryMaxMs: 1000, recheckMs: 60_000 } },
-    });
-    controllers.push(c);
-    return c;
-  }
-
-  beforeAll(async () => {
-    cluster = await startCluster();
-    k8s = new Cluster(cluster.kubeConfig);
-    await k8s.applyCrds();
-    for (const ns of ['team-a', LEASE_NS]) await k8s.namespace(ns);
-    agent = await startContractAgent({ version: '1.0' });
-    await k8s.create('agentbackends', 'team-a', 'agents', { dialect: 'a2a', url: agent.endpoint });
-  }, 900_000);
-
-  afterAll(async () => {
-    for (const c of children) await kill(c);
-    for (const c of controllers) await c.stop();
-    await agent?.close();
-    await cluster?.stop();
-  });
-
-  it('elects one leader; the other keeps live clients but writes nothing; a stopped leader hands over at once', async () => {
-    const registryA = new LiveRegistry();
-    const registryB = new LiveRegistry();
-    const a = replica('replica-a', registryA);
-    await a.start();
-    await eventually(() => expect(a.isLeader).toBe(true), 10_000);
-    const b = replica('replica-b', registryB);
-    await b.start();
-
-    await k8s.create('bindings', 'team-a', 'one', {
-      backendRef: { name: 'agents' },
-      identity: { userId: 'U1' },
-      slack: { channels: ['C0ONE'] },
-    });
-    await eventually(async () => {
-      expect(await k8s.condition('bindings', 'team-a', 'one')).toMatchObject({ status: 'True' });
-    });
-    // Every replica serves threads, so every replica holds the live client.
-    await eventually(() => {
-      expect(registryA.forChannel('C0ONE')?.ref).toBe('team-a/one');
-      expect(registryB.forChannel('C0ONE')?.ref).toBe('team-a/one');
-    });
-    // Over several renew periods, still exactly one leader, and only it wrote events.
-    await new Promise((r) => setTimeout(r, 2000));
-    expect([a.isLeader, b.isLeader]).toEqual([true, false]);
-    expect(await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller')).toMatchObject({ holder: 'replica-a' });
-    const events = await k8s.eventsFor('team-a', 'one');
-    expect(events.length).toBeGreaterThan(0);
-    expect(new Set(events.map((e) => e.reportingInstance))).toEqual(new Set(['replica-a']));
-
-    const stoppedAt = Date.now();
-    await a.stop();
-    await eventually(() => expect(b.isLeader).toBe(true), 10_000, 50);
-    // Released, not expired: far sooner than the 3 s lease duration.
-    expect(Date.now() - stoppedAt).toBeLessThan(leaderTimings.leaseDurationMs);
-    expect(await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller')).toMatchObject({ holder: 'replica-b' });
-    await b.stop();
-  });
-
-  it('takes over from a killed leader once its lease expires', async () => {
-    const child = startChild(cluster.kubeconfigPath, 'replica-killed');
-    children.push(child);
-    await eventually(async () => {
-      expect(await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller')).toMatchObject({
-        holder: 'replica-killed',
+    function replica(identity: string, registry = new LiveRegistry()): Controller {
+      const c = new Controller({
+        kubeConfig: cluster.kubeConfig,
+        registry,
+        logger,
+        identity,
+        leaseNamespace: LEASE_NS,
+        timings: { ...leaderTimings, card: { retryBaseMs: 300, retryMaxMs: 1000, recheckMs: 60_000 } },
       });
-    }, 30_000);
-    const before = await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller');
-    const survivor = replica('replica-survivor');
-    await survivor.start();
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(survivor.isLeader).toBe(false);
+      controllers.push(c);
+      return c;
+    }
 
-    await kill(child);
-    const killedAt = Date.now();
-    await eventually(() => expect(survivor.isLeader).toBe(true), 15_000, 50);
-    const waited = Date.now() - killedAt;
-    // Not before the lease could have expired (the last renewal was at most one retry period ago).
-    expect(waited).toBeGreaterThan(leaderTimings.leaseDurationMs - leaderTimings.retryPeriodMs - 500);
-    const after = await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller');
-    expect(after).toMatchObject({ holder: 'replica-survivor' });
-    expect(after?.transitions).toBe((before?.transitions ?? 0) + 1);
+    beforeAll(async () => {
+      cluster = await startCluster();
+      k8s = new Cluster(cluster.kubeConfig);
+      await k8s.applyCrds();
+      for (const ns of ['team-a', LEASE_NS]) await k8s.namespace(ns);
+      agent = await startContractAgent({ version: '1.0' });
+      await k8s.create('agentbackends', 'team-a', 'agents', { dialect: 'a2a', url: agent.endpoint });
+    }, 900_000);
 
-    // The new leader writes status.
-    await k8s.create('bindings', 'team-a', 'two', {
-      backendRef: { name: 'agents' },
-      identity: { userId: 'U2' },
+    afterAll(async () => {
+      for (const c of children) await kill(c);
+      for (const c of controllers) await c.stop();
+      await agent?.close();
+      await cluster?.stop();
     });
-    await eventually(async () => {
-      expect(await k8s.condition('bindings', 'team-a', 'two')).toMatchObject({ status: 'True' });
+
+    it('elects one leader; the other keeps live clients but writes nothing; a stopped leader hands over at once', async () => {
+      const registryA = new LiveRegistry();
+      const registryB = new LiveRegistry();
+      const a = replica('replica-a', registryA);
+      await a.start();
+      await eventually(() => expect(a.isLeader).toBe(true), 10_000);
+      const b = replica('replica-b', registryB);
+      await b.start();
+
+      await k8s.create('bindings', 'team-a', 'one', {
+        backendRef: { name: 'agents' },
+        identity: { userId: 'U1' },
+        slack: { channels: ['C0ONE'] },
+      });
+      await eventually(async () => {
+        expect(await k8s.condition('bindings', 'team-a', 'one')).toMatchObject({ status: 'True' });
+      });
+      // Every replica serves threads, so every replica holds the live client.
+      await eventually(() => {
+        expect(registryA.forChannel('C0ONE')?.ref).toBe('team-a/one');
+        expect(registryB.forChannel('C0ONE')?.ref).toBe('team-a/one');
+      });
+      // Over several renew periods, still exactly one leader, and only it wrote events.
+      await new Promise((r) => setTimeout(r, 2000));
+      expect([a.isLeader, b.isLeader]).toEqual([true, false]);
+      expect(await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller')).toMatchObject({
+        holder: 'replica-a',
+      });
+      const events = await k8s.eventsFor('team-a', 'one');
+      expect(events.length).toBeGreaterThan(0);
+      expect(new Set(events.map((e) => e.reportingInstance))).toEqual(new Set(['replica-a']));
+
+      const stoppedAt = Date.now();
+      await a.stop();
+      await eventually(() => expect(b.isLeader).toBe(true), 10_000, 50);
+      // Released, not expired: far sooner than the 3 s lease duration.
+      expect(Date.now() - stoppedAt).toBeLessThan(leaderTimings.leaseDurationMs);
+      expect(await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller')).toMatchObject({
+        holder: 'replica-b',
+      });
+      await b.stop();
     });
-    const events = await k8s.eventsFor('team-a', 'two');
-    expect(events.map((e) => e.reportingInstance)).toContain('replica-survivor');
-  });
-});
+
+    it('takes over from a killed leader once its lease expires', async () => {
+      const child = startChild(cluster.kubeconfigPath, 'replica-killed');
+      children.push(child);
+      await eventually(async () => {
+        expect(await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller')).toMatchObject({
+          holder: 'replica-killed',
+        });
+      }, 30_000);
+      const before = await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller');
+      const survivor = replica('replica-survivor');
+      await survivor.start();
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(survivor.isLeader).toBe(false);
+
+      await kill(child);
+      const killedAt = Date.now();
+      await eventually(() => expect(survivor.isLeader).toBe(true), 15_000, 50);
+      const waited = Date.now() - killedAt;
+      // Not before the lease could have expired (the last renewal was at most one retry period ago).
+      expect(waited).toBeGreaterThan(leaderTimings.leaseDurationMs - leaderTimings.retryPeriodMs - 500);
+      const after = await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller');
+      expect(after).toMatchObject({ holder: 'replica-survivor' });
+      expect(after?.transitions).toBe((before?.transitions ?? 0) + 1);
+
+      // The new leader writes status.
+      await k8s.create('bindings', 'team-a', 'two', {
+        backendRef: { name: 'agents' },
+        identity: { userId: 'U2' },
+      });
+      await eventually(async () => {
+        expect(await k8s.condition('bindings', 'team-a', 'two')).toMatchObject({ status: 'True' });
+      });
+      const events = await k8s.eventsFor('team-a', 'two');
+      expect(events.map((e) => e.reportingInstance)).toContain('replica-survivor');
+    });
+  },
+);
 
 // Said, not silent: without Go the cluster cannot be built, and the run shows why it skipped.
 if (!HAS_GO) {
