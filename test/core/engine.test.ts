@@ -531,7 +531,7 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
       expect(h.events.some((e) => e.type === 'task.cancel' && !e.ok)).toBe(true);
     });
 
-    it(`[M-1] shows nothing but a notice when the Binding is gone (${version})`, async () => {
+    it(`shows nothing but a notice when the Binding is gone (${version})`, async () => {
       const h = await harness();
       h.registry.routes.clear();
       const { sessionId } = await h.say('t1', '1', 'go');

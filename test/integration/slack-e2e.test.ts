@@ -65,7 +65,7 @@ describe('Slack end to end: real Bolt, the session engine and the contract agent
   }
 
   describe('a mention and its answer', () => {
-    it('[S-1][S-5][S-6] a mention is a turn with the label line and actor; its answer streams into one message', async () => {
+    it('[S-1][S-5][S-6][T-1] a mention is a turn with the label line and actor; the thread shows it running; its answer streams into one message', async () => {
       const h = await harness();
       h.agent.enqueueFor(SEND, answer({ chunks: ['Hello', ' there', ', *Ada*.'], chunkDelayMs: 300 }));
       const { ts, status } = await h.mention('restart the api');
@@ -95,7 +95,7 @@ describe('Slack end to end: real Bolt, the session engine and the contract agent
       await indicatorCleared(h);
     });
 
-    it('[S-6] without native streams the answer is one posted message, edited as it grows, ending in exactly the full text', async () => {
+    it('without native streams the answer is one posted message, edited as it grows, ending in exactly the full text', async () => {
       const h = await harness(EDITS);
       const chunks = [
         '# Status\n\n',

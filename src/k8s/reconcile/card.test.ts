@@ -11,12 +11,27 @@ import { refusedCard, sameOutcome } from './card.js';
 
 describe('refusedCard', () => {
   it.each([
-    ['[DT-1]', new NoJsonRpcInterfaceError(), 'NoJSONRPCInterface', 'no JSON-RPC interface'],
-    ['[DT-3]', new StreamingNotAdvertisedError(), 'StreamingNotAdvertised', 'capabilities.streaming'],
-    ['[DT-4]', new UnsupportedExtensionRequiredError(['urn:x']), 'UnsupportedExtensionRequired', 'urn:x'],
-    ['[E-1]', new CredentialsRejectedError(401), 'CredentialsRejected', 'HTTP 401'],
     [
-      '[DT-2]',
+      '[DT-1] NoJsonRpcInterfaceError',
+      new NoJsonRpcInterfaceError(),
+      'NoJSONRPCInterface',
+      'no JSON-RPC interface',
+    ],
+    [
+      '[DT-3] StreamingNotAdvertisedError',
+      new StreamingNotAdvertisedError(),
+      'StreamingNotAdvertised',
+      'capabilities.streaming',
+    ],
+    [
+      '[DT-4] UnsupportedExtensionRequiredError',
+      new UnsupportedExtensionRequiredError(['urn:x']),
+      'UnsupportedExtensionRequired',
+      'urn:x',
+    ],
+    ['[E-1] CredentialsRejectedError', new CredentialsRejectedError(401), 'CredentialsRejected', 'HTTP 401'],
+    [
+      '[DT-2] CardFetchError',
       new CardFetchError('the agent card could not be fetched (HTTP 404)'),
       'CardFetchFailed',
       'HTTP 404',
