@@ -1,5 +1,5 @@
 /**
- * The durable state of the session engine (ARCHITECTURE.md, "Durable state") and the port that
+ * The durable state of the session engine (docs/architecture.md, "Durable state") and the port that
  * keeps it. Two implementations pass one shared suite: SQLite (default, one replica) and
  * PostgreSQL (several replicas, one driver per session through a lease).
  *

@@ -1,7 +1,7 @@
 import type { ChannelConflict, LiveBinding } from '../core/registry.js';
 
 /**
- * Which Slack channels a Binding may serve (ARCHITECTURE.md, "Security model"): the operator may
+ * Which Slack channels a Binding may serve (docs/architecture.md, "Security model"): the operator may
  * map namespaces to the channel ids they may claim, and a channel or the direct messages of a
  * workspace claimed twice belong to neither, visibly. Pure functions over plain data.
  */

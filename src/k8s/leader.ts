@@ -4,9 +4,10 @@ import { type Clock, systemClock } from '../core/ports.js';
 
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it
- * (reference/real-apiserver.md §5): acquire, renew every retry period, give up leadership when
- * no renewal succeeded for renewDeadline, take over a lease whose holder stopped renewing for
- * leaseDuration, and release on shutdown so another replica takes over at once.
+ * (docs/reference/real-apiserver.md, "Leader election against it"): acquire, renew every retry
+ * period, give up leadership when no renewal succeeded for renewDeadline, take over a lease
+ * whose holder stopped renewing for leaseDuration, and release on shutdown so another replica
+ * takes over at once.
  *
  * Expiry is measured on the local clock from when this replica last saw the record change,
  * never from the server's renewTime, so clock skew between nodes does not matter.

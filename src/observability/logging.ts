@@ -1,7 +1,7 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
 
 /**
- * Paths pino blanks in every log line. Secrets must never reach logs (ARCHITECTURE.md,
+ * Paths pino blanks in every log line. Secrets must never reach logs (docs/architecture.md,
  * "Security model"); redaction is the net under code that already keeps them out.
  */
 export const REDACTED_PATHS = [

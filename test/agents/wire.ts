@@ -2,8 +2,9 @@
  * Wire encoding for the contract agent: a small version-neutral task model, and the exact JSON
  * that A2A 1.0 (ProtoJSON) and 0.3 (kind-tagged JSON) put on the wire for it.
  *
- * Written from /work/shared/reference/a2a-protocol.md, not from src/, so the agent stays an
- * independent peer: a bug in the client's codec cannot hide behind the same bug here.
+ * Written from the A2A specification (the 1.0 proto and the 0.3 JSON schema, as condensed in
+ * docs/reference/a2a-wire.md), not from src/, so the agent stays an independent peer: a bug in
+ * the client's codec cannot hide behind the same bug here.
  */
 
 export type WireVersion = '1.0' | '0.3';

@@ -13,7 +13,7 @@
  * - Block Kit reference docs.slack.dev/reference/block-kit/blocks/* and the `@slack/types` typings;
  * - rate limits: docs.slack.dev/apis/web-api/rate-limits (tiers 1–4: 1+/20+/50+/100+ per minute, per
  *   method, per workspace, per app; chat.postMessage "special": about 1 per second per channel);
- * - ../../../shared/reference/slack.md for the behaviours seen in issues (stream expiry, ~13.2k blocks).
+ * - docs/reference/slack.md for the behaviours seen in public issue reports (stream expiry, ~13.2k blocks).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';

@@ -39,7 +39,7 @@ export interface Verdict {
 
 export interface Rule {
   id: RuleId;
-  /** The contract rows (contract-rows.md) the rule checks. */
+  /** The contract rows (docs/agent-contract.md) the rule checks. */
   rows: readonly string[];
   /** What the broker does when the rule fails, in the contract's words. */
   consequence: string;

@@ -4,7 +4,7 @@ import { withRules } from './cel.js';
 import { API_VERSION, cardSummary, conditions, objectMeta, secretKeyRef } from './common.js';
 
 /**
- * AgentBackend: where and how to reach agents (ARCHITECTURE.md, "Custom resources"). This file
+ * AgentBackend: where and how to reach agents (docs/architecture.md, "Custom resources"). This file
  * is the one definition: the controller parses with these schemas and ./generate.ts writes the
  * CRD's openAPIV3Schema from them.
  */

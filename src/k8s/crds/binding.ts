@@ -13,7 +13,7 @@ import {
 import { DURATION_PATTERN, parseDuration } from './duration.js';
 
 /**
- * Binding: who talks to which agent, and how (ARCHITECTURE.md, "Custom resources"). The one
+ * Binding: who talks to which agent, and how (docs/architecture.md, "Custom resources"). The one
  * definition of its shape: parsed with these schemas, and the CRD schema is generated from them.
  */
 

@@ -4,7 +4,7 @@ import { Reasons } from '../status.js';
 /**
  * Reading a Secret key for reconcile, without I/O: the controller hands in what its Secret
  * watches hold. Lookups are by name in the resource's own namespace; there is no way to name
- * another (ARCHITECTURE.md, "Security model"). Messages name the Secret and key, never a value.
+ * another (docs/architecture.md, "Security model"). Messages name the Secret and key, never a value.
  */
 
 export type SecretView =

@@ -3,7 +3,8 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 /**
  * The ids on a prompt's buttons. A button carries only an opaque token: no session, task, tool
  * or question data (Slack shows a button's value to anyone who inspects the message, and an
- * approval keyed by data the clicker can read invites forgery, reference slack.md §3.6).
+ * approval keyed by data the clicker can read invites forgery; docs/reference/slack.md,
+ * "Buttons and approvals").
  *
  * The token is an HMAC, under a server secret, of the session, the question's key and what the
  * button does ("approve tool 0", "deny all", "choice 2 of question 1"). Nothing is stored per
