@@ -563,7 +563,7 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
     const { turnId, sessionId } = await h.say('t1', '1', 'go');
     await settled(h, turnId);
     expect(h.agent.rpc(cancelMethod)).toHaveLength(1);
-    expect(h.events.some((e) => e.type === 'task.cancel' && e.reason === 'no sign of life' && e.ok)).toBe(
+    expect(h.events.some((e) => e.type === 'task.cancel' && e.reason === 'no-sign-of-life' && e.ok)).toBe(
       true,
     );
     expect(h.surface.notices(sessionId)).toEqual(['task-canceled']);
