@@ -21,7 +21,12 @@ export type EngineEvent =
   | (Base & {
       type: 'turn.settled';
       turnId: string;
+      /** A task state ('completed', 'failed', …) or 'error:<code>'. */
       outcome: string;
+      /** E-10: the failure's category, when a failed task's status named one. */
+      category?: string;
+      /** The task it ran as, when the agent named one. */
+      taskId: string | null;
       durationMs: number;
       answerLength: number;
     })

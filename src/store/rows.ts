@@ -1,4 +1,5 @@
 import { KourierError, StoreError } from '../core/errors.js';
+import type { TraceContext } from '../core/ports.js';
 import type {
   Commit,
   PendingQuestion,
@@ -8,7 +9,6 @@ import type {
   TurnRecord,
   TurnState,
 } from '../core/store.js';
-import type { TraceContext } from '../core/ports.js';
 
 /**
  * Row <-> record mapping shared by both stores: the column names are the same in both dialects

@@ -31,7 +31,7 @@ import {
 import { type CarriedReply, composePersonText } from '../compose.js';
 import { LeaseLostError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
-import { failureCategory } from '../failure.js';
+import { type FailureCategory, failureCategory } from '../failure.js';
 import type {
   AgentCallOptions,
   AgentRoute,
@@ -311,7 +311,12 @@ export class SessionDriver {
         return;
       }
       if (failure !== undefined)
-        this.#emit(session, { type: 'stream.lost', turnId: turn.id, taskId: run.taskId, code: codeOf(failure) });
+        this.#emit(session, {
+          type: 'stream.lost',
+          turnId: turn.id,
+          taskId: run.taskId,
+          code: codeOf(failure),
+        });
       await this.#afterStream(current, route, accepted, run, failure !== undefined);
       return;
     }
@@ -691,7 +696,13 @@ export class SessionDriver {
           }
           // M-3: without SubscribeToTask, live text stops and the task is polled.
           if (error instanceof RpcError && error.isUnsupported) canSubscribe = false;
-          else this.#emit(session, { type: 'stream.lost', turnId: turn?.id ?? null, taskId, code: codeOf(error) });
+          else
+            this.#emit(session, {
+              type: 'stream.lost',
+              turnId: turn?.id ?? null,
+              taskId,
+              code: codeOf(error),
+            });
           if (error instanceof CredentialsRejectedError) {
             this.#emit(session, { type: 'credentials.rejected', status: error.status });
           }
@@ -764,10 +775,12 @@ export class SessionDriver {
     }
     const outcome = isTerminal(state) ? state : 'failed';
     let message: Notice | undefined;
+    let category: FailureCategory | undefined;
     if (outcome === 'completed') {
       if (run.answer.length === 0) message = notice('no-output', turn?.id); // R-4, T-2
     } else if (outcome === 'failed') {
-      message = taskFailed(failureCategory(status), turn?.id); // T-3, T-7, E-10
+      category = failureCategory(status);
+      message = taskFailed(category, turn?.id); // T-3, T-7, E-10
     } else if (outcome === 'rejected') {
       message = notice('task-rejected', turn?.id);
     } else {
@@ -778,7 +791,7 @@ export class SessionDriver {
       turn === null ? [] : [{ ...turn, state: 'settled', outcome, taskId }],
     );
     if (message !== undefined) await this.#notice(session, message);
-    if (turn !== null) this.#settledEvent(session, turn, outcome, run);
+    if (turn !== null) this.#settledEvent(session, turn, outcome, run, category);
   }
 
   async #pause(
@@ -917,6 +930,7 @@ export class SessionDriver {
         type: 'turn.settled',
         turnId: turn.id,
         outcome: 'error:task_not_found',
+        taskId: taskId === '' ? null : taskId,
         durationMs: this.#deps.clock.now() - turn.createdAt,
         answerLength: 0,
       });
@@ -931,6 +945,7 @@ export class SessionDriver {
       type: 'turn.settled',
       turnId: turn.id,
       outcome: `error:${code}`,
+      taskId: turn.taskId,
       durationMs: this.#deps.clock.now() - turn.createdAt,
       answerLength: 0,
     });
@@ -978,11 +993,19 @@ export class SessionDriver {
     await this.#deps.store.setAnswerRef(turnId, ref, this.#deps.clock.now()).catch(() => undefined);
   }
 
-  #settledEvent(session: SessionRecord, turn: TurnRecord, outcome: string, run: TurnRun): void {
+  #settledEvent(
+    session: SessionRecord,
+    turn: TurnRecord,
+    outcome: string,
+    run: TurnRun,
+    category?: string,
+  ): void {
     this.#emit(session, {
       type: 'turn.settled',
       turnId: turn.id,
       outcome,
+      ...(category === undefined ? {} : { category }),
+      taskId: run.taskId ?? turn.taskId,
       durationMs: this.#deps.clock.now() - turn.createdAt,
       answerLength: run.answer.length,
     });
