@@ -22,6 +22,12 @@ const TURN_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800];
 const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
+const DEFAULT_GAUGES_NAMED_TOTAL = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
 export interface BuildInfo {
   version: string;
 }
@@ -265,6 +271,10 @@ export class BrokerMetrics implements EventSink, StoreObserver {
     // Node's own: CPU, memory, event loop lag, GC, handles. Their standard names (process_*,
     // nodejs_*) are kept, unprefixed, so the usual Node dashboards and alerts read them.
     collectDefaultMetrics({ register: registry });
+    // Three of them are gauges named *_total, which Prometheus's conventions (and `promtool check
+    // metrics`) keep for counters; each is the sum of a gauge that stays (nodejs_active_handles,
+    // …, by type), so nothing is lost.
+    for (const name of DEFAULT_GAUGES_NAMED_TOTAL) registry.removeSingleMetric(name);
     this.m = defineMetrics(registry);
     const info = new Gauge({
       name: 'agentkourier_build_info',
