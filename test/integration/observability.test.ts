@@ -25,8 +25,8 @@ import {
   promtool,
   type RunningPrometheus,
   type Sample,
+  sampleValue,
   startPrometheus,
-  valueOf,
 } from '../observability/prometheus.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
 import { type FakeSlack, startFakeSlack } from '../slack/fake-slack.js';
@@ -279,7 +279,7 @@ spec:
 
     it('counts the scripted turns exactly, by Binding, outcome and code', () => {
       const settled = (binding: string, outcome: string, code = ''): number =>
-        valueOf(samples, 'agentkourier_turns_settled_total', { binding, outcome, code });
+        sampleValue(samples, 'agentkourier_turns_settled_total', { binding, outcome, code });
       // a2a: hello, busy-then-answered, dropped-then-followed, the answer to the question, Slack.
       expect(settled(A2A, 'completed')).toBe(5);
       expect(settled(A2A, 'failed', 'rate_limit')).toBe(1);
@@ -289,67 +289,78 @@ spec:
       expect(settled(KAGENT, 'completed')).toBe(1);
       expect(samples.filter((s) => s.name === 'agentkourier_turns_settled_total')).toHaveLength(6);
       // The reply to the text question is a message turn too (a text question takes the next reply).
-      expect(valueOf(samples, 'agentkourier_turns_received_total', { binding: A2A, kind: 'message' })).toBe(8);
-      expect(valueOf(samples, 'agentkourier_turns_received_total', { binding: A2A, kind: 'answer' })).toBe(0);
       expect(
-        valueOf(samples, 'agentkourier_turns_received_total', { binding: KAGENT, kind: 'message' }),
+        sampleValue(samples, 'agentkourier_turns_received_total', { binding: A2A, kind: 'message' }),
+      ).toBe(8);
+      expect(
+        sampleValue(samples, 'agentkourier_turns_received_total', { binding: A2A, kind: 'answer' }),
+      ).toBe(0);
+      expect(
+        sampleValue(samples, 'agentkourier_turns_received_total', { binding: KAGENT, kind: 'message' }),
       ).toBe(1);
-      expect(valueOf(samples, 'agentkourier_turns_received_total', { binding: KAGENT, kind: 'answer' })).toBe(
+      expect(
+        sampleValue(samples, 'agentkourier_turns_received_total', { binding: KAGENT, kind: 'answer' }),
+      ).toBe(1);
+      expect(
+        sampleValue(samples, 'agentkourier_turn_duration_seconds_count', {
+          binding: A2A,
+          outcome: 'completed',
+        }),
+      ).toBe(5);
+      // E-1, E-3, the drop.
+      expect(sampleValue(samples, 'agentkourier_credential_rejections_total', { binding: A2A })).toBe(1);
+      expect(sampleValue(samples, 'agentkourier_busy_backoffs_total', { binding: A2A })).toBe(1);
+      expect(sampleValue(samples, 'agentkourier_stream_drops_total', { binding: A2A })).toBe(1);
+      expect(sampleValue(samples, 'agentkourier_resubscribes_total', { binding: A2A })).toBe(1);
+      expect(sampleValue(samples, 'agentkourier_polls_total', { binding: A2A })).toBe(0);
+      // Questions and approvals.
+      expect(sampleValue(samples, 'agentkourier_questions_asked_total', { binding: A2A, kind: 'text' })).toBe(
         1,
       );
       expect(
-        valueOf(samples, 'agentkourier_turn_duration_seconds_count', { binding: A2A, outcome: 'completed' }),
-      ).toBe(5);
-      // E-1, E-3, the drop.
-      expect(valueOf(samples, 'agentkourier_credential_rejections_total', { binding: A2A })).toBe(1);
-      expect(valueOf(samples, 'agentkourier_busy_backoffs_total', { binding: A2A })).toBe(1);
-      expect(valueOf(samples, 'agentkourier_stream_drops_total', { binding: A2A })).toBe(1);
-      expect(valueOf(samples, 'agentkourier_resubscribes_total', { binding: A2A })).toBe(1);
-      expect(valueOf(samples, 'agentkourier_polls_total', { binding: A2A })).toBe(0);
-      // Questions and approvals.
-      expect(valueOf(samples, 'agentkourier_questions_asked_total', { binding: A2A, kind: 'text' })).toBe(1);
-      expect(
-        valueOf(samples, 'agentkourier_questions_asked_total', { binding: KAGENT, kind: 'approval' }),
+        sampleValue(samples, 'agentkourier_questions_asked_total', { binding: KAGENT, kind: 'approval' }),
       ).toBe(1);
-      expect(valueOf(samples, 'agentkourier_questions_answered_total', { binding: A2A })).toBe(1);
+      expect(sampleValue(samples, 'agentkourier_questions_answered_total', { binding: A2A })).toBe(1);
       expect(
-        valueOf(samples, 'agentkourier_approval_decisions_total', {
+        sampleValue(samples, 'agentkourier_approval_decisions_total', {
           binding: KAGENT,
           decision: 'approved',
           surface: 'webchat',
         }),
       ).toBe(2);
       // Slack: the 429 and what it asked to wait.
-      expect(valueOf(samples, 'agentkourier_slack_rate_limited_total', { method: 'chat.startStream' })).toBe(
-        1,
-      );
       expect(
-        valueOf(samples, 'agentkourier_slack_rate_limit_wait_seconds_total', { method: 'chat.startStream' }),
+        sampleValue(samples, 'agentkourier_slack_rate_limited_total', { method: 'chat.startStream' }),
       ).toBe(1);
       expect(
-        valueOf(samples, 'agentkourier_slack_api_calls_total', {
+        sampleValue(samples, 'agentkourier_slack_rate_limit_wait_seconds_total', {
+          method: 'chat.startStream',
+        }),
+      ).toBe(1);
+      expect(
+        sampleValue(samples, 'agentkourier_slack_api_calls_total', {
           method: 'chat.startStream',
           result: 'rate_limited',
         }),
       ).toBe(1);
       expect(
-        valueOf(samples, 'agentkourier_slack_api_calls_total', { method: 'auth.test', result: 'ok' }),
+        sampleValue(samples, 'agentkourier_slack_api_calls_total', { method: 'auth.test', result: 'ok' }),
       ).toBe(1);
       // Agent calls by method and outcome: the 401 send, and every card read accepted.
       expect(
-        valueOf(samples, 'agentkourier_agent_calls_total', {
+        sampleValue(samples, 'agentkourier_agent_calls_total', {
           binding: A2A,
           method: 'SendStreamingMessage',
           outcome: 'credentials_rejected',
         }),
       ).toBe(1);
       expect(
-        valueOf(samples, 'agentkourier_card_fetches_total', { binding: A2A, result: 'ok' }),
+        sampleValue(samples, 'agentkourier_card_fetches_total', { binding: A2A, result: 'ok' }),
       ).toBeGreaterThanOrEqual(1);
-      expect(valueOf(samples, 'agentkourier_leader')).toBe(1);
-      expect(valueOf(samples, 'agentkourier_active_sessions')).toBe(0);
+      expect(sampleValue(samples, 'agentkourier_leader')).toBe(1);
+      expect(sampleValue(samples, 'agentkourier_active_sessions')).toBe(0);
       expect(
-        valueOf(samples, 'agentkourier_store_operations_total', { operation: 'addTurn', result: 'ok' }),
+        sampleValue(samples, 'agentkourier_store_operations_total', { operation: 'addTurn', result: 'ok' }),
       ).toBe(10);
     });
 

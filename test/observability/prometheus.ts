@@ -184,7 +184,7 @@ export function parseExposition(text: string): Sample[] {
 }
 
 /** The value of the one sample of `name` whose labels include `labels` (0 when there is none). */
-export function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+export function sampleValue(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
   const found = samples.filter(
     (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
   );
