@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
-import { trace } from '@opentelemetry/api';
+import { type Span, trace } from '@opentelemetry/api';
 import {
   AgentCallError,
   CardFetchError,
@@ -23,7 +23,15 @@ import {
 } from './jsonrpc.js';
 import { type A2AClientOptions, type ResolvedOptions, resolveOptions, type TraceHeaders } from './options.js';
 import { SseParser } from './sse.js';
-import { type ClientTelemetry, endCallSpan, setStatusCode, spanHeaders, startCallSpan } from './telemetry.js';
+import {
+  type ClientTelemetry,
+  endCallSpan,
+  type ServerAddress,
+  serverAddress,
+  setStatusCode,
+  spanHeaders,
+  startCallSpan,
+} from './telemetry.js';
 import type { WireCodec } from './wire/codec.js';
 import { v0_3 } from './wire/v0_3/codec.js';
 import { v1_0 } from './wire/v1_0/codec.js';
@@ -59,6 +67,11 @@ const OPERATIONS: Record<keyof WireCodec['methods'], string> = {
   list: 'ListTasks',
 };
 
+/** What the agent is sent: the call span's context; untraced, the caller's as it is. */
+function headersOf(span: Span | undefined, caller?: TraceHeaders): TraceHeaders | undefined {
+  return span === undefined ? caller : spanHeaders(span);
+}
+
 function operationOf(codec: WireCodec, method: string): string {
   for (const [key, name] of Object.entries(codec.methods)) {
     if (name === method) return OPERATIONS[key as keyof WireCodec['methods']];
@@ -74,6 +87,7 @@ export class A2AClient {
   #options: ResolvedOptions;
   #card: Promise<AgentCardInfo> | undefined;
   readonly #telemetry: ClientTelemetry;
+  #server: ServerAddress;
 
   /**
    * `telemetry` stays with the client across `reconfigure` (it is the process's, not the
@@ -82,10 +96,18 @@ export class A2AClient {
   constructor(options: A2AClientOptions, telemetry: ClientTelemetry = {}) {
     this.#options = resolveOptions(options);
     this.#telemetry = telemetry;
+    this.#server = serverAddress(this.#options.endpoint);
   }
 
-  get #tracer() {
-    return this.#telemetry.tracer ?? trace.getTracer('agentkourier.a2a');
+  /** The span of one call, or undefined when this client traces nothing (`tracer: false`). */
+  #span(name: string, method: string, version: string, parent: TraceHeaders | undefined): Span | undefined {
+    const tracer = this.#telemetry.tracer;
+    if (tracer === false) return undefined;
+    return startCallSpan(
+      tracer ?? trace.getTracer('agentkourier.a2a'),
+      { name, server: this.#server, method, version },
+      parent,
+    );
   }
 
   get endpoint(): string {
@@ -100,6 +122,7 @@ export class A2AClient {
     const next = resolveOptions(options);
     const prev = this.#options;
     this.#options = next;
+    this.#server = serverAddress(next.endpoint);
     if (
       prev.endpoint !== next.endpoint ||
       JSON.stringify(prev.identity) !== JSON.stringify(next.identity) ||
@@ -222,25 +245,21 @@ export class A2AClient {
     const url = cardUrl(o.endpoint);
     const started = o.now();
     let outcome = 'ok';
-    const span = startCallSpan(
-      this.#tracer,
-      { name: 'GET', endpoint: o.endpoint, method: '', version: '' },
-      undefined,
-    );
+    const span = this.#span('GET', '', '', undefined);
     try {
       // Servers that speak both versions pick the card's layout by A2A-Version; ask for 1.0's.
       const res = await send({
         url,
         method: 'GET',
         headers: {
-          ...this.#baseHeaders(spanHeaders(span)),
+          ...this.#baseHeaders(headersOf(span)),
           ...v1_0.versionHeaders(),
           accept: 'application/json',
         },
         headersTimeoutMs: o.timeouts.headersMs,
         dispatcher: o.dispatcher,
       });
-      setStatusCode(span, res.status);
+      if (span !== undefined) setStatusCode(span, res.status);
       if (res.status < 200 || res.status >= 300) {
         discard(res);
         const error = errorFromStatus(res.status, this.#statusHeaders(res), 'other', undefined, o.now());
@@ -262,7 +281,7 @@ export class A2AClient {
       if (error instanceof AgentCallError) throw error;
       throw new CardFetchError('the agent card could not be fetched', { cause: error });
     } finally {
-      endCallSpan(span, outcome, 0);
+      if (span !== undefined) endCallSpan(span, outcome, 0);
       this.#publish('card', 'GetAgentCard', '', started, outcome, 0);
     }
   }
@@ -332,16 +351,12 @@ export class A2AClient {
     const id = randomUUID();
     const started = o.now();
     let outcome = 'ok';
-    const span = startCallSpan(
-      this.#tracer,
-      { name: method, endpoint: o.endpoint, method, version: codec.version },
-      options.trace,
-    );
+    const span = this.#span(method, method, codec.version, options.trace);
     try {
       const res = await send({
         url: o.endpoint,
         method: 'POST',
-        headers: await this.#rpcHeaders(codec, 'application/json', spanHeaders(span)),
+        headers: await this.#rpcHeaders(codec, 'application/json', headersOf(span, options.trace)),
         body: encodeRequest(id, method, params),
         headersTimeoutMs: o.timeouts.headersMs,
         dispatcher: o.dispatcher,
@@ -356,7 +371,7 @@ export class A2AClient {
       outcome = error instanceof AgentCallError ? error.code : 'error';
       throw error;
     } finally {
-      endCallSpan(span, outcome, 0);
+      if (span !== undefined) endCallSpan(span, outcome, 0);
       this.#publish(method, operationOf(codec, method), codec.version, started, outcome, 0);
     }
   }
@@ -379,11 +394,7 @@ export class A2AClient {
     let seen = 0;
     let res: HttpResponse | undefined;
     let finished = false;
-    const span = startCallSpan(
-      this.#tracer,
-      { name: method, endpoint: o.endpoint, method, version: codec.version },
-      options.trace,
-    );
+    const span = this.#span(method, method, codec.version, options.trace);
     // R-6: one timer for the whole stream. Events only stamp the time; when the timer fires it
     // re-arms for the rest of the window, so the per-event cost is a clock read, not a timer.
     const idleMs = o.timeouts.streamIdleMs;
@@ -403,7 +414,11 @@ export class A2AClient {
       res = await send({
         url: o.endpoint,
         method: 'POST',
-        headers: await this.#rpcHeaders(codec, 'text/event-stream, application/json', spanHeaders(span)),
+        headers: await this.#rpcHeaders(
+          codec,
+          'text/event-stream, application/json',
+          headersOf(span, options.trace),
+        ),
         body: encodeRequest(id, method, params),
         headersTimeoutMs: o.timeouts.headersMs,
         dispatcher: o.dispatcher,
@@ -457,7 +472,7 @@ export class A2AClient {
           res.abort(new Error('stream closed by the client'));
         }
       }
-      endCallSpan(span, outcome, seen);
+      if (span !== undefined) endCallSpan(span, outcome, seen);
       this.#publish(method, operationOf(codec, method), codec.version, started, outcome, seen);
     }
   }

@@ -46,8 +46,11 @@ export interface CallReport {
 }
 
 export interface ClientTelemetry {
-  /** Default: the global tracer, a no-op until an SDK is registered. */
-  tracer?: Tracer;
+  /**
+   * Default: the global tracer, a no-op until an SDK is registered. `false`: no spans at all,
+   * a caller's context passed on as it is (the bench's baseline for what the API costs).
+   */
+  tracer?: Tracer | false;
   /** Called once per finished call. Must not throw; must return at once. */
   onCall?: (call: CallReport) => void;
 }
@@ -73,19 +76,31 @@ export function spanHeaders(span: Span): TraceHeaders | undefined {
 export interface CallSpanInfo {
   /** The span name: the JSON-RPC method, or 'GET' for the card (OTel's RPC and HTTP conventions). */
   name: string;
-  endpoint: string;
+  server: ServerAddress;
   method: string;
   version: string;
 }
 
+/** The endpoint's host and port only: a URL may carry a credential in its query. */
+export interface ServerAddress {
+  address: string;
+  port: number;
+}
+
+/** Read once per endpoint, not per call. */
+export function serverAddress(endpoint: string): ServerAddress {
+  const url = new URL(endpoint);
+  return {
+    address: url.hostname,
+    port: url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port),
+  };
+}
+
 /** Starts the CLIENT span of one call, with attributes by the RPC and HTTP semantic conventions. */
 export function startCallSpan(tracer: Tracer, info: CallSpanInfo, parent: TraceHeaders | undefined): Span {
-  const url = new URL(info.endpoint);
-  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
-  // The endpoint's host and port only: a URL may carry a credential in its query.
   const attributes: Record<string, string | number> = {
-    [ATTR_SERVER_ADDRESS]: url.hostname,
-    [ATTR_SERVER_PORT]: port,
+    [ATTR_SERVER_ADDRESS]: info.server.address,
+    [ATTR_SERVER_PORT]: info.server.port,
   };
   if (info.method === '') {
     attributes[ATTR_HTTP_REQUEST_METHOD] = 'GET';
