@@ -346,6 +346,9 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
         'the notice',
       );
       expect(h.agent.rpc(cancelMethod)).toHaveLength(1);
+      // The rejected answer settles as a turn of its own: counted and logged like any other.
+      const settled = h.events.filter((e) => e.type === 'turn.settled').map((e) => e.outcome);
+      expect(settled).toEqual(['input-required', 'error:answer_rejected']);
     });
   });
 
@@ -541,6 +544,8 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
         'binding-removed',
       );
       expect(sent(h)).toHaveLength(0);
+      const settled = h.events.filter((e) => e.type === 'turn.settled');
+      expect(settled.map((e) => e.type === 'turn.settled' && e.outcome)).toEqual(['error:binding_removed']);
     });
   });
 

@@ -953,6 +953,14 @@ export class SessionDriver {
 
   async #settleTurn(session: SessionRecord, turn: TurnRecord, outcome: string): Promise<void> {
     await this.#commit(await this.#reload(session.id), [{ ...turn, state: 'settled', outcome }]);
+    this.#emit(session, {
+      type: 'turn.settled',
+      turnId: turn.id,
+      outcome,
+      taskId: turn.taskId,
+      durationMs: this.#deps.clock.now() - turn.createdAt,
+      answerLength: 0,
+    });
   }
 
   async #bindingGone(session: SessionRecord, open: TurnRecord[]): Promise<StepResult> {
@@ -962,6 +970,17 @@ export class SessionDriver {
       { ...session, task: null, question: null },
       open.map((t) => ({ ...t, state: 'settled' as const, outcome: 'error:binding_removed' })),
     );
+    // Replies carried as context were never turns of their own: only the waiting ones settle.
+    for (const turn of waiting) {
+      this.#emit(session, {
+        type: 'turn.settled',
+        turnId: turn.id,
+        outcome: 'error:binding_removed',
+        taskId: turn.taskId,
+        durationMs: this.#deps.clock.now() - turn.createdAt,
+        answerLength: 0,
+      });
+    }
     if (waiting.length > 0) await this.#notice(session, notice('binding-removed'));
     return 'idle';
   }

@@ -198,8 +198,12 @@ export class SessionEngine {
       text = composeTriggerText(this.#bounded(input.instruction), input.fields);
     }
     const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
+    // A reply carried as context travels inside the next turn (S-7): it has no span of its own.
     const traceContext =
-      this.#tracer?.begin({ turnId: id, sessionId: session.id, binding: session.binding, kind }) ?? null;
+      kind === 'context'
+        ? null
+        : (this.#tracer?.begin({ turnId: id, sessionId: session.id, binding: session.binding, kind }) ??
+          null);
     const { turn, created } = await this.#addTurn(id, traceContext, {
       id,
       sessionId: session.id,
