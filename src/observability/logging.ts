@@ -60,7 +60,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       colorize: options.colorize ?? process.stdout.isTTY === true,
       sync: true,
       translateTime: 'SYS:HH:MM:ss',
-      ignore: 'pid,hostname,name',
+      ignore: 'pid,hostname,name,component',
+      // "[12:00:01] INFO (engine): turn settled {…}": one line per entry, its fields after it.
+      messageFormat: '{if component}({component}) {end}{msg}',
+      singleLine: true,
       ...(options.destination === undefined ? {} : { destination: options.destination }),
     });
     return pino(settings, pretty);

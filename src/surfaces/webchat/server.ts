@@ -163,7 +163,7 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
 
   const shownHost = host.includes(':') ? `[${host}]` : host;
   const url = `http://${shownHost}:${address.port}/`;
-  logger.info({ url, token: token !== undefined }, 'web chat listening');
+  logger.info({ url, tokenRequired: token !== undefined }, 'web chat listening');
   return {
     url,
     close: async () => {
