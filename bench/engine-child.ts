@@ -10,6 +10,8 @@
  *
  * Modes:
  * - throughput <endpoint> <sessions> <chunks> <rounds>: bare A2AClient against SessionEngine.
+ * - tracing <endpoint> <sessions> <chunks> <rounds>: SessionEngine with no tracing code at all
+ *   against the same with the OpenTelemetry API and no SDK (what runs when OTEL_* is unset).
  * - memory <endpoint> <bare|engine> <sessions> <chunks> <holdAfter>: RSS/heap per held stream.
  * - load <endpoint> <db> <sessions> <holdAfter> [owner]: start turns that hang; report when
  *   accepted.
@@ -21,6 +23,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { trace } from '@opentelemetry/api';
 import { A2AClient } from '../src/a2a/client.js';
 import type { AnswerView } from '../src/core/answer.js';
 import type { EngineEvent } from '../src/core/events.js';
@@ -37,6 +40,7 @@ import type {
 import { type Inbound, SessionEngine } from '../src/core/session/engine.js';
 import type { SessionStore } from '../src/core/store.js';
 import { a2aDialect } from '../src/dialects/a2a.js';
+import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
 /** When this script started running, in ms since the process started (module loading included). */
@@ -167,10 +171,16 @@ function countingStore(store: SessionStore, calls: Map<string, number>): Session
   });
 }
 
-function newClient(endpoint: string): A2AClient {
+/** 'api': the OpenTelemetry API with no SDK (the default); 'none': no tracing code runs at all. */
+type Tracing = 'api' | 'none';
+
+function newClient(endpoint: string, tracing: Tracing = 'api'): A2AClient {
   // undici's global dispatcher: an Agent with no connection cap per origin (1,000 streams need
   // 1,000 sockets), as the broker runs in production.
-  return new A2AClient({ endpoint, identity: { kind: 'user-id', userId: 'bench' } });
+  return new A2AClient(
+    { endpoint, identity: { kind: 'user-id', userId: 'bench' } },
+    tracing === 'none' ? { tracer: false } : {},
+  );
 }
 
 interface Rig {
@@ -184,10 +194,10 @@ interface Rig {
 async function rig(
   endpoint: string,
   dbPath: string,
-  options: { wrap?: (s: SessionStore) => SessionStore; owner?: string } = {},
+  options: { wrap?: (s: SessionStore) => SessionStore; owner?: string; tracing?: Tracing } = {},
 ): Promise<Rig> {
-  const { wrap, owner } = options;
-  const client = newClient(endpoint);
+  const { wrap, owner, tracing = 'api' } = options;
+  const client = newClient(endpoint, tracing);
   const sqlite = new SqliteStore(dbPath);
   const store = wrap === undefined ? sqlite : wrap(sqlite);
   await store.migrate();
@@ -201,6 +211,8 @@ async function rig(
     surface,
     events,
     ...(owner === undefined ? {} : { owner }),
+    // As the composition root wires it; no SDK is registered here, so the API is its no-op.
+    ...(tracing === 'api' ? { tracer: new OtelTurnTracer(trace.getTracer('agentkourier.engine')) } : {}),
   });
   return { engine, store, surface, events, client };
 }
@@ -259,9 +271,10 @@ async function engineRound(
   n: number,
   chunks: number,
   round: string,
+  tracing: Tracing = 'api',
 ): Promise<{ ms: number; events: number; summary: Record<string, unknown> }> {
   const db = tempDb();
-  const r = await rig(endpoint, db.path);
+  const r = await rig(endpoint, db.path, { tracing });
   try {
     await r.client.card();
     await r.engine.start();
@@ -312,6 +325,31 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     engine,
     summary,
   });
+}
+
+// ---- 1b. the OpenTelemetry API without an SDK ------------------------------------------------------
+
+async function tracingCost(endpoint: string, n: number, chunks: number, rounds: number): Promise<void> {
+  await engineRound(endpoint, Math.min(n, 200), chunks, 'warm-none', 'none');
+  await engineRound(endpoint, Math.min(n, 200), chunks, 'warm-api', 'api');
+  // Wall time, and this process's CPU time: on a shared machine the CPU the broker spent is the
+  // steadier measure of what the API costs it (the agent server runs in the parent).
+  const none = { ms: [] as number[], cpuMs: [] as number[] };
+  const api = { ms: [] as number[], cpuMs: [] as number[] };
+  for (let i = 0; i < rounds; i++) {
+    // Interleaved, and the order swapped each round, so drift in the machine hits both alike.
+    const order: Tracing[] = i % 2 === 0 ? ['none', 'api'] : ['api', 'none'];
+    for (const tracing of order) {
+      gc();
+      const cpu = process.cpuUsage();
+      const r = await engineRound(endpoint, n, chunks, `${tracing}${i}`, tracing);
+      const used = process.cpuUsage(cpu);
+      const into = tracing === 'none' ? none : api;
+      into.ms.push(r.ms);
+      into.cpuMs.push((used.user + used.system) / 1000);
+    }
+  }
+  say({ type: 'result', mode: 'tracing', sessions: n, chunks, none, api });
 }
 
 // ---- 2. memory ----------------------------------------------------------------------------------
@@ -482,6 +520,9 @@ try {
   switch (mode) {
     case 'throughput':
       await throughput(endpoint, num(0), num(1), num(2));
+      break;
+    case 'tracing':
+      await tracingCost(endpoint, num(0), num(1), num(2));
       break;
     case 'memory':
       if (args[0] === 'bare') await memoryBare(endpoint, num(1), num(2), num(3));

@@ -5,6 +5,8 @@
  *
  * 4. Throughput: the same 1,000 streams of 50 chunks through the bare A2AClient and through
  *    SessionEngine on SQLite. Goal: ratio engine/bare ≥ 0.5.
+ * 4b. The OpenTelemetry API without an SDK (OTEL_* unset): the engine with its turn tracer and
+ *    call spans on the API's no-op, against the same with no tracing code at all. Goal ≥ 0.98.
  * 5. Resident memory per streaming session, with 1,000 sessions held mid-stream. Goal: < 256 KiB.
  * 6. Resume after SIGKILL: 1,000 turns accepted with their streams hanging, the process killed,
  *    the agent finishing meanwhile; a new process recovers them all. Goal: < 10 s on SQLite,
@@ -24,7 +26,7 @@ const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
 /** BENCH_SESSIONS shrinks the runs (for profiling); the goals are stated for 1,000. */
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1000);
 /** BENCH_ENGINE=throughput,memory,resume picks which engine benchmarks run (default: all). */
-const WHICH = new Set((process.env.BENCH_ENGINE ?? 'throughput,memory,resume').split(','));
+const WHICH = new Set((process.env.BENCH_ENGINE ?? 'throughput,tracing,memory,resume').split(','));
 /** BENCH_CPU_PROF=<dir>: the children write V8 CPU profiles there. */
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 
@@ -130,6 +132,32 @@ async function benchThroughput(server: AgentServer, chunks: number): Promise<voi
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   console.log(`  last engine round's outcomes: ${outcomes}`);
+}
+
+// ---- 4b. the OpenTelemetry API without an SDK ------------------------------------------------------
+
+async function benchTracing(server: AgentServer): Promise<void> {
+  const chunks = 50;
+  const rounds = 7;
+  const child = runChild(['tracing', server.endpoint, String(SESSIONS), String(chunks), String(rounds)]);
+  const { message } = await child.next('result');
+  await child.exited;
+  type Runs = { ms: number[]; cpuMs: number[] };
+  const none = message.none as Runs;
+  const api = message.api as Runs;
+  const list = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+  console.log(
+    `\nOpenTelemetry API without an SDK: ${fmt(SESSIONS)} concurrent turns of ${chunks} chunks` +
+      ` through SessionEngine (best of ${rounds}, interleaved)`,
+  );
+  console.log(`  no tracing code: CPU ${list(none.cpuMs)} ms; wall ${list(none.ms)} ms`);
+  console.log(`  turn and call spans on the API's no-op: CPU ${list(api.cpuMs)} ms; wall ${list(api.ms)} ms`);
+  const cpuRatio = Math.min(...none.cpuMs) / Math.min(...api.cpuMs);
+  const wallRatio = Math.min(...none.ms) / Math.min(...api.ms);
+  console.log(
+    `  ratio throughput with/without, by the broker's CPU time: ${cpuRatio.toFixed(3)} (goal ≥ 0.98) ` +
+      `${verdict(cpuRatio >= 0.98)}; by wall time ${wallRatio.toFixed(3)} (noisier on a shared machine)`,
+  );
 }
 
 // ---- 5. memory ----------------------------------------------------------------------------------
@@ -323,6 +351,7 @@ export async function benchEngine(): Promise<void> {
         await benchThroughput(server, chunks);
       }
     }
+    if (WHICH.has('tracing')) await benchTracing(server);
     if (WHICH.has('memory')) await benchMemory(server);
     if (WHICH.has('resume')) await benchResume(server);
   } finally {

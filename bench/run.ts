@@ -9,6 +9,7 @@
  * 3. Linearity: the time per event of a 20,000-chunk turn against a 2,000-chunk one. Work per
  *    event must not grow with the answer so far, so this stays near 1.
  * 4–6. The session engine with 1,000 concurrent sessions: throughput against the bare client,
+ *    the cost of the OpenTelemetry API without an SDK against no tracing code (goal ≥ 0.98),
  *    resident memory per streaming session, and resume after SIGKILL (bench/engine.ts).
  */
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
+import { type Span, trace } from '@opentelemetry/api';
 import {
   AgentCallError,
   CardFetchError,
@@ -20,8 +21,17 @@ import {
   errorFromStatus,
   type RpcErrorBody,
 } from './jsonrpc.js';
-import { type A2AClientOptions, type ResolvedOptions, resolveOptions } from './options.js';
+import { type A2AClientOptions, type ResolvedOptions, resolveOptions, type TraceHeaders } from './options.js';
 import { SseParser } from './sse.js';
+import {
+  type ClientTelemetry,
+  endCallSpan,
+  type ServerAddress,
+  serverAddress,
+  setStatusCode,
+  spanHeaders,
+  startCallSpan,
+} from './telemetry.js';
 import type { WireCodec } from './wire/codec.js';
 import { v0_3 } from './wire/v0_3/codec.js';
 import { v1_0 } from './wire/v1_0/codec.js';
@@ -44,6 +54,29 @@ export interface CallDiagnostic {
 
 export interface CallOptions {
   signal?: AbortSignal;
+  /** The turn's W3C trace context: the call's span is its child, and the agent gets the span's. */
+  trace?: TraceHeaders;
+}
+
+/** The A2A 1.0 names of the operations, the same label whatever the wire version. */
+const OPERATIONS: Record<keyof WireCodec['methods'], string> = {
+  sendStream: 'SendStreamingMessage',
+  get: 'GetTask',
+  subscribe: 'SubscribeToTask',
+  cancel: 'CancelTask',
+  list: 'ListTasks',
+};
+
+/** What the agent is sent: the call span's context; untraced, the caller's as it is. */
+function headersOf(span: Span | undefined, caller?: TraceHeaders): TraceHeaders | undefined {
+  return span === undefined ? caller : spanHeaders(span);
+}
+
+function operationOf(codec: WireCodec, method: string): string {
+  for (const [key, name] of Object.entries(codec.methods)) {
+    if (name === method) return OPERATIONS[key as keyof WireCodec['methods']];
+  }
+  return method;
 }
 
 /**
@@ -53,9 +86,28 @@ export interface CallOptions {
 export class A2AClient {
   #options: ResolvedOptions;
   #card: Promise<AgentCardInfo> | undefined;
+  readonly #telemetry: ClientTelemetry;
+  #server: ServerAddress;
 
-  constructor(options: A2AClientOptions) {
+  /**
+   * `telemetry` stays with the client across `reconfigure` (it is the process's, not the
+   * Binding's settings): the tracer for call spans and a report of every finished call.
+   */
+  constructor(options: A2AClientOptions, telemetry: ClientTelemetry = {}) {
     this.#options = resolveOptions(options);
+    this.#telemetry = telemetry;
+    this.#server = serverAddress(this.#options.endpoint);
+  }
+
+  /** The span of one call, or undefined when this client traces nothing (`tracer: false`). */
+  #span(name: string, method: string, version: string, parent: TraceHeaders | undefined): Span | undefined {
+    const tracer = this.#telemetry.tracer;
+    if (tracer === false) return undefined;
+    return startCallSpan(
+      tracer ?? trace.getTracer('agentkourier.a2a'),
+      { name, server: this.#server, method, version },
+      parent,
+    );
   }
 
   get endpoint(): string {
@@ -70,6 +122,7 @@ export class A2AClient {
     const next = resolveOptions(options);
     const prev = this.#options;
     this.#options = next;
+    this.#server = serverAddress(next.endpoint);
     if (
       prev.endpoint !== next.endpoint ||
       JSON.stringify(prev.identity) !== JSON.stringify(next.identity) ||
@@ -192,15 +245,21 @@ export class A2AClient {
     const url = cardUrl(o.endpoint);
     const started = o.now();
     let outcome = 'ok';
+    const span = this.#span('GET', '', '', undefined);
     try {
       // Servers that speak both versions pick the card's layout by A2A-Version; ask for 1.0's.
       const res = await send({
         url,
         method: 'GET',
-        headers: { ...this.#baseHeaders(), ...v1_0.versionHeaders(), accept: 'application/json' },
+        headers: {
+          ...this.#baseHeaders(headersOf(span)),
+          ...v1_0.versionHeaders(),
+          accept: 'application/json',
+        },
         headersTimeoutMs: o.timeouts.headersMs,
         dispatcher: o.dispatcher,
       });
+      if (span !== undefined) setStatusCode(span, res.status);
       if (res.status < 200 || res.status >= 300) {
         discard(res);
         const error = errorFromStatus(res.status, this.#statusHeaders(res), 'other', undefined, o.now());
@@ -222,17 +281,20 @@ export class A2AClient {
       if (error instanceof AgentCallError) throw error;
       throw new CardFetchError('the agent card could not be fetched', { cause: error });
     } finally {
-      this.#publish('card', '', started, outcome, 0);
+      if (span !== undefined) endCallSpan(span, outcome, 0);
+      this.#publish('card', 'GetAgentCard', '', started, outcome, 0);
     }
   }
 
-  /** Headers every request carries: the static ones, then exactly one identity header (S-8). */
-  #baseHeaders(): Record<string, string> {
+  /**
+   * Headers every request carries: the static ones, then exactly one identity header (S-8),
+   * and the call span's trace context when it has one.
+   */
+  #baseHeaders(trace: TraceHeaders | undefined): Record<string, string> {
     const o = this.#options;
     const headers: Record<string, string> = { ...o.headers };
     if (o.identity.kind === 'bearer') headers.authorization = `Bearer ${o.identity.token}`;
     else headers['x-user-id'] = o.identity.userId;
-    const trace = o.traceContext?.();
     if (trace !== undefined) {
       headers.traceparent = trace.traceparent;
       if (trace.tracestate !== undefined && trace.tracestate !== '') headers.tracestate = trace.tracestate;
@@ -240,12 +302,16 @@ export class A2AClient {
     return headers;
   }
 
-  async #rpcHeaders(codec: WireCodec, accept: string): Promise<Record<string, string>> {
+  async #rpcHeaders(
+    codec: WireCodec,
+    accept: string,
+    trace: TraceHeaders | undefined,
+  ): Promise<Record<string, string>> {
     const card = await this.card();
     const listed = new Set(card.extensions.map((e) => e.uri));
     const wanted = this.#options.extensions.filter((uri) => listed.has(uri));
     return {
-      ...this.#baseHeaders(),
+      ...this.#baseHeaders(trace),
       ...codec.versionHeaders(),
       ...codec.extensionHeaders(wanted),
       'content-type': 'application/json',
@@ -285,11 +351,12 @@ export class A2AClient {
     const id = randomUUID();
     const started = o.now();
     let outcome = 'ok';
+    const span = this.#span(method, method, codec.version, options.trace);
     try {
       const res = await send({
         url: o.endpoint,
         method: 'POST',
-        headers: await this.#rpcHeaders(codec, 'application/json'),
+        headers: await this.#rpcHeaders(codec, 'application/json', headersOf(span, options.trace)),
         body: encodeRequest(id, method, params),
         headersTimeoutMs: o.timeouts.headersMs,
         dispatcher: o.dispatcher,
@@ -304,7 +371,8 @@ export class A2AClient {
       outcome = error instanceof AgentCallError ? error.code : 'error';
       throw error;
     } finally {
-      this.#publish(method, codec.version, started, outcome, 0);
+      if (span !== undefined) endCallSpan(span, outcome, 0);
+      this.#publish(method, operationOf(codec, method), codec.version, started, outcome, 0);
     }
   }
 
@@ -326,6 +394,7 @@ export class A2AClient {
     let seen = 0;
     let res: HttpResponse | undefined;
     let finished = false;
+    const span = this.#span(method, method, codec.version, options.trace);
     // R-6: one timer for the whole stream. Events only stamp the time; when the timer fires it
     // re-arms for the rest of the window, so the per-event cost is a clock read, not a timer.
     const idleMs = o.timeouts.streamIdleMs;
@@ -345,7 +414,11 @@ export class A2AClient {
       res = await send({
         url: o.endpoint,
         method: 'POST',
-        headers: await this.#rpcHeaders(codec, 'text/event-stream, application/json'),
+        headers: await this.#rpcHeaders(
+          codec,
+          'text/event-stream, application/json',
+          headersOf(span, options.trace),
+        ),
         body: encodeRequest(id, method, params),
         headersTimeoutMs: o.timeouts.headersMs,
         dispatcher: o.dispatcher,
@@ -399,7 +472,8 @@ export class A2AClient {
           res.abort(new Error('stream closed by the client'));
         }
       }
-      this.#publish(method, codec.version, started, outcome, seen);
+      if (span !== undefined) endCallSpan(span, outcome, seen);
+      this.#publish(method, operationOf(codec, method), codec.version, started, outcome, seen);
     }
   }
 
@@ -421,13 +495,22 @@ export class A2AClient {
     return network;
   }
 
-  #publish(method: string, version: string, started: number, outcome: string, eventsSeen: number): void {
+  #publish(
+    method: string,
+    operation: string,
+    version: string,
+    started: number,
+    outcome: string,
+    eventsSeen: number,
+  ): void {
+    const durationMs = this.#options.now() - started;
+    this.#telemetry.onCall?.({ operation, method, version, durationMs, outcome, eventsSeen });
     if (!callChannel.hasSubscribers) return;
     const message: CallDiagnostic = {
       endpoint: this.#options.endpoint,
       method,
       version,
-      durationMs: this.#options.now() - started,
+      durationMs,
       outcome,
       eventsSeen,
     };

@@ -12,3 +12,4 @@ export type {
 } from './options.js';
 export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retry-after.js';
 export { formatSseEvent, type SseEvent, SseParser } from './sse.js';
+export type { CallReport, ClientTelemetry } from './telemetry.js';

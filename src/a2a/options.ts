@@ -10,6 +10,7 @@ import { InvalidConfigError } from '../core/errors.js';
 
 export type Identity = { kind: 'bearer'; token: string } | { kind: 'user-id'; userId: string };
 
+/** A W3C trace context as sent to the agent (a call's span's, see telemetry.ts). */
 export interface TraceHeaders {
   traceparent: string;
   tracestate?: string;
@@ -28,8 +29,6 @@ export interface A2AClientOptions {
   listTasks?: Partial<ListTasksSettings>;
   /** The undici dispatcher to use (a proxy agent, a test's own); default: undici's global one. */
   dispatcher?: Dispatcher;
-  /** The active span's W3C trace context, when there is one (observability supplies it). */
-  traceContext?: () => TraceHeaders | undefined;
   now?: () => number;
 }
 
@@ -131,7 +130,6 @@ export interface ResolvedOptions {
   timeouts: Timeouts;
   listTasks: ListTasksSettings;
   dispatcher: Dispatcher | undefined;
-  traceContext: (() => TraceHeaders | undefined) | undefined;
   now: () => number;
 }
 
@@ -154,7 +152,6 @@ export function resolveOptions(options: A2AClientOptions): ResolvedOptions {
     timeouts: { ...DEFAULT_TIMEOUTS, ...stripUndefined(options.timeouts) },
     listTasks: { ...DEFAULT_LIST_TASKS, ...stripUndefined(options.listTasks) },
     dispatcher: options.dispatcher,
-    traceContext: options.traceContext,
     now: options.now ?? Date.now,
   };
 }

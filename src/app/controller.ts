@@ -8,9 +8,7 @@ import type { ChatSurface, EventSink } from '../core/ports.js';
 import { LiveRegistry } from '../core/registry.js';
 import { SessionEngine } from '../core/session/engine.js';
 import { Controller, loadControllerSettings } from '../k8s/index.js';
-import { createLogger } from '../observability/logging.js';
-import { fanOut, Metrics } from '../observability/metrics.js';
-import { opsRoutes } from '../observability/ops-routes.js';
+import { createLogger, Observability, opsRoutes } from '../observability/index.js';
 import { openStore } from '../store/open.js';
 import { SurfaceRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
@@ -40,7 +38,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     store: { kind: 'sqlite', path: '/var/lib/agentkourier/state.db' },
     httpPort: 8080,
   });
-  const logger = options.logger ?? createLogger({ level: broker.logLevel });
+  const logger = options.logger ?? createLogger({ level: broker.logLevel, format: broker.logFormat });
   const stops: Array<() => Promise<void>> = [];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse())
@@ -50,25 +48,33 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     const kubeConfig = options.kubeConfig ?? new KubeConfig();
     if (options.kubeConfig === undefined) kubeConfig.loadFromDefault();
     const registry = new LiveRegistry();
-    const store = await openStore(broker.store);
+    // First in, last out: spans of turns still open at stop are ended and flushed after all else.
+    const observability = new Observability({ env: options.env, logger });
+    stops.push(() => observability.close());
+    const store = observability.store(await openStore(broker.store));
     stops.push(() => store.close());
-    const metrics = new Metrics();
-    stops.push(async () => metrics.close());
 
     const slack = slackRequested(options.env)
-      ? await SlackConnection.connect({ config: loadSlackConfig(options.env), logger })
+      ? await SlackConnection.connect({
+          config: loadSlackConfig(options.env),
+          logger,
+          telemetry: observability.slack,
+          approvals: { counters: observability.metrics },
+        })
       : undefined;
     if (slack === undefined) logger.warn('SLACK_BOT_TOKEN is not set: running without Slack');
     const surfaces: Record<string, ChatSurface> = slack === undefined ? {} : { slack: slack.surface };
-    const sinks: EventSink[] = [metrics];
+    const sinks: EventSink[] = [];
     if (slack !== undefined) sinks.push(slack.surface.activity);
     const engine = new SessionEngine({
       store,
       registry,
       surface: new SurfaceRouter(surfaces),
-      events: fanOut(...sinks),
+      events: observability.events(...sinks),
+      tracer: observability.turns,
       owner: broker.replicaName ?? settings.podName,
     });
+    observability.metrics.countActiveSessions(() => engine.activeSessions);
 
     const controller = new Controller({
       kubeConfig,
@@ -77,11 +83,11 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       identity: settings.podName,
       leaseNamespace: settings.namespace,
       leaseName: settings.leaseName,
+      telemetry: observability.controlPlane,
       ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
     });
 
     if (slack !== undefined) {
-      metrics.addSource(() => slack.approvals.metrics.render());
       // Q-5: every approval decision is audited as an Event on its Binding too.
       slack.approvals.onDecision((audit) => {
         void controller.recordBindingEvent(audit.binding, {
@@ -92,7 +98,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       });
     }
     const routes = opsRoutes({
-      metrics,
+      registry: observability.registry,
       ready: () => (controller.ready ? true : 'AgentBackends and Bindings not listed yet'),
     });
     const server: Server = createServer((req, res) => {
@@ -131,6 +137,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     stops.push(() => engine.stop());
     const port = (server.address() as AddressInfo).port;
     options.out(`Agent Kourier controller: serving on port ${port} (/healthz, /readyz, /metrics)`);
+    logger.info({ port, tracing: observability.tracing.describe }, 'controller serving');
     return { port, stop };
   } catch (error) {
     await stop();

@@ -6,12 +6,12 @@ import { LiveRegistry } from '../core/registry.js';
 import { SessionEngine } from '../core/session/engine.js';
 import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
 import { startLocalManifests } from '../local/index.js';
-import { createLogger } from '../observability/logging.js';
-import { fanOut, Metrics } from '../observability/metrics.js';
+import { createLogger, Observability, opsRoutes } from '../observability/index.js';
 import { openStore } from '../store/open.js';
 import { SurfaceRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
 import { createWebChat, WebChatSurface } from '../surfaces/webchat/index.js';
+import { localBanner } from './banner.js';
 import { kagentAnswerer } from './structured-answers.js';
 
 /**
@@ -41,14 +41,19 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
   const broker = loadBrokerConfig(options.env, {
     store: { kind: 'sqlite', path: '.agentkourier/state.db' },
     httpPort: 8081,
+    // A person at a terminal reads these lines; LOG_FORMAT=json gives the cluster's lines.
+    logFormat: 'pretty',
   });
-  const logger = options.logger ?? createLogger({ level: broker.logLevel });
+  const logger = options.logger ?? createLogger({ level: broker.logLevel, format: broker.logFormat });
   const stops: Array<() => Promise<void>> = [];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse())
       await s().catch((error: unknown) => logger.error({ err: error }, 'stop failed'));
   };
   try {
+    // First in, last out: spans of turns still open at stop are ended and flushed after all else.
+    const observability = new Observability({ env: options.env, logger });
+    stops.push(() => observability.close());
     let demo: DemoAgent | undefined;
     if (options.demo) {
       demo = await startDemoAgent({ host: '127.0.0.1', port: 0 });
@@ -60,41 +65,51 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       file: options.config,
       registry,
       logger,
+      telemetry: observability.controlPlane,
       ...(demo === undefined ? {} : { demoAgentUrl: demo.url }),
     });
     stops.push(() => manifests.close());
 
-    const store = await openStore(broker.store);
+    const store = observability.store(await openStore(broker.store));
     stops.push(() => store.close());
-    const metrics = new Metrics();
-    stops.push(async () => metrics.close());
 
     const web = new WebChatSurface();
     const slack = slackRequested(options.env)
-      ? await SlackConnection.connect({ config: loadSlackConfig(options.env), logger })
+      ? await SlackConnection.connect({
+          config: loadSlackConfig(options.env),
+          logger,
+          telemetry: observability.slack,
+          approvals: { counters: observability.metrics },
+        })
       : undefined;
-    const sinks: EventSink[] = [metrics];
+    const sinks: EventSink[] = [];
     if (slack !== undefined) sinks.push(slack.surface.activity);
     const engine = new SessionEngine({
       store,
       registry,
       surface: new SurfaceRouter({ webchat: web, ...(slack === undefined ? {} : { slack: slack.surface }) }),
-      events: fanOut(...sinks),
+      events: observability.events(...sinks),
+      tracer: observability.turns,
       ...(broker.replicaName === undefined ? {} : { owner: broker.replicaName }),
     });
+    observability.metrics.countActiveSessions(() => engine.activeSessions);
+    let serving = false;
     const chat = await createWebChat({
       engine,
       surface: web,
       registry,
       store,
-      answerStructured: kagentAnswerer(engine),
+      answerStructured: kagentAnswerer(engine, observability.metrics),
+      routes: opsRoutes({
+        registry: observability.registry,
+        ready: () => (serving ? true : 'starting'),
+      }),
       host: options.host,
       port: options.port,
       logger,
     });
     stops.push(() => chat.close());
     if (slack !== undefined) {
-      metrics.addSource(() => slack.approvals.metrics.render());
       await slack.listen({ engine, store, bindings: registry, port: broker.httpPort });
       stops.push(() => slack.stop());
     }
@@ -102,10 +117,16 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     stops.push(() => engine.stop());
 
     await manifests.idle();
+    serving = true;
     for (const b of manifests.bindings()) {
       options.out(`Binding ${b.ref}: ${b.ready ? 'ready' : `not ready (${b.reason}: ${b.message})`}`);
     }
-    options.out(`Agent Kourier local mode: open ${chat.url}`);
+    if (observability.tracing.enabled) options.out(`Traces: ${observability.tracing.describe}`);
+    for (const line of localBanner({
+      chatUrl: chat.url,
+      ...(demo === undefined ? {} : { demoAgentUrl: demo.url }),
+    }))
+      options.out(line);
     return { url: chat.url, stop };
   } catch (error) {
     await stop();

@@ -9,6 +9,7 @@ describe('broker configuration', () => {
     expect(loadBrokerConfig({}, defaults)).toEqual({
       store: defaults.store,
       logLevel: 'info',
+      logFormat: 'json',
       httpPort: 8080,
       replicaName: undefined,
     });
@@ -20,6 +21,7 @@ describe('broker configuration', () => {
         AGENTKOURIER_STORE: 'postgres://u:secret@db/kourier',
         AGENTKOURIER_HTTP_PORT: '9000',
         LOG_LEVEL: 'debug',
+        LOG_FORMAT: 'pretty',
         POD_NAME: 'ak-0',
       },
       defaults,
@@ -27,6 +29,7 @@ describe('broker configuration', () => {
     expect(config).toEqual({
       store: { kind: 'postgres', url: 'postgres://u:secret@db/kourier', schema: 'agentkourier' },
       logLevel: 'debug',
+      logFormat: 'pretty',
       httpPort: 9000,
       replicaName: 'ak-0',
     });
@@ -50,5 +53,13 @@ describe('broker configuration', () => {
       /AGENTKOURIER_HTTP_PORT/,
     );
     expect(() => loadBrokerConfig({ LOG_LEVEL: 'loud' }, defaults)).toThrow(/LOG_LEVEL/);
+    expect(() => loadBrokerConfig({ LOG_FORMAT: 'xml' }, defaults)).toThrow(
+      /^LOG_FORMAT must be json or pretty$/,
+    );
+    // Local mode asks for pretty lines unless LOG_FORMAT says otherwise.
+    expect(loadBrokerConfig({}, { ...defaults, logFormat: 'pretty' }).logFormat).toBe('pretty');
+    expect(loadBrokerConfig({ LOG_FORMAT: 'json' }, { ...defaults, logFormat: 'pretty' }).logFormat).toBe(
+      'json',
+    );
   });
 });

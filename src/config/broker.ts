@@ -14,6 +14,8 @@ export type StoreConfig =
 export interface BrokerConfig {
   store: StoreConfig;
   logLevel: string;
+  /** LOG_FORMAT: json lines (the cluster's default) or pretty lines (local mode's default). */
+  logFormat: 'json' | 'pretty';
   /** The HTTP port for /healthz, /readyz and Slack's HTTP mode. */
   httpPort: number;
   /** This replica's name in session leases (the pod name in a cluster). */
@@ -34,6 +36,7 @@ const schema = z.object({
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase SQL identifier')
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  LOG_FORMAT: z.enum(['json', 'pretty'], 'must be json or pretty').optional(),
   AGENTKOURIER_HTTP_PORT: z
     .string()
     .regex(/^\d{1,5}$/, 'must be a port number')
@@ -45,7 +48,7 @@ const schema = z.object({
 
 export function loadBrokerConfig(
   env: Readonly<Record<string, string | undefined>>,
-  defaults: { store: StoreConfig; httpPort: number },
+  defaults: { store: StoreConfig; httpPort: number; logFormat?: 'json' | 'pretty' },
 ): BrokerConfig {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
@@ -64,6 +67,7 @@ export function loadBrokerConfig(
   return {
     store,
     logLevel: e.LOG_LEVEL ?? 'info',
+    logFormat: e.LOG_FORMAT ?? defaults.logFormat ?? 'json',
     httpPort: e.AGENTKOURIER_HTTP_PORT ?? defaults.httpPort,
     replicaName: e.POD_NAME,
   };

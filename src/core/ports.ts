@@ -8,20 +8,32 @@ import type { SessionKey } from './store.js';
  * core (a2a/ implements AgentClient, surfaces/ implement ChatSurface, store/ SessionStore).
  */
 
+/**
+ * A W3C trace context (`traceparent`, `tracestate`) as plain strings. Core carries it from the
+ * turn to the agent call and into the store, and never reads it: tracing is observability's.
+ */
+export interface TraceContext {
+  traceparent: string;
+  tracestate?: string;
+}
+
+export interface AgentCallOptions {
+  signal?: AbortSignal;
+  /** The turn's trace context: the call's span is its child (the agent gets it as traceparent). */
+  trace?: TraceContext;
+}
+
 /** What the engine needs of an agent. `A2AClient` implements it. */
 export interface AgentClient {
-  sendStreamingMessage(
-    message: OutgoingMessage,
-    options?: { signal?: AbortSignal },
-  ): AsyncGenerator<StreamEvent>;
-  subscribeToTask(taskId: string, options?: { signal?: AbortSignal }): AsyncGenerator<StreamEvent>;
-  getTask(taskId: string, options?: { signal?: AbortSignal; historyLength?: number }): Promise<Task>;
-  cancelTask(taskId: string, options?: { signal?: AbortSignal }): Promise<Task>;
+  sendStreamingMessage(message: OutgoingMessage, options?: AgentCallOptions): AsyncGenerator<StreamEvent>;
+  subscribeToTask(taskId: string, options?: AgentCallOptions): AsyncGenerator<StreamEvent>;
+  getTask(taskId: string, options?: AgentCallOptions & { historyLength?: number }): Promise<Task>;
+  cancelTask(taskId: string, options?: AgentCallOptions): Promise<Task>;
   canListTasks(): Promise<boolean>;
   findTaskByMessageId(
     contextId: string,
     messageId: string,
-    options?: { signal?: AbortSignal },
+    options?: AgentCallOptions,
   ): Promise<Task | undefined>;
 }
 
@@ -191,4 +203,34 @@ export const systemClock: Clock = {
 /** Typed domain events for metrics, traces and logs to subscribe to. */
 export interface EventSink {
   emit(event: EngineEvent): void;
+}
+
+/** What a turn's trace needs to know of it: ids, never text. */
+export interface TracedTurn {
+  turnId: string;
+  sessionId: string;
+  binding: string;
+  kind: string;
+}
+
+/**
+ * The spans of turns, from the chat message to its settlement. A port rather than an event
+ * sink because the engine needs answers back (the context to store with a turn and to send to
+ * the agent), and a port rather than an OpenTelemetry import so that core stays free of
+ * tracing libraries: observability implements it with `@opentelemetry/api`, and without it
+ * the engine passes no context at all.
+ */
+export interface TurnTracer {
+  /** A turn was received: its span begins. The context returned is stored with the turn. */
+  begin(turn: TracedTurn): TraceContext | null;
+  /** The turn was a repeat of one already stored: the span begun for it is dropped. */
+  discard(turnId: string): void;
+  /**
+   * The context the turn's calls to the agent go under. A turn this process did not begin
+   * (it was taken over after a restart) gets a new span, linked to `stored` — not its child:
+   * the first span never ended, and a trace should not pretend it did.
+   */
+  contextOf(turn: TracedTurn & { stored: TraceContext | null }): TraceContext | null;
+  /** The turn settled (`outcome` as in the turn.settled event): its span ends. */
+  end(turnId: string, outcome: string): void;
 }

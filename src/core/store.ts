@@ -7,6 +7,8 @@
  * is being sent, then send it), so a crash between the two leaves a state recovery can read.
  */
 
+import type { TraceContext } from './ports.js';
+
 /** Where a session lives. The workspace id is part of every key: one install serves several. */
 export interface SessionKey {
   /** 'slack', 'webchat', … */
@@ -48,6 +50,8 @@ export interface PendingQuestion {
   promptRef: string | null;
   /** Dialect data needed to answer (kagent's payload); JSON. */
   payload: unknown;
+  /** A request to approve tool calls rather than a question; unset in older rows. */
+  approval?: boolean;
 }
 
 export interface SessionRecord {
@@ -101,6 +105,11 @@ export interface TurnRecord {
   busyNoticeAt: number | null;
   /** The surface's reference to the message that shows the answer. */
   answerRef: string | null;
+  /**
+   * The trace context of the turn's span, written once when the turn is added, so that a
+   * replica that takes the turn over after a restart links its span to the first one.
+   */
+  traceContext: TraceContext | null;
   createdAt: number;
   updatedAt: number;
 }

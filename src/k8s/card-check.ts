@@ -46,9 +46,17 @@ export class CardChecker {
   readonly #now: () => number;
   readonly #memos = new Map<string, Memo>();
 
-  constructor(timings: CardTimings, now: () => number = Date.now) {
+  readonly #onRead: ((ref: string, outcome: CardOutcome) => void) | undefined;
+
+  /** `onRead` hears every card actually read (not the remembered results), for metrics. */
+  constructor(
+    timings: CardTimings,
+    now: () => number = Date.now,
+    onRead?: (ref: string, outcome: CardOutcome) => void,
+  ) {
     this.#timings = timings;
     this.#now = now;
+    this.#onRead = onRead;
   }
 
   /** The last result for this client configuration, without reading anything. */
@@ -73,6 +81,7 @@ export class CardChecker {
     } catch (error) {
       outcome = refusedCard(error);
     }
+    this.#onRead?.(ref, outcome);
     const at = this.#now();
     const unchanged = sameConfig && sameOutcome(memo.state.outcome, outcome);
     const failures = outcome.ok ? 0 : (sameConfig ? memo.failures : 0) + 1;

@@ -1,4 +1,5 @@
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { InvalidConfigError, KourierError } from '../core/errors.js';
@@ -11,11 +12,12 @@ import { keyOf, parseKey } from './keys.js';
 import { KubeApi, type ResourcePlural } from './kube-api.js';
 import { checkLeaderTimings, DEFAULT_LEADER_TIMINGS, LeaderElector, type LeaderTimings } from './leader.js';
 import { KubeLeaseStore } from './lease-store.js';
-import { LiveClients } from './live-clients.js';
+import { clientFactory, LiveClients } from './live-clients.js';
 import { KeyedQueue } from './queue.js';
 import { Reconciler } from './reconciler.js';
 import { SecretWatch } from './secret-watch.js';
 import type { Transition } from './status.js';
+import type { ControlPlaneObserver, ControlPlaneTelemetry } from './telemetry.js';
 import { Informer } from './watch.js';
 
 /**
@@ -65,6 +67,8 @@ export interface ControllerOptions {
   timings?: Partial<Omit<ControllerTimings, 'card'>> & { card?: Partial<CardTimings> };
   /** Reconciles running at once (different keys). */
   concurrency?: number;
+  /** Metrics and spans of reconciles, leadership and card reads; the clients' telemetry. */
+  telemetry?: ControlPlaneTelemetry;
 }
 
 const optionsSchema = z.object({
@@ -95,6 +99,8 @@ export class Controller {
   readonly #leader: LeaderElector;
   readonly #reconciler: Reconciler;
   readonly #events: EventRecorder;
+  readonly #observer: ControlPlaneObserver | undefined;
+  readonly #tracer: Tracer;
   #resync: NodeJS.Timeout | undefined;
   #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
 
@@ -115,6 +121,9 @@ export class Controller {
     };
     checkLeaderTimings(this.#timings);
     this.#log = options.logger.child({ component: 'controller' });
+    this.#observer = options.telemetry?.observer;
+    this.#tracer = options.telemetry?.tracer ?? trace.getTracer('agentkourier.controller');
+    this.#observer?.leading(false);
     this.#api = new KubeApi(options.kubeConfig);
     this.#queue = new KeyedQueue((key, signal) => this.#reconcile(key, signal), {
       concurrency: options.concurrency ?? 4,
@@ -144,10 +153,11 @@ export class Controller {
       timings: this.#timings,
       logger: this.#log,
       onStartedLeading: () => {
+        this.#observer?.leading(true);
         this.#reconciler.resetLeaderState();
         this.#enqueueAll();
       },
-      onStoppedLeading: () => undefined,
+      onStoppedLeading: () => this.#observer?.leading(false),
     });
     this.#events = new EventRecorder(this.#api, options.identity, this.#log);
     this.#reconciler = new Reconciler({
@@ -155,8 +165,10 @@ export class Controller {
       backends: this.#backends,
       bindings: this.#bindings,
       secrets: this.#secrets,
-      clients: new LiveClients(options.registry),
-      cards: new CardChecker(this.#timings.card),
+      clients: new LiveClients(options.registry, clientFactory(options.telemetry?.client)),
+      cards: new CardChecker(this.#timings.card, Date.now, (ref, outcome) =>
+        this.#observer?.cardRead(ref, outcome.ok ? 'ok' : outcome.reason),
+      ),
       registry: options.registry,
       events: this.#events,
       isLeader: () => this.#leader.isLeader,
@@ -267,12 +279,34 @@ export class Controller {
     }
   }
 
+  /** One reconcile, as a span and a count (an error is rethrown: the queue retries it). */
   async #reconcile(key: string, signal: AbortSignal): Promise<void> {
     const parsed = parseKey(key);
     if (parsed === undefined) return;
-    if (parsed.kind === 'Binding')
-      await this.#reconciler.reconcileBinding(parsed.namespace, parsed.name, signal);
-    else await this.#reconciler.reconcileAgentBackend(parsed.namespace, parsed.name);
+    const span = this.#tracer.startSpan(`reconcile ${parsed.kind}`, {
+      kind: SpanKind.INTERNAL,
+      root: true,
+      attributes: {
+        'k8s.namespace.name': parsed.namespace,
+        'agentkourier.resource.kind': parsed.kind,
+        'agentkourier.resource.name': parsed.name,
+      },
+    });
+    const started = performance.now();
+    let result: 'ok' | 'error' = 'ok';
+    try {
+      if (parsed.kind === 'Binding')
+        await this.#reconciler.reconcileBinding(parsed.namespace, parsed.name, signal);
+      else await this.#reconciler.reconcileAgentBackend(parsed.namespace, parsed.name);
+    } catch (error) {
+      result = 'error';
+      span.setAttribute('error.type', error instanceof KourierError ? error.code : 'error');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw error;
+    } finally {
+      span.end();
+      this.#observer?.reconciled(parsed.kind, result, (performance.now() - started) / 1000);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { A2AClient } from '../a2a/client.js';
 import type { A2AClientOptions } from '../a2a/options.js';
+import type { ClientTelemetry } from '../a2a/telemetry.js';
 import type { LiveRegistry } from '../core/registry.js';
 import { dialectSpec } from '../dialects/index.js';
 import type { LiveSpec } from './reconcile/binding.js';
@@ -32,14 +33,20 @@ function registrationOf(spec: LiveSpec): string {
   return JSON.stringify([spec.dialect, spec.settings, spec.slack, spec.toolApprovals]);
 }
 
-export type ClientFactory = (options: A2AClientOptions) => A2AClient;
+/** Builds a Binding's client; `binding` is its ref ('namespace/name'), for its telemetry. */
+export type ClientFactory = (options: A2AClientOptions, binding: string) => A2AClient;
+
+/** The default factory: a client whose calls report to the Binding's telemetry, when given. */
+export function clientFactory(telemetry?: (binding: string) => ClientTelemetry): ClientFactory {
+  return (options, binding) => new A2AClient(options, telemetry?.(binding));
+}
 
 export class LiveClients {
   readonly #registry: LiveRegistry;
   readonly #factory: ClientFactory;
   readonly #entries = new Map<string, LiveClient & { registration: string }>();
 
-  constructor(registry: LiveRegistry, factory: ClientFactory = (o) => new A2AClient(o)) {
+  constructor(registry: LiveRegistry, factory: ClientFactory = clientFactory()) {
     this.#registry = registry;
     this.#factory = factory;
   }
@@ -51,7 +58,7 @@ export class LiveClients {
     const existing = this.#entries.get(spec.ref);
     let client: A2AClient;
     if (existing === undefined) {
-      client = this.#factory(spec.client);
+      client = this.#factory(spec.client, spec.ref);
     } else {
       client = existing.client;
       if (existing.fingerprint !== fingerprint) client.reconfigure(spec.client);

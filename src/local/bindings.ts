@@ -3,10 +3,11 @@ import type { LiveRegistry } from '../core/registry.js';
 import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../k8s/card-check.js';
 import { type ClaimConflict, conflictsByBinding } from '../k8s/channels.js';
 import type { Binding, BindingStatus } from '../k8s/crds/binding.js';
-import { type ClientFactory, type LiveClient, LiveClients } from '../k8s/live-clients.js';
+import { type ClientFactory, clientFactory, type LiveClient, LiveClients } from '../k8s/live-clients.js';
 import { KeyedQueue } from '../k8s/queue.js';
 import { type BindingPlan, bindingRef, bindingStatus, planBinding } from '../k8s/reconcile/binding.js';
 import { readyTransition } from '../k8s/status.js';
+import type { ControlPlaneObserver, ControlPlaneTelemetry } from '../k8s/telemetry.js';
 import { backendFor, type LocalManifests, secretLookup } from './manifests.js';
 import { type LocalBindingStatus, localStatus } from './status.js';
 
@@ -25,6 +26,7 @@ export interface LocalBindingsOptions {
   cardTimings?: Partial<CardTimings>;
   /** Tests may count or wrap clients. */
   clientFactory?: ClientFactory;
+  telemetry?: ControlPlaneTelemetry;
   now?: () => Date;
 }
 
@@ -43,13 +45,24 @@ export class LocalBindings {
   readonly #queue: KeyedQueue;
   readonly #now: () => Date;
   readonly #entries = new Map<string, Entry>();
+  readonly #observer: ControlPlaneObserver | undefined;
   #conflicts = new Map<string, ClaimConflict[]>();
 
   constructor(options: LocalBindingsOptions) {
     this.#log = options.logger;
     this.#registry = options.registry;
-    this.#clients = new LiveClients(options.registry, options.clientFactory);
-    this.#cards = new CardChecker({ ...DEFAULT_CARD_TIMINGS, ...options.cardTimings });
+    this.#observer = options.telemetry?.observer;
+    // One process reads every card and keeps every status: it leads, always.
+    this.#observer?.leading(true);
+    this.#clients = new LiveClients(
+      options.registry,
+      options.clientFactory ?? clientFactory(options.telemetry?.client),
+    );
+    this.#cards = new CardChecker(
+      { ...DEFAULT_CARD_TIMINGS, ...options.cardTimings },
+      Date.now,
+      (ref, outcome) => this.#observer?.cardRead(ref, outcome.ok ? 'ok' : outcome.reason),
+    );
     this.#now = options.now ?? (() => new Date());
     // One card read per Binding at a time; a Binding changed mid-read is read again after.
     this.#queue = new KeyedQueue((ref, signal) => this.#checkCard(ref, signal), {
@@ -65,6 +78,7 @@ export class LocalBindings {
   apply(manifests: LocalManifests): void {
     const present = new Set<string>();
     for (const binding of manifests.bindings) {
+      const started = performance.now();
       const ref = bindingRef(binding);
       present.add(ref);
       const plan = planBinding({
@@ -80,6 +94,7 @@ export class LocalBindings {
         this.#cards.forget(ref);
       }
       this.#entries.set(ref, { binding, plan, live, status: this.#entries.get(ref)?.status });
+      this.#observer?.reconciled('Binding', 'ok', (performance.now() - started) / 1000);
     }
     for (const ref of [...this.#entries.keys()]) {
       if (!present.has(ref)) this.#remove(ref);

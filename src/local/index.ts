@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { LiveRegistry } from '../core/registry.js';
 import type { CardTimings } from '../k8s/card-check.js';
 import type { ClientFactory } from '../k8s/live-clients.js';
+import type { ControlPlaneTelemetry } from '../k8s/telemetry.js';
 import { LocalBindings } from './bindings.js';
 import { LocalFileError, LocalManifestError } from './errors.js';
 import { parseManifests } from './manifests.js';
@@ -53,6 +54,8 @@ export interface LocalManifestsOptions {
   debounceMs?: number;
   cardTimings?: Partial<CardTimings>;
   clientFactory?: ClientFactory;
+  /** Metrics of reconciles and card reads, and the clients' telemetry (as the controller's). */
+  telemetry?: ControlPlaneTelemetry;
   /** After every reload the watcher ran, good or bad (tests, and surfaces that list Bindings). */
   onReload?: (outcome: ReloadOutcome) => void;
 }
@@ -98,6 +101,7 @@ export async function startLocalManifests(options: LocalManifestsOptions): Promi
     logger: log,
     ...(options.cardTimings === undefined ? {} : { cardTimings: options.cardTimings }),
     ...(options.clientFactory === undefined ? {} : { clientFactory: options.clientFactory }),
+    ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
   });
   const validate = { demoAgentUrl: options.demoAgentUrl };
   let lastText: string | undefined;

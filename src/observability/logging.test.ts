@@ -40,3 +40,25 @@ describe('logging', () => {
     expect(line?.headers).toMatchObject({ accept: 'x' });
   });
 });
+
+describe('logging: pretty lines for a terminal', () => {
+  it('writes readable lines, not JSON, with the secrets blanked all the same', () => {
+    const chunks: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        chunks.push(String(chunk));
+        done();
+      },
+    });
+    const log = createLogger({ format: 'pretty', destination: stream, colorize: false });
+    log
+      .child({ component: 'engine' })
+      .info({ binding: 'default/demo', headers: { authorization: 'Bearer s3cret' } }, 'turn settled');
+    const text = chunks.join('');
+    expect(text).toMatch(
+      /^\[\d\d:\d\d:\d\d\] INFO: \(engine\) turn settled \{.*"binding":"default\/demo".*\}\n$/,
+    );
+    expect(text).not.toContain('s3cret');
+    expect(() => JSON.parse(text)).toThrow(SyntaxError);
+  });
+});

@@ -1,18 +1,20 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Metrics } from './metrics.js';
+import { BrokerMetrics } from './metrics.js';
 import { opsRoutes } from './ops-routes.js';
 
 describe('ops routes', () => {
   let server: Server | undefined;
-  const metrics = new Metrics();
+  const registry = new Registry();
+  new BrokerMetrics(registry, { version: '0.0.0-test' });
   afterEach(async () => {
     await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
   });
 
   async function start(ready: () => string | true): Promise<string> {
-    const routes = opsRoutes({ metrics, ready });
+    const routes = opsRoutes({ registry, ready });
     server = createServer((req, res) => {
       if (!routes(req, res)) {
         res.writeHead(404);
@@ -35,8 +37,10 @@ describe('ops routes', () => {
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
     const m = await fetch(`${url}/metrics`);
     expect(m.headers.get('content-type')).toContain('text/plain; version=0.0.4');
-    expect(await m.text()).toContain('agentkourier_credential_rejections_total');
+    const text = await m.text();
+    expect(text).toContain('# TYPE agentkourier_credential_rejections_total counter');
+    expect(text).toMatch(/^agentkourier_build_info\{version="0\.0\.0-test",node_version="v\d+[^"]*"\} 1$/m);
+    expect(text).toMatch(/^process_cpu_seconds_total /m);
     expect((await fetch(`${url}/slack/events`)).status).toBe(404);
-    metrics.close();
   });
 });

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Metrics } from './metrics.js';
+import type { Registry } from 'prom-client';
 
 /**
  * /healthz (the process answers), /readyz (it can serve: store open, registry loaded, …) and
  * /metrics (Prometheus). Returns false for any other path, so the broker's one HTTP server can
  * hand the request on (to Slack's receiver, say).
  */
-export function opsRoutes(options: { metrics: Metrics; ready: () => string | true }) {
+export function opsRoutes(options: { registry: Registry; ready: () => string | true }) {
   return (req: IncomingMessage, res: ServerResponse): boolean => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
@@ -21,7 +21,10 @@ export function opsRoutes(options: { metrics: Metrics; ready: () => string | tru
       return true;
     }
     if (path === '/metrics') {
-      reply(res, 200, 'text/plain; version=0.0.4; charset=utf-8', options.metrics.render());
+      options.registry.metrics().then(
+        (text) => reply(res, 200, options.registry.contentType, text),
+        () => reply(res, 500, 'text/plain; charset=utf-8', 'metrics could not be collected\n'),
+      );
       return true;
     }
     return false;

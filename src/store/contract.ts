@@ -43,6 +43,7 @@ function newTurn(sessionId: string, id: string, overrides: Partial<NewTurn> = {}
     firstSentAt: null,
     busyNoticeAt: null,
     answerRef: null,
+    traceContext: null,
     now: T0,
     ...overrides,
   };
@@ -187,11 +188,35 @@ export function storeContract(
           firstSentAt: null,
           busyNoticeAt: null,
           answerRef: 'ref',
+          traceContext: null,
           createdAt: T0 + 7,
           updatedAt: T0 + 7,
         };
         expect(result).toStrictEqual({ turn: expected, created: true });
         expect(await store.getTurn('m1')).toStrictEqual(expected);
+      });
+
+      it("keeps a turn's trace context as written when it was added, and never changes it", async () => {
+        const s = await session('t1');
+        const context = {
+          traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+          tracestate: 'vendor=a,other=b',
+        };
+        const t = await added(newTurn(s.id, 'traced', { traceContext: context }));
+        expect(t.traceContext).toStrictEqual(context);
+        expect((await store.getTurn('traced'))?.traceContext).toStrictEqual(context);
+        // A commit that carries another (or none) leaves the stored one: it names the first span.
+        await store.commit({
+          turns: [{ ...t, state: 'accepted', traceContext: null }],
+          now: T0 + 1,
+        });
+        const after = await store.getTurn('traced');
+        expect(after?.state).toBe('accepted');
+        expect(after?.traceContext).toStrictEqual(context);
+        const [open] = await store.openTurns(s.id);
+        expect(open?.traceContext).toStrictEqual(context);
+        const plain = await added(newTurn(s.id, 'untraced', { traceContext: { traceparent: 'x' } }));
+        expect(plain.traceContext).toStrictEqual({ traceparent: 'x' });
       });
 
       it('stores every kind and state of turn', async () => {

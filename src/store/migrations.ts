@@ -147,6 +147,14 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX inbound_events_created_at ON inbound_events (created_at);
     `,
   },
+  {
+    version: 2,
+    // The W3C trace context of a turn's span (JSON: traceparent, tracestate), written once
+    // with the turn, so a replica that takes the turn over links its span to the first one.
+    name: 'turns: trace context',
+    sqlite: `ALTER TABLE turns ADD COLUMN trace_context TEXT;`,
+    postgres: `ALTER TABLE turns ADD COLUMN trace_context jsonb;`,
+  },
 ];
 
 /** How long an inbound event key is remembered: Slack retries within minutes, not days. */

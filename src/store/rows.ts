@@ -1,4 +1,5 @@
 import { KourierError, StoreError } from '../core/errors.js';
+import type { TraceContext } from '../core/ports.js';
 import type {
   Commit,
   PendingQuestion,
@@ -66,9 +67,21 @@ export function turnFromRow(row: Row, json: JsonReader): TurnRecord {
     firstSentAt: integerOrNull(row, 'first_sent_at'),
     busyNoticeAt: integerOrNull(row, 'busy_notice_at'),
     answerRef: textOrNull(row, 'answer_ref'),
+    traceContext: traceContextOrNull(row, json),
     createdAt: integer(row, 'created_at'),
     updatedAt: integer(row, 'updated_at'),
   };
+}
+
+/** A trace context is only a hint for a span link: one that does not read is no context. */
+function traceContextOrNull(row: Row, json: JsonReader): TraceContext | null {
+  const raw = row.trace_context;
+  if (raw === null || raw === undefined) return null;
+  const value = objectOrNull(row, 'trace_context', json);
+  if (value === null || typeof value.traceparent !== 'string') return null;
+  return typeof value.tracestate === 'string'
+    ? { traceparent: value.traceparent, tracestate: value.tracestate }
+    : { traceparent: value.traceparent };
 }
 
 function text(row: Row, column: string): string {

@@ -260,9 +260,15 @@ describe.each(['1.0', '0.3'] as const)('A2A client against the contract agent at
         endpoint: a.endpoint,
         identity: { kind: 'user-id', userId: 'U9' },
         headers: { 'X-Tenant': 'acme' },
-        traceContext: () => ({ traceparent, tracestate: 'vendor=1' }),
       });
-      await collect(c.sendStreamingMessage({ messageId: 'm', text: 'hi' }));
+      // The turn's context, passed per call: without a tracing SDK the call's span is a no-op
+      // that carries it, so the agent gets exactly it.
+      await collect(
+        c.sendStreamingMessage(
+          { messageId: 'm', text: 'hi' },
+          { trace: { traceparent, tracestate: 'vendor=1' } },
+        ),
+      );
       expect(a.requests).toHaveLength(2);
       expect(a.requests[0]?.headers['x-user-id']).toBe('U9');
       for (const r of a.requests) {

@@ -346,6 +346,9 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
         'the notice',
       );
       expect(h.agent.rpc(cancelMethod)).toHaveLength(1);
+      // The rejected answer settles as a turn of its own: counted and logged like any other.
+      const settled = h.events.filter((e) => e.type === 'turn.settled').map((e) => e.outcome);
+      expect(settled).toEqual(['input-required', 'error:answer_rejected']);
     });
   });
 
@@ -541,6 +544,8 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
         'binding-removed',
       );
       expect(sent(h)).toHaveLength(0);
+      const settled = h.events.filter((e) => e.type === 'turn.settled');
+      expect(settled.map((e) => e.type === 'turn.settled' && e.outcome)).toEqual(['error:binding_removed']);
     });
   });
 
@@ -563,7 +568,7 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
     const { turnId, sessionId } = await h.say('t1', '1', 'go');
     await settled(h, turnId);
     expect(h.agent.rpc(cancelMethod)).toHaveLength(1);
-    expect(h.events.some((e) => e.type === 'task.cancel' && e.reason === 'no sign of life' && e.ok)).toBe(
+    expect(h.events.some((e) => e.type === 'task.cancel' && e.reason === 'no-sign-of-life' && e.ok)).toBe(
       true,
     );
     expect(h.surface.notices(sessionId)).toEqual(['task-canceled']);

@@ -111,7 +111,7 @@ describe.skipIf(!HAS_GO)(
 
       const metrics = await (await fetch(`${base}/metrics`)).text();
       expect(metrics).toContain(
-        'agentkourier_turns_settled_total{binding="team-a/support",outcome="completed"} 1',
+        'agentkourier_turns_settled_total{binding="team-a/support",outcome="completed",code=""} 1',
       );
     });
   },

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSlackConfig } from '../../src/config/slack.js';
 import { notice } from '../../src/core/session/notices.js';
 import { KAGENT_HITL_EXTENSION } from '../../src/dialects/kagent-v1/index.js';
+import { BrokerMetrics } from '../../src/observability/metrics.js';
 import { SlackConnection } from '../../src/surfaces/slack/app.js';
 import type { ApprovalAudit } from '../../src/surfaces/slack/approvals.js';
 import { escapeSlack } from '../../src/surfaces/slack/mrkdwn.js';
@@ -87,8 +89,12 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     await Promise.all(harnesses.splice(0).map((h) => h.close()));
   });
 
+  const counters = new Map<SlackHarness, BrokerMetrics>();
+
   async function harness(options: SlackHarnessOptions = approvalsOn): Promise<SlackHarness> {
-    const h = await startSlackHarness(options);
+    const metrics = new BrokerMetrics(new Registry(), { version: 'test' });
+    const h = await startSlackHarness({ ...options, approvals: { ...options.approvals, counters: metrics } });
+    counters.set(h, metrics);
     harnesses.push(h);
     h.fake.addUser({ id: BOB, name: 'bob', realName: 'Bob Builder', email: 'bob@example.com' });
     h.fake.addUser({ id: EVE, name: 'eve', realName: 'Eve Outsider' });
@@ -110,6 +116,14 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
       .find((b) => b.blockId === blockId && b.actionId === `agentkourier.prompt.${action}`);
     if (found === undefined) throw new Error(`no ${action} button in ${blockId}`);
     return found;
+  }
+
+  /** A counter's value as the broker's /metrics shows it. */
+  async function count(h: SlackHarness, name: string, labels: Record<string, string>): Promise<number> {
+    const metric = counters.get(h)?.registry.getSingleMetric(name);
+    const values = (await metric?.get())?.values ?? [];
+    const found = values.find((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want));
+    return found?.value ?? 0;
   }
 
   function ephemeralsTo(h: SlackHarness, user: string): string[] {
@@ -226,11 +240,15 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
       ['add_numbers', 'approved', ADA],
       ['check_status', 'denied', BOB],
     ]);
-    const metrics = h.slack.approvals.metrics;
-    expect(metrics.decisions.value({ binding: BINDING, decision: 'approved' })).toBe(1);
-    expect(metrics.decisions.value({ binding: BINDING, decision: 'denied' })).toBe(1);
-    expect(metrics.render()).toContain(
-      `agentkourier_approval_decisions_total{binding="${BINDING}",decision="approved"} 1`,
+    const decided = { binding: BINDING, surface: 'slack' };
+    expect(
+      await count(h, 'agentkourier_approval_decisions_total', { ...decided, decision: 'approved' }),
+    ).toBe(1);
+    expect(await count(h, 'agentkourier_approval_decisions_total', { ...decided, decision: 'denied' })).toBe(
+      1,
+    );
+    expect(await counters.get(h)?.registry.metrics()).toContain(
+      `agentkourier_approval_decisions_total{binding="${BINDING}",decision="approved",surface="slack"} 1`,
     );
   });
 
@@ -252,7 +270,9 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     expect(after?.edits).toBe(before?.edits);
     expect(after?.blocks).toEqual(before?.blocks);
     expect(answers(h)).toHaveLength(0);
-    expect(h.slack.approvals.metrics.refusals.value({ binding: BINDING, reason: 'not-an-approver' })).toBe(2);
+    expect(
+      await count(h, 'agentkourier_approval_refusals_total', { binding: BINDING, reason: 'not-an-approver' }),
+    ).toBe(2);
     expect(h.logs.filter((l) => l.audit === 'tool-approval-refused' && l.user === EVE)).toHaveLength(2);
 
     // The prompt still waits: an approver's press is taken.
@@ -272,7 +292,9 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     expect(ephemeralsTo(h, ADA)[0]).toContain('could not check who may approve');
     expect(answers(h)).toHaveLength(0);
     expect(hasActions(h.fake.message(CHANNEL, shown.ts))).toBe(true);
-    expect(h.slack.approvals.metrics.refusals.value({ binding: BINDING, reason: 'lookup-failed' })).toBe(1);
+    expect(
+      await count(h, 'agentkourier_approval_refusals_total', { binding: BINDING, reason: 'lookup-failed' }),
+    ).toBe(1);
 
     // A failure is not cached: once Slack answers, the member's press is taken.
     await h.press({ ts: shown.ts }, button(h, shown.ts, 'all', 'approve-all'), ADA);
@@ -414,7 +436,9 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
       ['approved', true],
       ['approved', true],
     ]);
-    expect(h.slack.approvals.metrics.decisions.value({ binding: BINDING, decision: 'approved' })).toBe(2);
+    expect(
+      await count(h, 'agentkourier_approval_decisions_total', { binding: BINDING, decision: 'approved' }),
+    ).toBe(2);
   });
 
   it('[Q-5] Deny all asks one reason for every call, and nothing runs', async () => {

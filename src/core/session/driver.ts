@@ -31,8 +31,18 @@ import {
 import { type CarriedReply, composePersonText } from '../compose.js';
 import { LeaseLostError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
-import { failureCategory } from '../failure.js';
-import type { AgentRoute, ChatSurface, ChatTarget, Clock, EventSink, Notice } from '../ports.js';
+import { type FailureCategory, failureCategory } from '../failure.js';
+import type {
+  AgentCallOptions,
+  AgentRoute,
+  ChatSurface,
+  ChatTarget,
+  Clock,
+  EventSink,
+  Notice,
+  TraceContext,
+  TurnTracer,
+} from '../ports.js';
 import type { PendingQuestion, SessionRecord, SessionStore, TurnRecord } from '../store.js';
 import { agentRefused, notice, taskFailed } from './notices.js';
 import { backoff, type EngineTimings } from './timings.js';
@@ -51,6 +61,10 @@ export interface DriverDeps {
   resolve(binding: string): AgentRoute | undefined;
   /** Arms a wake-up of this session at `at` (a question's deadline). */
   wakeAt(sessionId: string, at: number): void;
+  /** The spans of turns; undefined: not traced (no context is passed to the agent). */
+  tracer?: TurnTracer | undefined;
+  /** Turns whose first answer text was counted already (shared by the engine's drivers). */
+  firstText: Set<string>;
 }
 
 /** Thrown inside a driver when its work must stop (lease lost, engine stopping). */
@@ -141,7 +155,12 @@ export class SessionDriver {
     const { clock } = this.#deps;
     if (question.expiresAt !== null && clock.now() >= question.expiresAt) {
       await this.#cancelPaused(session, route, question, 'question-timeout');
-      this.#emit(session, { type: 'question.timeout', taskId: question.taskId });
+      this.#emit(session, {
+        type: 'question.timeout',
+        taskId: question.taskId,
+        kind: question.kind,
+        approval: question.approval === true,
+      });
       return 'again';
     }
     if (question.kind === 'auth') {
@@ -274,7 +293,7 @@ export class SessionDriver {
         route,
         turn,
         run,
-        (signal) => route.client.sendStreamingMessage(message, { signal }),
+        (signal) => route.client.sendStreamingMessage(message, callOptions(signal, run.trace)),
         started,
       );
     } catch (error) {
@@ -291,6 +310,13 @@ export class SessionDriver {
         await this.#sendFailed(current, route, accepted, failure, question);
         return;
       }
+      if (failure !== undefined)
+        this.#emit(session, {
+          type: 'stream.lost',
+          turnId: turn.id,
+          taskId: run.taskId,
+          code: codeOf(failure),
+        });
       await this.#afterStream(current, route, accepted, run, failure !== undefined);
       return;
     }
@@ -345,6 +371,7 @@ export class SessionDriver {
     }
     if (failure instanceof AgentBusyError || failure instanceof AgentThrottledError) {
       // E-3: sent again after a backoff, for as long as it takes; the thread is told once.
+      this.#emit(session, { type: 'agent.busy', turnId: turn.id, code: failure.code, delayMs: wait });
       if (turn.busyNoticeAt === null && elapsed >= timings.busyNoticeAfterMs) {
         await this.#notice(session, notice('agent-busy', turn.id));
         await this.#commit(await this.#reload(session.id), [{ ...turn, busyNoticeAt: clock.now() }]);
@@ -383,6 +410,7 @@ export class SessionDriver {
    */
   async #resolveUnknown(session: SessionRecord, route: AgentRoute, turn: TurnRecord): Promise<void> {
     const { clock, timings } = this.#deps;
+    this.#emit(session, { type: 'turn.unknown', turnId: turn.id });
     if (turn.kind === 'answer' && turn.taskId !== null) {
       // An answer names its task: read it and see whether the answer arrived.
       const run = this.#runFor(session, turn);
@@ -397,12 +425,22 @@ export class SessionDriver {
       let found: Awaited<ReturnType<typeof route.client.findTaskByMessageId>>;
       try {
         if (await route.client.canListTasks()) {
-          found = await route.client.findTaskByMessageId(session.contextId, turn.id, {
-            signal: this.#signal,
+          found = await route.client.findTaskByMessageId(
+            session.contextId,
+            turn.id,
+            callOptions(this.#signal, this.#traceOf(session, turn)),
+          );
+          this.#emit(session, {
+            type: 'turn.lookup',
+            turnId: turn.id,
+            result: found === undefined ? 'absent' : 'found',
           });
+        } else {
+          this.#emit(session, { type: 'turn.lookup', turnId: turn.id, result: 'unsupported' });
         }
       } catch (error) {
         this.#checkStop();
+        this.#emit(session, { type: 'turn.lookup', turnId: turn.id, result: 'failed' });
         // M-5: the lookup is retried, then the turn fails after 15 minutes.
         const elapsed = clock.now() - (turn.firstSentAt ?? clock.now());
         if (elapsed >= timings.giveUpAfterMs) {
@@ -426,6 +464,7 @@ export class SessionDriver {
     // R-8: sent again with the same messageId.
     const again: TurnRecord = { ...turn, attempts: turn.attempts + 1 };
     await this.#commit(session, [again]);
+    this.#emit(session, { type: 'turn.resent', turnId: turn.id, attempt: again.attempts });
     const question: AnswerTarget | undefined =
       turn.kind === 'answer' && turn.taskId !== null
         ? { taskId: turn.taskId, contextId: session.contextId ?? '' }
@@ -474,9 +513,13 @@ export class SessionDriver {
               .catch(() => undefined);
         }
         if (event.kind === 'artifact-update') {
-          if (run.answer.apply(event)) run.sink?.update(run.answer);
+          if (run.answer.apply(event)) {
+            run.sink?.update(run.answer);
+            this.#noteText(session, run);
+          }
         } else if (event.kind === 'task') {
           run.takeTask(event.task, now);
+          this.#noteText(session, run);
           // The snapshot that opens the stream of an answer still shows the question it
           // answers (the JS SDK sends it): that is the past, not a new pause.
           const stale =
@@ -607,6 +650,7 @@ export class SessionDriver {
     let canSubscribe = true;
     for (let attempt = 0; ; attempt++) {
       this.#checkStop();
+      if (!canSubscribe) this.#emit(session, { type: 'task.polled', taskId });
       const task = await this.#read(session, route, run, taskId);
       if (task === 'gone') return;
       // After an answer, a task that still shows the question answered has not read it yet.
@@ -616,7 +660,7 @@ export class SessionDriver {
         return;
       }
       if (clock.now() - run.lastActivityAt >= timings.noSignOfLifeMs) {
-        await this.#cancel(session, route, taskId, 'no sign of life');
+        await this.#cancel(session, route, taskId, 'no-sign-of-life', run.trace);
         const after = await this.#read(session, route, run, taskId);
         if (after === 'gone') return;
         await this.#settle(
@@ -630,12 +674,13 @@ export class SessionDriver {
       }
       if (canSubscribe) {
         try {
+          this.#emit(session, { type: 'task.resubscribed', taskId });
           await this.#consume(
             session,
             route,
             turn,
             run,
-            (signal) => route.client.subscribeToTask(taskId, { signal }),
+            (signal) => route.client.subscribeToTask(taskId, callOptions(signal, run.trace)),
             clock.now(),
           );
           if (run.settledTask !== null) {
@@ -651,6 +696,13 @@ export class SessionDriver {
           }
           // M-3: without SubscribeToTask, live text stops and the task is polled.
           if (error instanceof RpcError && error.isUnsupported) canSubscribe = false;
+          else
+            this.#emit(session, {
+              type: 'stream.lost',
+              turnId: turn?.id ?? null,
+              taskId,
+              code: codeOf(error),
+            });
           if (error instanceof CredentialsRejectedError) {
             this.#emit(session, { type: 'credentials.rejected', status: error.status });
           }
@@ -679,8 +731,9 @@ export class SessionDriver {
     for (let attempt = 0; ; attempt++) {
       this.#checkStop();
       try {
-        const task = await route.client.getTask(taskId, { signal: this.#signal });
+        const task = await route.client.getTask(taskId, callOptions(this.#signal, run.trace));
         run.takeTask(task, clock.now());
+        this.#noteText(session, run);
         return task;
       } catch (error) {
         this.#checkStop();
@@ -722,10 +775,12 @@ export class SessionDriver {
     }
     const outcome = isTerminal(state) ? state : 'failed';
     let message: Notice | undefined;
+    let category: FailureCategory | undefined;
     if (outcome === 'completed') {
       if (run.answer.length === 0) message = notice('no-output', turn?.id); // R-4, T-2
     } else if (outcome === 'failed') {
-      message = taskFailed(failureCategory(status), turn?.id); // T-3, T-7, E-10
+      category = failureCategory(status);
+      message = taskFailed(category, turn?.id); // T-3, T-7, E-10
     } else if (outcome === 'rejected') {
       message = notice('task-rejected', turn?.id);
     } else {
@@ -736,7 +791,7 @@ export class SessionDriver {
       turn === null ? [] : [{ ...turn, state: 'settled', outcome, taskId }],
     );
     if (message !== undefined) await this.#notice(session, message);
-    if (turn !== null) this.#settledEvent(session, turn, outcome, run);
+    if (turn !== null) this.#settledEvent(session, turn, outcome, run, category);
   }
 
   async #pause(
@@ -787,7 +842,7 @@ export class SessionDriver {
     if (refusal !== undefined) {
       await this.#commit({ ...session, task: { ...task, state: status.state } }, turns);
       if (turn !== null) this.#settledEvent(session, turn, status.state, run);
-      await this.#cancel(session, route, taskId, refusal);
+      await this.#cancel(session, route, taskId, refusal, run.trace);
       await this.#commit({ ...(await this.#reload(session.id)), task: null, question: null }, []);
       await this.#notice(session, notice(refusal, turn?.id));
       return;
@@ -803,6 +858,7 @@ export class SessionDriver {
       expiresAt: timeout === null ? null : now + timeout,
       promptRef: null,
       payload: reading.question.payload ?? null,
+      ...(reading.question.approval === true ? { approval: true } : {}),
     };
     // The question is recorded before it is shown: a reply that races the prompt finds it.
     await this.#commit(
@@ -810,7 +866,12 @@ export class SessionDriver {
       turns,
     );
     if (turn !== null) this.#settledEvent(session, turn, status.state, run);
-    this.#emit(session, { type: 'question.asked', taskId, kind: question.kind });
+    this.#emit(session, {
+      type: 'question.asked',
+      taskId,
+      kind: question.kind,
+      approval: question.approval === true,
+    });
     const ref = await this.#deps.surface
       .askQuestion(this.#target(session), { turnId: turn?.id ?? '', taskId, question: reading.question })
       .catch(() => null);
@@ -823,12 +884,18 @@ export class SessionDriver {
   }
 
   /** M-4: a few tries, then reported as failed; a failed cancel reads the task (M-2). */
-  async #cancel(session: SessionRecord, route: AgentRoute, taskId: string, reason: string): Promise<boolean> {
+  async #cancel(
+    session: SessionRecord,
+    route: AgentRoute,
+    taskId: string,
+    reason: string,
+    trace?: TraceContext,
+  ): Promise<boolean> {
     const { timings } = this.#deps;
     for (let attempt = 0; attempt < timings.cancelAttempts; attempt++) {
       this.#checkStop();
       try {
-        await route.client.cancelTask(taskId, { signal: this.#signal });
+        await route.client.cancelTask(taskId, callOptions(this.#signal, trace));
         this.#emit(session, { type: 'task.cancel', taskId, reason, ok: true });
         return true;
       } catch (error) {
@@ -838,7 +905,7 @@ export class SessionDriver {
       }
     }
     try {
-      const task = await route.client.getTask(taskId, { signal: this.#signal });
+      const task = await route.client.getTask(taskId, callOptions(this.#signal, trace));
       if (isTerminal(task.status.state)) {
         this.#emit(session, { type: 'task.cancel', taskId, reason, ok: true });
         return true;
@@ -863,6 +930,7 @@ export class SessionDriver {
         type: 'turn.settled',
         turnId: turn.id,
         outcome: 'error:task_not_found',
+        taskId: taskId === '' ? null : taskId,
         durationMs: this.#deps.clock.now() - turn.createdAt,
         answerLength: 0,
       });
@@ -877,6 +945,7 @@ export class SessionDriver {
       type: 'turn.settled',
       turnId: turn.id,
       outcome: `error:${code}`,
+      taskId: turn.taskId,
       durationMs: this.#deps.clock.now() - turn.createdAt,
       answerLength: 0,
     });
@@ -884,6 +953,14 @@ export class SessionDriver {
 
   async #settleTurn(session: SessionRecord, turn: TurnRecord, outcome: string): Promise<void> {
     await this.#commit(await this.#reload(session.id), [{ ...turn, state: 'settled', outcome }]);
+    this.#emit(session, {
+      type: 'turn.settled',
+      turnId: turn.id,
+      outcome,
+      taskId: turn.taskId,
+      durationMs: this.#deps.clock.now() - turn.createdAt,
+      answerLength: 0,
+    });
   }
 
   async #bindingGone(session: SessionRecord, open: TurnRecord[]): Promise<StepResult> {
@@ -893,6 +970,17 @@ export class SessionDriver {
       { ...session, task: null, question: null },
       open.map((t) => ({ ...t, state: 'settled' as const, outcome: 'error:binding_removed' })),
     );
+    // Replies carried as context were never turns of their own: only the waiting ones settle.
+    for (const turn of waiting) {
+      this.#emit(session, {
+        type: 'turn.settled',
+        turnId: turn.id,
+        outcome: 'error:binding_removed',
+        taskId: turn.taskId,
+        durationMs: this.#deps.clock.now() - turn.createdAt,
+        answerLength: 0,
+      });
+    }
     if (waiting.length > 0) await this.#notice(session, notice('binding-removed'));
     return 'idle';
   }
@@ -906,6 +994,11 @@ export class SessionDriver {
       this.#deps.clock.now(),
     );
     if (session.task !== null) run.lastActivityAt = session.task.lastActivityAt;
+    if (turn !== null) {
+      run.turnId = turn.id;
+      run.receivedAt = turn.createdAt;
+      run.trace = this.#traceOf(session, turn);
+    }
     if (turn !== null && turn.kind !== 'context') {
       run.sink = this.#deps.surface.openAnswer(this.#target(session), turn.id, turn.answerRef, (ref) => {
         void this.#saveAnswerRef(turn.id, ref);
@@ -919,11 +1012,19 @@ export class SessionDriver {
     await this.#deps.store.setAnswerRef(turnId, ref, this.#deps.clock.now()).catch(() => undefined);
   }
 
-  #settledEvent(session: SessionRecord, turn: TurnRecord, outcome: string, run: TurnRun): void {
+  #settledEvent(
+    session: SessionRecord,
+    turn: TurnRecord,
+    outcome: string,
+    run: TurnRun,
+    category?: string,
+  ): void {
     this.#emit(session, {
       type: 'turn.settled',
       turnId: turn.id,
       outcome,
+      ...(category === undefined ? {} : { category }),
+      taskId: run.taskId ?? turn.taskId,
       durationMs: this.#deps.clock.now() - turn.createdAt,
       answerLength: run.answer.length,
     });
@@ -963,12 +1064,51 @@ export class SessionDriver {
   }
 
   #emit(session: SessionRecord, event: DistributiveOmit<EngineEvent, 'sessionId' | 'binding' | 'at'>): void {
+    if (event.type === 'turn.settled') {
+      this.#deps.tracer?.end(event.turnId, event.outcome);
+      this.#deps.firstText.delete(event.turnId);
+    }
     this.#deps.events.emit({
       ...event,
       sessionId: session.id,
       binding: session.binding,
       at: this.#deps.clock.now(),
     } as EngineEvent);
+  }
+
+  /** The context a turn's agent calls go under (none when the engine is not traced). */
+  #traceOf(session: SessionRecord, turn: TurnRecord): TraceContext | undefined {
+    const tracer = this.#deps.tracer;
+    if (tracer === undefined) return undefined;
+    const context = tracer.contextOf({
+      turnId: turn.id,
+      sessionId: session.id,
+      binding: session.binding,
+      kind: turn.kind,
+      stored: turn.traceContext,
+    });
+    return context ?? undefined;
+  }
+
+  /**
+   * The first answer text of a turn: counted once per turn. The flag is checked first, so
+   * after the first text this costs nothing per event.
+   */
+  #noteText(session: SessionRecord, run: TurnRun): void {
+    if (run.textSeen || run.turnId === null) return;
+    if (run.answer.length === 0) return;
+    run.textSeen = true;
+    const seen = this.#deps.firstText;
+    if (seen.has(run.turnId)) return;
+    // Bounded: entries leave when their turn settles; a replica that loses many sessions to
+    // another one forgets them all rather than grow.
+    if (seen.size >= 10_000) seen.clear();
+    seen.add(run.turnId);
+    this.#emit(session, {
+      type: 'answer.started',
+      turnId: run.turnId,
+      latencyMs: this.#deps.clock.now() - run.receivedAt,
+    });
   }
 
   async #sleep(ms: number): Promise<void> {
@@ -985,6 +1125,10 @@ export class SessionDriver {
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+function callOptions(signal: AbortSignal, trace: TraceContext | undefined): AgentCallOptions {
+  return trace === undefined ? { signal } : { signal, trace };
+}
 
 function toCarried(turn: TurnRecord): CarriedReply {
   const [label, ...rest] = turn.text.split('\n');

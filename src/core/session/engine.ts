@@ -8,8 +8,22 @@ import {
 } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
-import { type AgentRegistry, type ChatSurface, type Clock, type EventSink, systemClock } from '../ports.js';
-import { type SessionKey, type SessionStore, sessionIdOf, type TurnKind } from '../store.js';
+import {
+  type AgentRegistry,
+  type ChatSurface,
+  type Clock,
+  type EventSink,
+  systemClock,
+  type TurnTracer,
+} from '../ports.js';
+import {
+  type NewTurn,
+  type SessionKey,
+  type SessionStore,
+  sessionIdOf,
+  type TurnKind,
+  type TurnRecord,
+} from '../store.js';
 import { SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
 
@@ -70,6 +84,8 @@ export interface EngineOptions {
   surface: ChatSurface;
   clock?: Clock;
   events?: EventSink;
+  /** The spans of turns (observability's OpenTelemetry adapter); unset: turns are not traced. */
+  tracer?: TurnTracer;
   timings?: Partial<EngineTimings>;
   /** This replica's name in session leases: unique per replica, stable across its restarts. */
   owner?: string;
@@ -94,6 +110,8 @@ export class SessionEngine {
   readonly #surface: ChatSurface;
   readonly #clock: Clock;
   readonly #events: EventSink;
+  readonly #tracer: TurnTracer | undefined;
+  readonly #firstText = new Set<string>();
   readonly #timings: EngineTimings;
   readonly #owner: string;
   readonly #maxTextLength: number;
@@ -113,6 +131,7 @@ export class SessionEngine {
     this.#surface = options.surface;
     this.#clock = options.clock ?? systemClock;
     this.#events = options.events ?? noEvents;
+    this.#tracer = options.tracer;
     this.#timings = { ...DEFAULT_TIMINGS, ...options.timings };
     // Stable across restarts by default, so a restarted broker takes its own sessions back at
     // once instead of waiting for its old leases to expire. Several replicas must each pass a
@@ -125,6 +144,11 @@ export class SessionEngine {
 
   get owner(): string {
     return this.#owner;
+  }
+
+  /** Sessions this replica is driving right now (for the active-sessions gauge). */
+  get activeSessions(): number {
+    return this.#drivers.size;
   }
 
   /**
@@ -174,7 +198,13 @@ export class SessionEngine {
       text = composeTriggerText(this.#bounded(input.instruction), input.fields);
     }
     const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
-    const { turn, created } = await this.#store.addTurn({
+    // A reply carried as context travels inside the next turn (S-7): it has no span of its own.
+    const traceContext =
+      kind === 'context'
+        ? null
+        : (this.#tracer?.begin({ turnId: id, sessionId: session.id, binding: session.binding, kind }) ??
+          null);
+    const { turn, created } = await this.#addTurn(id, traceContext, {
       id,
       sessionId: session.id,
       kind,
@@ -188,6 +218,7 @@ export class SessionEngine {
       firstSentAt: null,
       busyNoticeAt: null,
       answerRef: null,
+      traceContext,
       now,
     });
     const base = { sessionId: session.id, binding: session.binding, at: now };
@@ -225,7 +256,9 @@ export class SessionEngine {
     }
     const chatMessageId = `decision:${question.taskId}:${question.questionKey}`;
     const id = messageIdFor(sessionId, chatMessageId, 'answer');
-    const { turn, created } = await this.#store.addTurn({
+    const traceContext =
+      this.#tracer?.begin({ turnId: id, sessionId, binding: session.binding, kind: 'answer' }) ?? null;
+    const { turn, created } = await this.#addTurn(id, traceContext, {
       id,
       sessionId,
       kind: 'answer',
@@ -239,6 +272,7 @@ export class SessionEngine {
       firstSentAt: null,
       busyNoticeAt: null,
       answerRef: null,
+      traceContext,
       now,
     });
     if (!created) return { status: 'duplicate', sessionId, turnId: turn.id };
@@ -317,6 +351,8 @@ export class SessionEngine {
           fenced: leased,
           resolve: (binding) => this.#registry.resolve(binding),
           wakeAt: (id, at) => this.#wakeAt(id, at),
+          tracer: this.#tracer,
+          firstText: this.#firstText,
         },
         sessionId,
         signal,
@@ -369,6 +405,22 @@ export class SessionEngine {
     // Nothing a user sent is dropped silently: an overlong message is cut with a visible mark.
     if (text.length <= this.#maxTextLength) return text;
     return `${text.slice(0, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
+  }
+
+  /** Adds a turn; a repeat drops the span begun for it (the first delivery's span stands). */
+  async #addTurn(
+    id: string,
+    traceContext: unknown,
+    turn: NewTurn,
+  ): Promise<{ turn: TurnRecord; created: boolean }> {
+    try {
+      const added = await this.#store.addTurn(turn);
+      if (!added.created && traceContext !== null) this.#tracer?.discard(id);
+      return added;
+    } catch (error) {
+      if (traceContext !== null) this.#tracer?.discard(id);
+      throw error;
+    }
   }
 
   #emit(event: EngineEvent): void {

@@ -1,6 +1,6 @@
 import type { Task, TaskState, TaskStatus } from '../agent/model.js';
 import { AnswerBuffer } from '../answer.js';
-import type { AnswerSink } from '../ports.js';
+import type { AnswerSink, TraceContext } from '../ports.js';
 
 /**
  * What one turn has seen of its task so far, across the send's stream, GetTask reads and
@@ -23,6 +23,13 @@ export class TurnRun {
   eventsSeen = 0;
   lastActivityAt: number;
   sink: AnswerSink | null = null;
+  /** The turn this run is for, when there is one, and when it was received. */
+  turnId: string | null = null;
+  receivedAt = 0;
+  /** The turn's trace context, passed with every agent call of the run. */
+  trace: TraceContext | undefined;
+  /** Some answer text has been seen (the first-text time is counted once). */
+  textSeen = false;
 
   constructor(taskId: string | null, contextId: string | null, now: number) {
     this.taskId = taskId;

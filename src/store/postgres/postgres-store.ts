@@ -154,6 +154,7 @@ export class PostgresStore implements SessionStore {
           turn.busyNoticeAt,
           turn.answerRef,
           turn.now,
+          toJson(turn.traceContext),
         ]);
         if (inserted !== undefined) return { turn: turnFromRow(inserted, parsedJson), created: true };
         // A conflict: the row it hit is committed by now (DO NOTHING waits), so this sees it.

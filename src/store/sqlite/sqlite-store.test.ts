@@ -66,6 +66,7 @@ describe('SqliteStore', () => {
       firstSentAt: null,
       busyNoticeAt: null,
       answerRef: null,
+      traceContext: null,
       now: T0,
     });
     const written = await first.commit({ session: { ...session, contextId: 'ctx' }, now: T0 + 1 });

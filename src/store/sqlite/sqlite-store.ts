@@ -136,9 +136,10 @@ export class SqliteStore implements SessionStore {
         const inserted = this.#get(
           `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                               outcome, attempts, first_sent_at, busy_notice_at, answer_ref,
-                              created_at, updated_at)
+                              created_at, updated_at, trace_context)
            VALUES (:id, :session_id, :seq, :kind, :chat_message_id, :text, :metadata, :task_id, :state,
-                   :outcome, :attempts, :first_sent_at, :busy_notice_at, :answer_ref, :now, :now)
+                   :outcome, :attempts, :first_sent_at, :busy_notice_at, :answer_ref, :now, :now,
+                   :trace_context)
            ON CONFLICT DO NOTHING
            RETURNING *`,
           {
@@ -147,6 +148,8 @@ export class SqliteStore implements SessionStore {
             chat_message_id: turn.chatMessageId,
             seq,
             now: turn.now,
+            // Written once, here: a commit never changes a turn's trace context.
+            trace_context: toJson(turn.traceContext),
           },
         );
         if (inserted !== undefined) {

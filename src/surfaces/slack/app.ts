@@ -8,7 +8,12 @@ import type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer } from '../
 import type { SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './activity.js';
 import type { AnswerSettings } from './answer.js';
-import { type ApprovalBindings, type DecisionListener, PromptDesk } from './approvals.js';
+import {
+  type ApprovalBindings,
+  type ApprovalCounters,
+  type DecisionListener,
+  PromptDesk,
+} from './approvals.js';
 import { ApproverGroups, type ApproverOptions } from './approvers.js';
 import { BudgetBook, type MethodBudget } from './budget.js';
 import { SlackAuthError, SlackPlatformError } from './errors.js';
@@ -18,7 +23,7 @@ import { People, type PeopleOptions } from './people.js';
 import { PromptTokens } from './prompt-token.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-view.js';
 import { SlackSurface } from './surface.js';
-import { createWebClient, mapError, SlackApi } from './web-api.js';
+import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
 
 /**
  * Slack, wired: the Web API client and its budgets, the surface the engine shows things
@@ -54,7 +59,11 @@ export interface ConnectOptions {
     approvers?: Partial<ApproverOptions>;
     /** Called with every decision sent to an agent (cluster mode: a Kubernetes Event). */
     onDecision?: DecisionListener;
+    /** Where decisions and refused presses are counted. */
+    counters?: ApprovalCounters;
   };
+  /** Metrics and spans of Web API calls. */
+  telemetry?: SlackTelemetry;
 }
 
 export interface ListenOptions {
@@ -77,7 +86,7 @@ export interface ListenOptions {
 
 export class SlackConnection {
   readonly surface: SlackSurface;
-  /** kagent's prompts: `onDecision` for audit listeners, `metrics.render()` for /metrics. */
+  /** kagent's prompts: `onDecision` for audit listeners. */
   readonly approvals: PromptDesk;
   readonly api: SlackApi;
   readonly botUserId: string;
@@ -113,6 +122,7 @@ export class SlackConnection {
     this.#people = new People(init.api, this.#clock, options.logger, options.people);
     this.approvals = new PromptDesk({
       api: init.api,
+      ...(options.approvals?.counters === undefined ? {} : { counters: options.approvals.counters }),
       clock: this.#clock,
       logger: options.logger,
       tokens: new PromptTokens(options.approvals?.secret ?? options.config.botToken),
@@ -139,7 +149,7 @@ export class SlackConnection {
       logger: options.logger,
     });
     const budgets = new BudgetBook(clock, options.budgets);
-    const api = new SlackApi(client, budgets);
+    const api = new SlackApi(client, budgets, options.telemetry);
     const who = await api.authTest();
     options.logger.info({ team: who.teamId, botUserId: who.botUserId }, 'connected to Slack');
     return new SlackConnection(

@@ -110,56 +110,15 @@ export type DecisionListener = (audit: ApprovalAudit) => void;
 /** Why a press was refused, for the log line and the refusal metric. */
 export type RefusalReason = 'not-an-approver' | 'lookup-failed' | 'no-approver-groups' | 'approvals-disabled';
 
-// ---- metrics ------------------------------------------------------------------------------------
-
-type Labels = Record<string, string>;
-
-function labelKey(labels: Labels): string {
-  return Object.keys(labels)
-    .sort()
-    .map(
-      (k) => `${k}="${(labels[k] ?? '').replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')}"`,
-    )
-    .join(',');
-}
-
-class Counter {
-  readonly #values = new Map<string, number>();
-  constructor(
-    readonly name: string,
-    readonly help: string,
-  ) {}
-  inc(labels: Labels): void {
-    const k = labelKey(labels);
-    this.#values.set(k, (this.#values.get(k) ?? 0) + 1);
-  }
-  value(labels: Labels): number {
-    return this.#values.get(labelKey(labels)) ?? 0;
-  }
-  render(): string {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
-    for (const [k, v] of this.#values) lines.push(`${this.name}{${k}} ${v}`);
-    return lines.join('\n');
-  }
-}
+// ---- counters -----------------------------------------------------------------------------------
 
 /**
- * The approval counters, in Prometheus text. The composition root appends `render()` to
- * /metrics (core's Metrics counts engine events only; see the report for the event that would
- * let it count these too).
+ * Where decisions and refused presses are counted (observability's BrokerMetrics implements it,
+ * as `agentkourier_approval_decisions_total` and `agentkourier_approval_refusals_total`).
  */
-export class ApprovalMetrics {
-  readonly decisions = new Counter(
-    'agentkourier_approval_decisions_total',
-    'Tool-call decisions sent to agents, by Binding and decision (approved, denied).',
-  );
-  readonly refusals = new Counter(
-    'agentkourier_approval_refusals_total',
-    'Presses on approval prompts refused, by Binding and reason.',
-  );
-  render(): string {
-    return `${this.decisions.render()}\n${this.refusals.render()}\n`;
-  }
+export interface ApprovalCounters {
+  approvalDecided(binding: string, decision: 'approved' | 'denied', surface: string): void;
+  approvalRefused(binding: string, reason: RefusalReason): void;
 }
 
 // ---- words --------------------------------------------------------------------------------------
@@ -247,6 +206,7 @@ interface Place {
 
 export interface PromptDeskOptions {
   api: SlackApi;
+  counters?: ApprovalCounters;
   clock: Clock;
   logger: Logger;
   tokens: PromptTokens;
@@ -254,7 +214,7 @@ export interface PromptDeskOptions {
 }
 
 export class PromptDesk {
-  readonly metrics = new ApprovalMetrics();
+  readonly #counters: ApprovalCounters | undefined;
   readonly #api: SlackApi;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -272,6 +232,7 @@ export class PromptDesk {
 
   constructor(options: PromptDeskOptions) {
     this.#api = options.api;
+    this.#counters = options.counters;
     this.#clock = options.clock;
     this.#logger = options.logger.child({ component: 'slack-prompts' });
     this.#tokens = options.tokens;
@@ -680,7 +641,7 @@ export class PromptDesk {
         allAtOnce: mark.allAtOnce === true,
       };
       this.#logger.info({ audit: 'tool-approval', ...audit }, 'tool approval decision');
-      this.metrics.decisions.inc({ binding: state.binding, decision });
+      this.#counters?.approvalDecided(state.binding, decision, 'slack');
       for (const listener of this.#listeners) {
         try {
           listener(audit);
@@ -721,7 +682,7 @@ export class PromptDesk {
       reason = membership.kind === 'unknown' ? 'lookup-failed' : 'not-an-approver';
       text = membership.kind === 'unknown' ? WORDS.lookupFailed : WORDS.notApprover(gate.groups);
     }
-    this.metrics.refusals.inc({ binding: state.binding, reason });
+    this.#counters?.approvalRefused(state.binding, reason);
     this.#logger.warn(
       {
         audit: 'tool-approval-refused',

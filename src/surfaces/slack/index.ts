@@ -3,7 +3,7 @@ export { type ConnectOptions, type ListenOptions, SlackConnection } from './app.
 export {
   type ApprovalAudit,
   type ApprovalBindings,
-  ApprovalMetrics,
+  type ApprovalCounters,
   type DecisionListener,
   PromptDesk,
 } from './approvals.js';
@@ -16,3 +16,4 @@ export {
 } from './errors.js';
 export type { SlackBindings } from './inbound.js';
 export { SlackSurface } from './surface.js';
+export type { SlackApiObserver, SlackTelemetry } from './web-api.js';

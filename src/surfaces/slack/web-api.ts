@@ -1,3 +1,4 @@
+import { SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -101,13 +102,43 @@ const replies = z.object({
 });
 export type RepliesPage = z.infer<typeof replies>;
 
+/** What Slack calls report, for metrics (observability's BrokerMetrics implements it). */
+export interface SlackApiObserver {
+  /** `result`: ok, rate_limited, refused, unavailable or malformed. */
+  slackCall(method: string, result: string, seconds: number): void;
+  /** A 429, and the Retry-After it asked for. */
+  slackThrottled(method: string, retryAfterMs: number): void;
+  /** How long a call waited for its rate budget. */
+  slackWaited(method: string, seconds: number): void;
+}
+
+export interface SlackTelemetry {
+  observer?: SlackApiObserver;
+  /** Spans of calls (CLIENT kind); default: the global tracer (a no-op without an SDK). */
+  tracer?: Tracer;
+}
+
+/** A call's result as a bounded label. */
+function resultOf(error: unknown): string {
+  if (error instanceof SlackRateLimitedError) return 'rate_limited';
+  if (error instanceof SlackPlatformError) return 'refused';
+  if (error instanceof SlackMalformedResponseError) return 'malformed';
+  return 'unavailable';
+}
+
 export class SlackApi {
   readonly #client: WebClient;
   readonly #budgets: BudgetBook;
+  readonly #observer: SlackApiObserver | undefined;
+  readonly #tracer: Tracer;
+  readonly #host: string;
 
-  constructor(client: WebClient, budgets: BudgetBook) {
+  constructor(client: WebClient, budgets: BudgetBook, telemetry: SlackTelemetry = {}) {
     this.#client = client;
     this.#budgets = budgets;
+    this.#observer = telemetry.observer;
+    this.#tracer = telemetry.tracer ?? trace.getTracer('agentkourier.slack');
+    this.#host = hostOf(client.slackApiUrl);
   }
 
   /** Takes a token of a method's budget only if one is free now (for calls with a fallback). */
@@ -139,10 +170,8 @@ export class SlackApi {
   /** Checks the bot token and names the bot and its workspace. */
   async authTest(): Promise<{ botUserId: string; teamId: string; botId: string | undefined }> {
     try {
-      const result = await this.#client.apiCall('auth.test', {});
-      const parsed = authTest.safeParse(result);
-      if (!parsed.success) throw new SlackMalformedResponseError('auth.test');
-      return { botUserId: parsed.data.user_id, teamId: parsed.data.team_id, botId: parsed.data.bot_id };
+      const parsed = await this.#measured('auth.test', {}, authTest);
+      return { botUserId: parsed.user_id, teamId: parsed.team_id, botId: parsed.bot_id };
     } catch (error) {
       const mapped = mapError('auth.test', error);
       if (mapped instanceof SlackPlatformError) throw new SlackAuthError(mapped.slackError);
@@ -244,22 +273,57 @@ export class SlackApi {
   ): Promise<T> {
     const budget = this.#budgets.for(method, ctx.team, ctx.channel);
     if (ctx.prepaid !== true) {
+      const waitStarted = performance.now();
       await budget.take(ctx.requester ?? method, {
         ...(ctx.urgent === undefined ? {} : { urgent: ctx.urgent }),
         ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
       });
+      this.#observer?.slackWaited(method, (performance.now() - waitStarted) / 1000);
     }
-    let result: unknown;
     try {
-      result = await this.#client.apiCall(method, args);
+      return await this.#measured(method, args, schema);
     } catch (error) {
-      const mapped = mapError(method, error);
-      if (mapped instanceof SlackRateLimitedError) budget.pause(mapped.retryAfterMs);
-      throw mapped;
+      if (error instanceof SlackRateLimitedError) budget.pause(error.retryAfterMs);
+      throw error;
     }
-    const parsed = schema.safeParse(result);
-    if (!parsed.success) throw new SlackMalformedResponseError(method);
-    return parsed.data;
+  }
+
+  /** One Web API call as a span and a count, its answer checked, its failure ours. */
+  async #measured<T>(method: string, args: Record<string, unknown>, schema: z.ZodType<T>): Promise<T> {
+    const span = this.#tracer.startSpan(method, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'rpc.system.name': 'slack', 'rpc.method': method, 'server.address': this.#host },
+    });
+    const started = performance.now();
+    let result = 'ok';
+    try {
+      let answer: unknown;
+      try {
+        answer = await this.#client.apiCall(method, args);
+      } catch (error) {
+        throw mapError(method, error);
+      }
+      const parsed = schema.safeParse(answer);
+      if (!parsed.success) throw new SlackMalformedResponseError(method);
+      return parsed.data;
+    } catch (error) {
+      result = resultOf(error);
+      if (error instanceof SlackRateLimitedError) this.#observer?.slackThrottled(method, error.retryAfterMs);
+      span.setAttribute('error.type', result);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw error;
+    } finally {
+      span.end();
+      this.#observer?.slackCall(method, result, (performance.now() - started) / 1000);
+    }
+  }
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return 'slack';
   }
 }
 

@@ -36,6 +36,11 @@ export interface WebChatOptions {
   /** Largest request body (default 256 KiB). */
   bodyLimitBytes?: number;
   follow?: Partial<FollowOptions>;
+  /**
+   * Other routes served on the same port, tried first (local mode's /healthz, /readyz and
+   * /metrics); returns true when it answered. They are not behind the token: they show no chat.
+   */
+  routes?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
 export interface WebChat {
@@ -136,6 +141,7 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://webchat.invalid');
     checkHost(req, policy);
+    if (options.routes?.(req, res) === true) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') checkOrigin(req);
     if (url.pathname.startsWith('/api/')) {
       checkToken(req, policy);
@@ -157,7 +163,7 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
 
   const shownHost = host.includes(':') ? `[${host}]` : host;
   const url = `http://${shownHost}:${address.port}/`;
-  logger.info({ url, token: token !== undefined }, 'web chat listening');
+  logger.info({ url, tokenRequired: token !== undefined }, 'web chat listening');
   return {
     url,
     close: async () => {

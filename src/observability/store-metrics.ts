@@ -1,0 +1,50 @@
+import type { SessionStore } from '../core/store.js';
+import type { StoreObserver } from './metrics.js';
+
+/**
+ * The session store with every operation counted and timed (`store_operations_total`,
+ * `store_operation_duration_seconds`): a decorator on the port, so neither the engine nor the
+ * stores know about metrics. The lease renewals and event claims are operations too: a slow
+ * PostgreSQL shows in them first.
+ */
+
+const OPERATIONS = [
+  'migrate',
+  'openSession',
+  'getSession',
+  'addTurn',
+  'getTurn',
+  'setAnswerRef',
+  'openTurns',
+  'commit',
+  'sessionsWithWork',
+  'claimInboundEvent',
+  'acquireLease',
+  'renewLeases',
+  'releaseLease',
+] as const satisfies ReadonlyArray<keyof SessionStore>;
+
+export function measuredStore(store: SessionStore, observer: StoreObserver): SessionStore {
+  const measured: Record<string, unknown> = {};
+  for (const operation of OPERATIONS) {
+    const call = (store[operation] as (...args: unknown[]) => Promise<unknown>).bind(store);
+    measured[operation] = async (...args: unknown[]): Promise<unknown> => {
+      const started = performance.now();
+      try {
+        const result = await call(...args);
+        observer.storeOperation(operation, 'ok', (performance.now() - started) / 1000);
+        return result;
+      } catch (error) {
+        observer.storeOperation(operation, 'error', (performance.now() - started) / 1000);
+        throw error;
+      }
+    };
+  }
+  return {
+    ...(measured as Omit<SessionStore, 'sharedByReplicas' | 'close'>),
+    get sharedByReplicas() {
+      return store.sharedByReplicas;
+    },
+    close: () => store.close(),
+  } as SessionStore;
+}

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { demoCheckCommand, localBanner } from '../../src/app/banner.js';
+import { runCheck } from '../../src/check/index.js';
+import { startDemoAgent } from '../../src/demo/demo-agent.js';
+
+describe('npm start banner', () => {
+  it('names the web chat, the demo agent and a check command that passes against the demo agent', async () => {
+    const demo = await startDemoAgent({ chunkDelayMs: 0 });
+    try {
+      const lines = localBanner({ chatUrl: 'http://127.0.0.1:8080/', demoAgentUrl: demo.url });
+      expect(lines).toContain('  web chat    open http://127.0.0.1:8080/');
+      expect(lines).toContain(`  demo agent  ${demo.url} (kagent-v1, agent demo/assistant)`);
+      const command = demoCheckCommand(demo.url);
+      expect(lines).toContain(`  try         ${command}`);
+      // The command as printed, run: `npx tsx src/main.ts check …` is the project's own binary.
+      const [prefix, args] = command.split(' src/main.ts ');
+      expect(prefix).toBe('npx tsx');
+      const argv = (args ?? '').split(' ');
+      expect(argv[0]).toBe('check');
+      const out: string[] = [];
+      const code = await runCheck(argv.slice(1), { out: (l) => out.push(l), err: (l) => out.push(l) });
+      expect(out.join('\n')).not.toMatch(/\bFAIL\b/);
+      expect(code).toBe(0);
+    } finally {
+      await demo.close();
+    }
+  });
+
+  it('leaves the demo lines out with --no-demo', () => {
+    const lines = localBanner({ chatUrl: 'http://127.0.0.1:9000/' }).join('\n');
+    expect(lines).toContain('open http://127.0.0.1:9000/');
+    expect(lines).toContain('http://127.0.0.1:9000/metrics');
+    expect(lines).not.toContain('demo agent');
+    expect(lines).not.toContain('check');
+  });
+});
