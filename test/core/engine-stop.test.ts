@@ -10,10 +10,13 @@ import { FakeSurface } from '../helpers/fake-surface.js';
 
 /**
  * SQLite that says it is shared, so two engines in one process use session leases on it as
- * two replicas on PostgreSQL do. The leases are the same SQL either way; only the flag differs.
+ * two replicas on PostgreSQL do. The lease SQL is the store's own either way; only the flag
+ * the engine reads differs.
  */
-class SharedSqliteStore extends SqliteStore {
-  override readonly sharedByReplicas = true;
+function sharedSqlite(): SqliteStore {
+  const store = new SqliteStore(':memory:');
+  Object.defineProperty(store, 'sharedByReplicas', { value: true });
+  return store;
 }
 
 const CHUNKS = Array.from({ length: 12 }, (_, i) => `part ${i} `);
@@ -50,7 +53,7 @@ describe('SessionEngine.stop (SIGTERM drain)', () => {
       workOn: true,
     });
     cleanups.push(() => agent.close());
-    const store = new SharedSqliteStore(':memory:');
+    const store = sharedSqlite();
     await store.migrate();
     cleanups.push(() => store.close());
     const surface = new FakeSurface();
