@@ -234,6 +234,9 @@ export function buildImageTree(
   const dockerfile = options.dockerfile ?? join(context, 'Dockerfile');
   const stages = parseDockerfile(readFileSync(dockerfile, 'utf8'));
   const out = options.out ?? mkdtempSync(join(tmpdir(), 'ak-image-tree-'));
+  // Traversable by the image's user (mkdtemp makes 0700): the tree is run as that user.
+  mkdirSync(out, { recursive: true });
+  chmodSync(out, 0o755);
   const done = new Map<string, StageState>();
   let image: ImageTree | undefined;
   stages.forEach((stage, index) => {

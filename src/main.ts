@@ -124,7 +124,23 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
           return 0;
         }
         if (rest.length > 0) throw new UsageError('controller takes no arguments; it reads the environment');
-        const running = await startController({ env: process.env, out: io.out });
+        // A signal while it starts (informers still listing) stops the start, not the process.
+        const early = new AbortController();
+        const onEarly = (): void => early.abort();
+        process.once('SIGTERM', onEarly);
+        process.once('SIGINT', onEarly);
+        const running = await startController({
+          env: process.env,
+          out: io.out,
+          signal: early.signal,
+        }).finally(() => {
+          process.off('SIGTERM', onEarly);
+          process.off('SIGINT', onEarly);
+        });
+        if (early.signal.aborted) {
+          await running.stop();
+          return 0;
+        }
         return await untilSignal(() => running.stop());
       }
       default:

@@ -58,6 +58,11 @@ export interface ControllerRunOptions {
   logger?: Logger;
   /** Tests pass their own; in a pod it is loaded from the service account. */
   kubeConfig?: KubeConfig;
+  /**
+   * SIGTERM before the start finished (the API server not reachable yet, say): the start stops
+   * waiting, everything started so far is stopped, and the result's stop() resolves at once.
+   */
+  signal?: AbortSignal;
 }
 
 export interface RunningController {
@@ -157,8 +162,15 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     }, settings.metricsPort);
     stops.push(() => ops.close());
 
-    await controller.start();
+    const abandon = (): void => void stop();
+    options.signal?.addEventListener('abort', abandon, { once: true });
     stops.push(() => controller.stop());
+    await controller.start();
+    options.signal?.removeEventListener('abort', abandon);
+    if (options.signal?.aborted) {
+      await stop();
+      return { httpPort: 0, metricsPort: ops.port, stop };
+    }
     if (slack !== undefined) {
       await slack.listen({ engine, store, bindings: registry });
       stops.push(() => slack.stop());

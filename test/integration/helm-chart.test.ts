@@ -116,7 +116,7 @@ describe.skipIf(!HAS_GO)(
         '/var/lib/agentkourier',
       ]);
       const env = Object.fromEntries(container?.env.map((e) => [e.name, e]) ?? []);
-      expect(env.AGENTKOURIER_WATCH_NAMESPACES?.value).toBe('');
+      expect(env.AGENTKOURIER_WATCH_NAMESPACES).toBeUndefined(); // every namespace
       expect(env.AGENTKOURIER_METRICS_PORT?.value).toBe('9090');
       expect(env.AGENTKOURIER_HTTP_PORT?.value).toBe('8080');
       expect(env.AGENTKOURIER_STORE?.value).toBe('sqlite:/var/lib/agentkourier/state.db');
