@@ -14,7 +14,7 @@ export type StoreConfig =
 export interface BrokerConfig {
   store: StoreConfig;
   logLevel: string;
-  /** The HTTP port for /healthz, /readyz and Slack's HTTP mode. */
+  /** The HTTP port of Slack's HTTP mode (the controller serves health and metrics on another). */
   httpPort: number;
   /** This replica's name in session leases (the pod name in a cluster). */
   replicaName: string | undefined;
