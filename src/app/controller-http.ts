@@ -25,6 +25,14 @@ export interface ListeningServer {
 
 export async function listen(listener: RequestListener, port: number): Promise<ListeningServer> {
   const server: Server = createServer(listener);
+  let closing = false;
+  // A connection whose request finishes after close() began would idle on as keep-alive until
+  // the grace runs out; let it go as soon as its response is sent.
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    res.once('finish', () => {
+      if (closing) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, () => {
@@ -36,6 +44,7 @@ export async function listen(listener: RequestListener, port: number): Promise<L
     port: (server.address() as AddressInfo).port,
     close: (graceMs = 0) =>
       new Promise<void>((resolve) => {
+        closing = true;
         const cut = setTimeout(() => server.closeAllConnections(), graceMs);
         server.close(() => {
           clearTimeout(cut);
