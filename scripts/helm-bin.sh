@@ -70,7 +70,7 @@ done
 tmp=$(mktemp -d "$dir/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-echo "helm-bin: building helm $helm_version into $dir (cold, with downloads: ~9 min on 2 idle cores)" >&2
+echo "helm-bin: building helm $helm_version into $dir (cold, with downloads: ~4-5 min on 2 cores)" >&2
 start=$(date +%s)
 (
   cd "$mod"
