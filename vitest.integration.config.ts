@@ -5,7 +5,11 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/integration/**/*.test.ts'],
-    globalSetup: ['test/integration/setup-python-peers.ts', 'test/integration/setup-kube-bins.ts'],
+    globalSetup: [
+      'test/integration/setup-python-peers.ts',
+      'test/integration/setup-kube-bins.ts',
+      'test/integration/setup-helm-bin.ts',
+    ],
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,

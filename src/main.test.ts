@@ -16,6 +16,20 @@ describe('agentkourier binary', () => {
     expect(a.lines[1]).toContain('Usage: agentkourier');
   });
 
+  it('prints the controller settings for controller --help, without starting it', async () => {
+    const a = io();
+    expect(await run(['controller', '--help'], a)).toBe(0);
+    expect(a.lines[0]).toContain('Usage: agentkourier controller');
+    for (const setting of [
+      'AGENTKOURIER_WATCH_NAMESPACES',
+      'AGENTKOURIER_METRICS_PORT',
+      'AGENTKOURIER_HTTP_PORT',
+    ])
+      expect(a.lines[0]).toContain(setting);
+    expect(await run(['controller', '--bogus'], a)).toBe(2);
+    expect(a.errors[0]).toContain('controller takes no arguments');
+  });
+
   it('refuses an unknown command or a bad option with exit 2 and the usage on stderr', async () => {
     const a = io();
     expect(await run(['nope'], a)).toBe(2);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { startController } from './app/controller.js';
+import { CONTROLLER_HELP, startController } from './app/controller.js';
 import { startLocal } from './app/local.js';
 import { runCheck } from './check/index.js';
 import { startDemoAgent } from './demo/demo-agent.js';
@@ -119,8 +119,28 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
       case 'local':
         return await local(rest, io);
       case 'controller': {
+        if (rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')) {
+          io.out(CONTROLLER_HELP);
+          return 0;
+        }
         if (rest.length > 0) throw new UsageError('controller takes no arguments; it reads the environment');
-        const running = await startController({ env: process.env, out: io.out });
+        // A signal while it starts (informers still listing) stops the start, not the process.
+        const early = new AbortController();
+        const onEarly = (): void => early.abort();
+        process.once('SIGTERM', onEarly);
+        process.once('SIGINT', onEarly);
+        const running = await startController({
+          env: process.env,
+          out: io.out,
+          signal: early.signal,
+        }).finally(() => {
+          process.off('SIGTERM', onEarly);
+          process.off('SIGINT', onEarly);
+        });
+        if (early.signal.aborted) {
+          await running.stop();
+          return 0;
+        }
         return await untilSignal(() => running.stop());
       }
       default:

@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadBrokerConfig } from '../config/broker.js';
@@ -7,17 +5,50 @@ import { loadSlackConfig, slackRequested } from '../config/slack.js';
 import type { ChatSurface, EventSink } from '../core/ports.js';
 import { LiveRegistry } from '../core/registry.js';
 import { SessionEngine } from '../core/session/engine.js';
-import { Controller, loadControllerSettings } from '../k8s/index.js';
+import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
 import { createLogger, Observability, opsRoutes } from '../observability/index.js';
 import { openStore } from '../store/open.js';
 import { SurfaceRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
+import { eventsListener, listen, notFound } from './controller-http.js';
 
 /**
  * `agentkourier controller`: one process in the cluster — the control plane (AgentBackends and
- * Bindings into live clients), the Slack surface and the engine, with /healthz, /readyz,
- * /metrics and Slack's HTTP events on one port.
+ * Bindings into live clients), the Slack surface and the engine. /healthz, /readyz and /metrics
+ * on the metrics port; Slack's HTTP events on the HTTP port.
+ *
+ * Stopping (SIGTERM) drains in this order: /readyz says so and new Slack events are refused
+ * with 503 (Slack delivers them again), the engine stops starting turns, cuts its streams, lets
+ * the writes in flight finish and releases its session leases (another replica takes those
+ * sessions over at once), the Slack surface closes, the controller releases its Lease, then
+ * the servers and the store close.
  */
+
+export const CONTROLLER_HELP = `Usage: agentkourier controller
+
+Runs in a cluster: AgentBackends and Bindings into live A2A clients, Slack, the session engine.
+Settings come from the environment; a bad value stops the start with a message naming it.
+
+  AGENTKOURIER_NAMESPACE           (required) the controller's namespace: its Lease lives there
+  POD_NAME                         this replica's name in the Lease, Events and session leases
+                                   (default: the hostname)
+  AGENTKOURIER_LEASE_NAME          the leader-election Lease (default agentkourier-controller)
+  AGENTKOURIER_WATCH_NAMESPACES    comma list of namespaces to watch; unset: every namespace
+  AGENTKOURIER_NAMESPACE_CHANNELS  JSON {"namespace": ["C…"]}: the Slack channels each may claim
+  AGENTKOURIER_STORE               sqlite:<path> (default sqlite:/var/lib/agentkourier/state.db)
+                                   or a postgres:// URL (several replicas)
+  AGENTKOURIER_PG_SCHEMA           PostgreSQL schema (default agentkourier)
+  AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events (default 8080)
+  AGENTKOURIER_METRICS_PORT        /healthz, /readyz, /metrics (default 9090)
+  LOG_LEVEL                        fatal, error, warn, info (default), debug, trace, silent
+  SLACK_BOT_TOKEN                  xoxb-…; unset: no Slack
+  SLACK_APP_TOKEN                  xapp-…: Socket Mode
+  SLACK_SIGNING_SECRET             HTTP mode (events at POST /slack/events)
+  SLACK_MODE                       socket or http, when both of the above are set
+  SLACK_API_URL                    the Slack Web API base URL (default https://slack.com/api/)
+
+The Kubernetes credentials are the pod's service account, or KUBECONFIG outside a cluster.
+SIGTERM drains: no new turns, writes in flight finish, session leases and the Lease released.`;
 
 export interface ControllerRunOptions {
   env: Readonly<Record<string, string | undefined>>;
@@ -25,12 +56,24 @@ export interface ControllerRunOptions {
   logger?: Logger;
   /** Tests pass their own; in a pod it is loaded from the service account. */
   kubeConfig?: KubeConfig;
+  /**
+   * SIGTERM before the start finished (the API server not reachable yet, say): the start stops
+   * waiting, everything started so far is stopped, and the result's stop() resolves at once.
+   */
+  signal?: AbortSignal;
 }
 
 export interface RunningController {
-  port: number;
+  /** Slack's events (POST /slack/events). */
+  httpPort: number;
+  /** /healthz, /readyz, /metrics. */
+  metricsPort: number;
+  /** Drains and stops; see above. Idempotent. */
   stop(): Promise<void>;
 }
+
+/** How long a Slack event being stored may take to finish once the events port closes. */
+const EVENTS_CLOSE_GRACE_MS = 3_000;
 
 export async function startController(options: ControllerRunOptions): Promise<RunningController> {
   const settings = loadControllerSettings(options.env);
@@ -38,11 +81,25 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     store: { kind: 'sqlite', path: '/var/lib/agentkourier/state.db' },
     httpPort: 8080,
   });
+  if (broker.httpPort === settings.metricsPort) {
+    throw new ControllerConfigError(
+      'AGENTKOURIER_METRICS_PORT',
+      `must differ from AGENTKOURIER_HTTP_PORT (both are ${broker.httpPort})`,
+    );
+  }
   const logger = options.logger ?? createLogger({ level: broker.logLevel, format: broker.logFormat });
+  let draining = false;
+  // Pushed in start order, run in reverse: the order of the drain described above.
   const stops: Array<() => Promise<void>> = [];
-  const stop = async (): Promise<void> => {
-    for (const s of stops.splice(0).reverse())
-      await s().catch((error: unknown) => logger.error({ err: error }, 'stop failed'));
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      draining = true;
+      logger.info('controller draining');
+      for (const s of stops.splice(0).reverse())
+        await s().catch((error: unknown) => logger.error({ err: error }, 'stop failed'));
+    })();
+    return stopping;
   };
   try {
     const kubeConfig = options.kubeConfig ?? new KubeConfig();
@@ -83,6 +140,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       identity: settings.podName,
       leaseNamespace: settings.namespace,
       leaseName: settings.leaseName,
+      watchNamespaces: settings.watchNamespaces,
       telemetry: observability.controlPlane,
       ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
     });
@@ -97,48 +155,48 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
         });
       });
     }
+    // The metrics port first: probes get answers while the informers sync.
     const routes = opsRoutes({
       registry: observability.registry,
-      ready: () => (controller.ready ? true : 'AgentBackends and Bindings not listed yet'),
+      ready: () => {
+        if (draining) return 'shutting down';
+        return controller.ready ? true : 'AgentBackends and Bindings not listed yet';
+      },
     });
-    const server: Server = createServer((req, res) => {
-      if (routes(req, res)) return;
-      const slackListener = slack?.requestListener;
-      if (
-        slackListener !== undefined &&
-        req.method === 'POST' &&
-        (req.url ?? '').split('?')[0] === '/slack/events'
-      ) {
-        slackListener(req, res);
-        return;
-      }
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end('not found\n');
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(broker.httpPort, resolve);
-    });
-    stops.push(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
+    const ops = await listen((req, res) => {
+      if (!routes(req, res)) notFound(res);
+    }, settings.metricsPort);
+    stops.push(() => ops.close());
 
-    await controller.start();
+    const abandon = (): void => void stop();
+    options.signal?.addEventListener('abort', abandon, { once: true });
     stops.push(() => controller.stop());
+    await controller.start();
+    options.signal?.removeEventListener('abort', abandon);
+    if (options.signal?.aborted) {
+      await stop();
+      return { httpPort: 0, metricsPort: ops.port, stop };
+    }
     if (slack !== undefined) {
       await slack.listen({ engine, store, bindings: registry });
       stops.push(() => slack.stop());
     }
     await engine.start();
     stops.push(() => engine.stop());
-    const port = (server.address() as AddressInfo).port;
-    options.out(`Agent Kourier controller: serving on port ${port} (/healthz, /readyz, /metrics)`);
-    logger.info({ port, tracing: observability.tracing.describe }, 'controller serving');
-    return { port, stop };
+    const events = await listen(
+      eventsListener({ slack: () => slack?.requestListener, draining: () => draining }),
+      broker.httpPort,
+    );
+    stops.push(() => events.close(EVENTS_CLOSE_GRACE_MS));
+    options.out(
+      `Agent Kourier controller: Slack events on port ${events.port} (POST /slack/events), ` +
+        `health and metrics on port ${ops.port} (/healthz, /readyz, /metrics)`,
+    );
+    logger.info(
+      { httpPort: events.port, metricsPort: ops.port, tracing: observability.tracing.describe },
+      'controller serving',
+    );
+    return { httpPort: events.port, metricsPort: ops.port, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -16,7 +16,7 @@ export interface BrokerConfig {
   logLevel: string;
   /** LOG_FORMAT: json lines (the cluster's default) or pretty lines (local mode's default). */
   logFormat: 'json' | 'pretty';
-  /** The HTTP port for /healthz, /readyz and Slack's HTTP mode. */
+  /** The HTTP port of Slack's HTTP mode (the controller serves health and metrics on another). */
   httpPort: number;
   /** This replica's name in session leases (the pod name in a cluster). */
   replicaName: string | undefined;

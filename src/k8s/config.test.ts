@@ -14,7 +14,24 @@ describe('loadControllerSettings', () => {
       podName: 'agentkourier-0',
       leaseName: 'agentkourier-controller',
       namespaceChannels: { 'team-a': ['C0123ABCD'], 'team-b': [] },
+      watchNamespaces: [],
+      metricsPort: 9090,
     });
+  });
+
+  it('reads the namespaces to watch (sorted, spaces trimmed) and the metrics port', () => {
+    const settings = loadControllerSettings({
+      AGENTKOURIER_NAMESPACE: 'agentkourier',
+      AGENTKOURIER_WATCH_NAMESPACES: ' team-b, team-a ',
+      AGENTKOURIER_METRICS_PORT: '9191',
+    });
+    expect(settings.watchNamespaces).toEqual(['team-a', 'team-b']);
+    expect(settings.metricsPort).toBe(9191);
+    // Empty means every namespace, as unset does.
+    expect(
+      loadControllerSettings({ AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_WATCH_NAMESPACES: ' ' })
+        .watchNamespaces,
+    ).toEqual([]);
   });
 
   it.each([
@@ -29,6 +46,27 @@ describe('loadControllerSettings', () => {
       'AGENTKOURIER_NAMESPACE_CHANNELS',
     ],
     [{ AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_LEASE_NAME: 'UPPER' }, 'AGENTKOURIER_LEASE_NAME'],
+    [
+      { AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_WATCH_NAMESPACES: 'team-a,Team_B' },
+      'AGENTKOURIER_WATCH_NAMESPACES',
+    ],
+    [
+      { AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_WATCH_NAMESPACES: 'team-a,,team-b' },
+      'AGENTKOURIER_WATCH_NAMESPACES',
+    ],
+    [
+      { AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_WATCH_NAMESPACES: 'team-a,team-a' },
+      'AGENTKOURIER_WATCH_NAMESPACES lists a namespace twice',
+    ],
+    [
+      {
+        AGENTKOURIER_NAMESPACE: 'ns',
+        AGENTKOURIER_WATCH_NAMESPACES: Array.from({ length: 101 }, (_, i) => `ns-${i}`).join(','),
+      },
+      'AGENTKOURIER_WATCH_NAMESPACES may list at most 100 namespaces',
+    ],
+    [{ AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_METRICS_PORT: '70000' }, 'AGENTKOURIER_METRICS_PORT'],
+    [{ AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_METRICS_PORT: 'http' }, 'AGENTKOURIER_METRICS_PORT'],
   ])('names the bad setting: %j', (env, words) => {
     let caught: unknown;
     try {

@@ -13,9 +13,17 @@ import { namespaceName, objectName } from './crds/common.js';
  *   AGENTKOURIER_LEASE_NAME          Lease name (default agentkourier-controller)
  *   AGENTKOURIER_NAMESPACE_CHANNELS  JSON: {"team-a": ["C0123ABCD"], …}; the Slack channel ids
  *                                    each namespace may claim. Unset: any namespace, any channel.
+ *   AGENTKOURIER_WATCH_NAMESPACES    comma list: watch AgentBackends, Bindings and Secrets only
+ *                                    in these namespaces (a Role per namespace is then enough).
+ *                                    Unset or empty: every namespace (a ClusterRole).
+ *   AGENTKOURIER_METRICS_PORT        port of /healthz, /readyz and /metrics (default 9090), apart
+ *                                    from AGENTKOURIER_HTTP_PORT (Slack's events, default 8080)
  */
 
 export const DEFAULT_LEASE_NAME = 'agentkourier-controller';
+export const DEFAULT_METRICS_PORT = 9090;
+/** Far more than any Role-per-namespace install; each namespace costs three watches. */
+export const MAX_WATCH_NAMESPACES = 100;
 
 export class ControllerConfigError extends InvalidConfigError {
   constructor(
@@ -31,12 +39,26 @@ export interface ControllerSettings {
   podName: string;
   leaseName: string;
   namespaceChannels: NamespaceChannels | undefined;
+  /** Empty: every namespace. Sorted, without duplicates. */
+  watchNamespaces: readonly string[];
+  metricsPort: number;
 }
 
 const channelsSchema = z.record(
   namespaceName,
   z.array(z.string().regex(/^[CG][A-Z0-9]+$/, 'must list Slack channel ids (C… or G…)')).max(1000),
 );
+
+const watchNamespacesSchema = z
+  .array(namespaceName)
+  .max(MAX_WATCH_NAMESPACES, `may list at most ${MAX_WATCH_NAMESPACES} namespaces`)
+  .refine((list) => new Set(list).size === list.length, 'lists a namespace twice');
+
+const portSchema = z
+  .string()
+  .regex(/^\d{1,5}$/, 'must be a port number')
+  .transform(Number)
+  .refine((n) => n > 0 && n < 65_536, 'must be a port number');
 
 function parse<T>(setting: string, schema: z.ZodType<T>, value: unknown): T {
   const parsed = schema.safeParse(value);
@@ -76,5 +98,21 @@ export function loadControllerSettings(
     }
     namespaceChannels = parse('AGENTKOURIER_NAMESPACE_CHANNELS', channelsSchema, json);
   }
-  return { namespace, podName, leaseName, namespaceChannels };
+
+  const rawWatch = env.AGENTKOURIER_WATCH_NAMESPACES?.trim() ?? '';
+  const watchNamespaces =
+    rawWatch === ''
+      ? []
+      : [
+          ...parse(
+            'AGENTKOURIER_WATCH_NAMESPACES',
+            watchNamespacesSchema,
+            rawWatch.split(',').map((n) => n.trim()),
+          ),
+        ].sort();
+
+  const rawPort = env.AGENTKOURIER_METRICS_PORT?.trim() ?? '';
+  const metricsPort =
+    rawPort === '' ? DEFAULT_METRICS_PORT : parse('AGENTKOURIER_METRICS_PORT', portSchema, rawPort);
+  return { namespace, podName, leaseName, namespaceChannels, watchNamespaces, metricsPort };
 }

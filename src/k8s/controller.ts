@@ -6,8 +6,10 @@ import { InvalidConfigError, KourierError } from '../core/errors.js';
 import type { LiveRegistry } from '../core/registry.js';
 import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from './card-check.js';
 import type { NamespaceChannels } from './channels.js';
-import { DEFAULT_LEASE_NAME } from './config.js';
+import { DEFAULT_LEASE_NAME, MAX_WATCH_NAMESPACES } from './config.js';
+import { namespaceName } from './crds/common.js';
 import { EventRecorder } from './events.js';
+import { InformerSet } from './informer-set.js';
 import { keyOf, parseKey } from './keys.js';
 import { KubeApi, type ResourcePlural } from './kube-api.js';
 import { checkLeaderTimings, DEFAULT_LEADER_TIMINGS, LeaderElector, type LeaderTimings } from './leader.js';
@@ -18,7 +20,6 @@ import { Reconciler } from './reconciler.js';
 import { SecretWatch } from './secret-watch.js';
 import type { Transition } from './status.js';
 import type { ControlPlaneObserver, ControlPlaneTelemetry } from './telemetry.js';
-import { Informer } from './watch.js';
 
 /**
  * `agentkourier controller`'s control plane: informers on AgentBackends, Bindings and the
@@ -64,6 +65,11 @@ export interface ControllerOptions {
   leaseName?: string;
   /** Namespace → Slack channel ids it may claim; unset: any namespace may claim any channel. */
   namespaceChannels?: NamespaceChannels;
+  /**
+   * Watch AgentBackends and Bindings (and so the Secrets they name) only in these namespaces,
+   * one list+watch each; empty or unset: every namespace, one cluster-wide list+watch.
+   */
+  watchNamespaces?: readonly string[];
   timings?: Partial<Omit<ControllerTimings, 'card'>> & { card?: Partial<CardTimings> };
   /** Reconciles running at once (different keys). */
   concurrency?: number;
@@ -76,6 +82,7 @@ const optionsSchema = z.object({
   leaseNamespace: z.string().min(1).max(63),
   leaseName: z.string().min(1).max(253).optional(),
   concurrency: z.number().int().min(1).max(64).optional(),
+  watchNamespaces: z.array(namespaceName).max(MAX_WATCH_NAMESPACES).optional(),
 });
 
 const backendRefOf = z.object({ spec: z.object({ backendRef: z.object({ name: z.string() }) }) });
@@ -94,8 +101,8 @@ export class Controller {
   readonly #api: KubeApi;
   readonly #queue: KeyedQueue;
   readonly #secrets: SecretWatch;
-  readonly #backends: Informer<KubernetesObject>;
-  readonly #bindings: Informer<KubernetesObject>;
+  readonly #backends: InformerSet<KubernetesObject>;
+  readonly #bindings: InformerSet<KubernetesObject>;
   readonly #leader: LeaderElector;
   readonly #reconciler: Reconciler;
   readonly #events: EventRecorder;
@@ -218,7 +225,11 @@ export class Controller {
     this.#leader.start();
     this.#resync = setInterval(() => this.#enqueueAll(), this.#timings.resyncMs);
     this.#resync.unref();
-    this.#log.info({ identity: this.#o.identity }, 'controller started');
+    const namespaces = this.#o.watchNamespaces ?? [];
+    this.#log.info(
+      { identity: this.#o.identity, watching: namespaces.length === 0 ? 'all namespaces' : namespaces },
+      'controller started',
+    );
   }
 
   /**
@@ -240,7 +251,7 @@ export class Controller {
     plural: ResourcePlural,
     kind: 'AgentBackend' | 'Binding',
     restart: { restartBaseMs: number; restartMaxMs: number },
-  ): Informer<KubernetesObject> {
+  ): InformerSet<KubernetesObject> {
     const onChange = (obj: KubernetesObject, deleted: boolean): void => {
       const namespace = obj.metadata?.namespace ?? '';
       const name = obj.metadata?.name ?? '';
@@ -257,10 +268,11 @@ export class Controller {
         );
       }
     };
-    return new Informer<KubernetesObject>({
+    return new InformerSet<KubernetesObject>({
       kubeConfig: this.#o.kubeConfig,
-      path: KubeApi.resourcePath(plural),
-      list: () => this.#api.listResources(plural),
+      namespaces: this.#o.watchNamespaces ?? [],
+      path: (namespace) => KubeApi.resourcePath(plural, namespace),
+      list: (namespace) => this.#api.listResources(plural, namespace),
       handlers: { upsert: (obj) => onChange(obj, false), delete: (obj) => onChange(obj, true) },
       logger: this.#log,
       what: plural,

@@ -102,18 +102,30 @@ export class KubeApi {
     this.#leases = kubeConfig.makeApiClient(CoordinationV1Api);
   }
 
-  static resourcePath(plural: ResourcePlural): string {
-    return `/apis/${GROUP}/${VERSION}/${plural}`;
+  /** The collection path a watch follows: every namespace, or one. */
+  static resourcePath(plural: ResourcePlural, namespace?: string): string {
+    return namespace === undefined
+      ? `/apis/${GROUP}/${VERSION}/${plural}`
+      : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`;
   }
 
-  /** Every object of one of our kinds, in all namespaces (the informers' list). */
-  async listResources(plural: ResourcePlural): Promise<KubernetesListObject<KubernetesObject>> {
-    const raw: unknown = await call(`listing ${plural}`, () =>
-      this.#custom.listCustomObjectForAllNamespaces({
-        group: GROUP,
-        version: VERSION,
-        resourcePlural: plural,
-      }),
+  /**
+   * Every object of one of our kinds, in all namespaces or in one (the informers' list). The
+   * one-namespace form is what a Role (not a ClusterRole) allows.
+   */
+  async listResources(
+    plural: ResourcePlural,
+    namespace?: string,
+  ): Promise<KubernetesListObject<KubernetesObject>> {
+    const where = namespace === undefined ? '' : ` in ${namespace}`;
+    const raw: unknown = await call(`listing ${plural}${where}`, () =>
+      namespace === undefined
+        ? this.#custom.listCustomObjectForAllNamespaces({
+            group: GROUP,
+            version: VERSION,
+            resourcePlural: plural,
+          })
+        : this.#custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural }),
     );
     const list = listSchema.parse(raw);
     return { metadata: { resourceVersion: list.metadata?.resourceVersion ?? '' }, items: list.items };

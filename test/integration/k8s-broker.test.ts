@@ -55,6 +55,7 @@ describe.skipIf(!HAS_GO)(
           POD_NAME: 'agentkourier-0',
           AGENTKOURIER_STORE: `sqlite:${join(dir, 'state.db')}`,
           AGENTKOURIER_HTTP_PORT: String(await freePort()),
+          AGENTKOURIER_METRICS_PORT: String(await freePort()),
           SLACK_BOT_TOKEN: 'xoxb-test',
           SLACK_SIGNING_SECRET: SIGNING_SECRET,
           SLACK_API_URL: slack.url,
@@ -74,9 +75,10 @@ describe.skipIf(!HAS_GO)(
     });
 
     it('is ready, serves a Binding applied to the cluster in its Slack channel, and counts the turn', async () => {
-      const base = `http://127.0.0.1:${broker.port}`;
+      const base = `http://127.0.0.1:${broker.httpPort}`;
+      const ops = `http://127.0.0.1:${broker.metricsPort}`;
       await eventually(async () => {
-        const res = await fetch(`${base}/readyz`);
+        const res = await fetch(`${ops}/readyz`);
         if (res.status !== 200) throw new Error(`readyz ${res.status}`);
       }, 30_000);
       await k8s.create('agentbackends', 'team-a', 'agents', { dialect: 'a2a', url: agent.endpoint });
@@ -109,10 +111,15 @@ describe.skipIf(!HAS_GO)(
       const headers = agent.rpc('SendStreamingMessage')[0]?.headers;
       expect(headers?.['x-user-id']).toBe('broker-test');
 
-      const metrics = await (await fetch(`${base}/metrics`)).text();
+      const metrics = await (await fetch(`${ops}/metrics`)).text();
       expect(metrics).toContain(
         'agentkourier_turns_settled_total{binding="team-a/support",outcome="completed",code=""} 1',
       );
+      // Each port serves only its own: no metrics or probes beside Slack's events, no events
+      // beside the metrics, so a NetworkPolicy can open one without the other.
+      expect((await fetch(`${base}/metrics`)).status).toBe(404);
+      expect((await fetch(`${base}/healthz`)).status).toBe(404);
+      expect((await fetch(`${ops}/slack/events`, { method: 'POST', body: '{}' })).status).toBe(404);
     });
   },
 );

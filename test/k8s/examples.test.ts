@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { agentBackend } from '../../src/k8s/crds/agent-backend.js';
 import { binding } from '../../src/k8s/crds/binding.js';
 import { EXAMPLE_FILES, type ExampleDocument, exampleDocuments } from './examples.js';
@@ -18,6 +20,37 @@ describe('examples', () => {
       expect(docs.map((d) => d.kind)).toEqual(['Secret', 'AgentBackend', 'Binding']);
       expect(agentBackend.safeParse(inNamespace(docs[1])).error?.issues ?? []).toEqual([]);
       expect(binding.safeParse(inNamespace(docs[2])).error?.issues ?? []).toEqual([]);
+    },
+  );
+});
+
+/** The manifests docs/install.md and the chart's NOTES.txt tell people to paste (`<<'YAML'`). */
+async function pastedManifests(path: string): Promise<ExampleDocument[]> {
+  const text = await readFile(new URL(`../../${path}`, import.meta.url), 'utf8');
+  const blocks = [...text.matchAll(/<<'YAML'\n([\s\S]*?)\n\s*YAML\n/g)].map((m) => {
+    const body = m[1] ?? '';
+    // NOTES.txt indents its manifest by three spaces; Helm templates in it are not in the block.
+    const indent = /^( *)/.exec(body)?.[1]?.length ?? 0;
+    return body
+      .split('\n')
+      .map((l) => l.slice(indent))
+      .join('\n');
+  });
+  return blocks.flatMap((b) => parseAllDocuments(b).map((d) => d.toJS() as ExampleDocument));
+}
+
+describe('manifests in the install docs', () => {
+  it.each([['docs/install.md'], ['charts/agentkourier/templates/NOTES.txt']])(
+    'the AgentBackends and Bindings in %s parse with the CRD schemas',
+    async (path) => {
+      const docs = await pastedManifests(path);
+      expect(docs.length).toBeGreaterThanOrEqual(2);
+      for (const doc of docs) {
+        const schema =
+          doc.kind === 'AgentBackend' ? agentBackend : doc.kind === 'Binding' ? binding : undefined;
+        expect(schema, doc.kind).toBeDefined();
+        expect(schema?.safeParse(inNamespace(doc)).error?.issues ?? [], doc.metadata.name).toEqual([]);
+      }
     },
   );
 });

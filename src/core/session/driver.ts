@@ -95,11 +95,18 @@ export class SessionDriver {
   #current: SessionRecord | undefined;
   /** The answer turn an auth-required task was last re-read for (T-6), so it is read once. */
   #authCheckedFor: string | null = null;
+  /** Writes started on their own (answer refs), awaited by drained(). */
+  readonly #background = new Set<Promise<void>>();
 
   constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal) {
     this.#deps = deps;
     this.#sessionId = sessionId;
     this.#signal = signal;
+  }
+
+  /** Resolves once the writes this driver started on their own have finished. */
+  async drained(): Promise<void> {
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
   }
 
   /** Runs steps until the session has nothing to do right now. */
@@ -1001,7 +1008,8 @@ export class SessionDriver {
     }
     if (turn !== null && turn.kind !== 'context') {
       run.sink = this.#deps.surface.openAnswer(this.#target(session), turn.id, turn.answerRef, (ref) => {
-        void this.#saveAnswerRef(turn.id, ref);
+        const write = this.#saveAnswerRef(turn.id, ref).finally(() => this.#background.delete(write));
+        this.#background.add(write);
       });
     }
     return run;

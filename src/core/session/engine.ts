@@ -167,7 +167,13 @@ export class SessionEngine {
     this.#renewTimer.unref();
   }
 
-  /** Stops driving: streams are cut, leases released; the store keeps what recovery needs. */
+  /**
+   * Stops driving (a graceful shutdown): no session starts being driven any more (a message
+   * received meanwhile is stored, for whoever drives next), streams are cut, every driver's
+   * writes in flight finish, then its session's lease is released, so another replica takes the
+   * session over at once instead of waiting for the lease to expire. The store keeps what
+   * recovery needs: an accepted task is followed, not sent again.
+   */
   async stop(): Promise<void> {
     clearInterval(this.#scanTimer);
     clearInterval(this.#renewTimer);
@@ -334,13 +340,14 @@ export class SessionEngine {
     const now = this.#clock.now();
     const leased = this.#store.sharedByReplicas;
     let held = false;
+    let driver: SessionDriver | undefined;
     try {
       if (leased) {
         held = await this.#store.acquireLease(sessionId, this.#owner, now, this.#timings.leaseTtlMs);
         if (!held) return;
       }
       const signal = AbortSignal.any([entry.controller.signal, this.#stopping.signal]);
-      const driver = new SessionDriver(
+      driver = new SessionDriver(
         {
           store: this.#store,
           surface: this.#surface,
@@ -364,9 +371,9 @@ export class SessionEngine {
     } catch {
       // A store failure: the session keeps its state; the next scan or message drives it again.
     } finally {
-      if (held && !this.#stopping.signal.aborted) {
-        await this.#store.releaseLease(sessionId, this.#owner).catch(() => undefined);
-      }
+      await driver?.drained();
+      // Also when stopping: the driver and its writes are done, so nothing of ours writes after.
+      if (held) await this.#store.releaseLease(sessionId, this.#owner).catch(() => undefined);
     }
   }
 

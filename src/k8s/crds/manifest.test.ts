@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
@@ -6,18 +6,25 @@ import { A2AClient } from '../../a2a/client.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import { RESERVED_HEADER_NAMES } from './agent-backend.js';
 import { parseDuration } from './duration.js';
+import { CRD_DIRS } from './generate.js';
 import { CRD_DEFINITIONS, crdFileName, crdManifest, crdYaml } from './manifest.js';
 import { NotStructuralError, toStructuralSchema } from './openapi.js';
 
 describe('CRDs generated from the zod schemas', () => {
-  it.each(CRD_DEFINITIONS.map((d) => [d.kind, d] as const))(
-    'crds/ holds exactly the generated %s CRD',
-    async (_kind, def) => {
-      const committed = await readFile(new URL(`../../../crds/${crdFileName(def)}`, import.meta.url), 'utf8');
-      // On failure: run `npx tsx src/k8s/crds/generate.ts` and commit crds/.
-      expect(committed).toBe(crdYaml(def));
-    },
-  );
+  it.each(
+    CRD_DEFINITIONS.flatMap((d) =>
+      ['crds/', 'charts/agentkourier/crds/'].map((dir) => [dir, d.kind, d] as const),
+    ),
+  )('%s holds exactly the generated %s CRD', async (dir, _kind, def) => {
+    const committed = await readFile(new URL(`../../../${dir}${crdFileName(def)}`, import.meta.url), 'utf8');
+    // On failure: run `npx tsx src/k8s/crds/generate.ts` and commit crds/ and the chart's crds/.
+    expect(committed).toBe(crdYaml(def));
+  });
+
+  it('writes the chart and crds/ from the one generator, and nothing else is in either', async () => {
+    const wanted = CRD_DEFINITIONS.map(crdFileName).sort();
+    for (const dir of CRD_DIRS) expect((await readdir(dir)).sort()).toEqual(wanted);
+  });
 
   it('writes the status subresource, short names and Ready printer columns', () => {
     for (const def of CRD_DEFINITIONS) {

@@ -13,7 +13,7 @@ export class WebChatRequestError extends KourierError {
   }
 }
 
-/** The page's script could not be built (esbuild missing or the source broken). */
+/** The page's script is missing (not built by `npm run build`). */
 export class WebChatBuildError extends KourierError {
   constructor(message: string, options: { cause?: unknown } = {}) {
     super('webchat_build_failed', message, options);

@@ -8,7 +8,7 @@ import type { SessionStore } from '../../core/store.js';
 import type { AnswerStructured } from './answers.js';
 import { type BindingDirectory, WebChatApi } from './api.js';
 import { PAGE_CSP, PAGE_CSS, PAGE_HTML } from './assets.js';
-import { pageScript } from './bundle.js';
+import { prebuiltPageScript } from './bundle.js';
 import { WebChatRequestError } from './errors.js';
 import { DEFAULT_FOLLOW, type FollowOptions } from './follow.js';
 import { BASE_HEADERS, sendError } from './http.js';
@@ -41,6 +41,11 @@ export interface WebChatOptions {
    * /metrics); returns true when it answered. They are not behind the token: they show no chat.
    */
   routes?: (req: IncomingMessage, res: ServerResponse) => boolean;
+  /**
+   * The page's script; default the one `npm run build` bundled into dist/. Tests, running from
+   * the sources, pass scripts/build-webchat.ts's buildPageScript.
+   */
+  pageScript?: () => Promise<string>;
 }
 
 export interface WebChat {
@@ -83,7 +88,7 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
     );
   }
   const logger = options.logger.child({ component: 'webchat' });
-  const script = await pageScript();
+  const script = await (options.pageScript ?? prebuiltPageScript)();
   const follows = new Set<() => void>();
   const api = new WebChatApi({
     engine: options.engine,

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { request } from 'undici';
+import { buildPageScript } from '../../../scripts/build-webchat.js';
 import { A2AClient } from '../../../src/a2a/client.js';
 import type { Part, TaskStatus } from '../../../src/core/agent/model.js';
 import type { Dialect, PauseReading } from '../../../src/core/ports.js';
@@ -123,6 +124,7 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     registry,
     store,
     port: 0,
+    pageScript: buildPageScript,
     ...(options.token === undefined ? {} : { token: options.token }),
     ...(options.bodyLimitBytes === undefined ? {} : { bodyLimitBytes: options.bodyLimitBytes }),
     logger: createLogger({ level: 'silent' }),

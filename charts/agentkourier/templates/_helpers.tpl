@@ -1,0 +1,64 @@
+{{/* Names and labels. */}}
+{{- define "agentkourier.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "agentkourier.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "agentkourier.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "agentkourier.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "agentkourier.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "agentkourier.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{- define "agentkourier.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "agentkourier.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The claim SQLite lives on. */}}
+{{- define "agentkourier.stateClaim" -}}
+{{- default (printf "%s-state" (include "agentkourier.fullname" .)) .Values.store.sqlite.persistence.existingClaim }}
+{{- end }}
+
+{{/*
+What the controller does in the namespaces it watches, and nothing more (docs/kubernetes.md,
+"RBAC"): list and watch its two kinds, patch their status, list and watch Secrets (it follows
+only the Secrets its resources name, by field selector; RBAC cannot narrow list to names), and
+create Events on its resources (an Event lives in its object's namespace).
+*/}}
+{{- define "agentkourier.watchRules" -}}
+- apiGroups: [agentkourier.dev]
+  resources: [agentbackends, bindings]
+  verbs: [list, watch]
+- apiGroups: [agentkourier.dev]
+  resources: [agentbackends/status, bindings/status]
+  verbs: [patch]
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [list, watch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create]
+{{- end }}
