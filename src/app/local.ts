@@ -30,6 +30,8 @@ export interface LocalOptions {
   /** Where the URL to open is printed. */
   out(line: string): void;
   logger?: Logger;
+  /** The web chat page's script; default the one `npm run build` bundled (tests bundle the sources). */
+  pageScript?: () => Promise<string>;
 }
 
 export interface RunningLocal {
@@ -106,6 +108,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       }),
       host: options.host,
       port: options.port,
+      ...(options.pageScript === undefined ? {} : { pageScript: options.pageScript }),
       logger,
     });
     stops.push(() => chat.close());

@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { buildPageScript } from '../../scripts/build-webchat.js';
 import { type RunningLocal, startLocal } from '../../src/app/local.js';
 import { KAGENT_HITL_EXTENSION } from '../../src/dialects/index.js';
 import { createLogger } from '../../src/observability/logging.js';
@@ -197,6 +198,7 @@ spec:
           SLACK_API_URL: slack.url,
         },
         out: () => undefined,
+        pageScript: buildPageScript,
         // The broker's own logger (its redaction), as JSON at debug: every line is checked.
         logger: createLogger({ level: 'debug', destination: sink }),
       });
