@@ -351,11 +351,12 @@ describe.skipIf(!HAS_GO)(
 
     it('renders no observability object and no OTEL_* or LOG_FORMAT variable unless asked', async () => {
       const helm = await helmBinary();
-      for (const values of [
+      const variants: Array<Record<string, string>> = [
         {},
         // Tracing settings without an endpoint: still off.
         { 'tracing.sampler': 'always_on', 'tracing.samplerArg': '0.5', 'tracing.serviceName': 'x' },
-      ]) {
+      ];
+      for (const values of variants) {
         const objects = await renderChart(helm, values);
         expect(objects.filter((o) => ['ConfigMap', 'PrometheusRule'].includes(o.kind))).toEqual([]);
         const names = Object.keys(envOf(objects));
