@@ -1,10 +1,15 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { tracingConfig } from '../../src/observability/tracing.js';
 import { goAvailable } from '../k8s/apiserver.js';
 import {
   CHART,
   deploymentShape,
   helmBinary,
   only,
+  parseObjects,
   type RenderedObject,
   renderChart,
   runHelm,
@@ -39,6 +44,25 @@ const HA = {
   'store.postgres.existingSecret': 'agentkourier-postgres',
 };
 
+/** Every optional observability value on, none at its default. */
+const OBSERVABILITY = {
+  'grafanaDashboard.enabled': 'true',
+  'prometheusRule.enabled': 'true',
+  'prometheusRule.labels.release': 'kube-prometheus-stack',
+  'tracing.endpoint': 'http://otel-collector.observability:4318',
+  'tracing.protocol': 'http/json',
+  'tracing.sampler': 'parentbased_traceidratio',
+  'tracing.samplerArg': '0.25',
+  'tracing.serviceName': 'agentkourier-prod',
+  logFormat: 'pretty',
+};
+
+/** The controller container's literal environment (name → value). */
+function envOf(objects: RenderedObject[]): Record<string, string | undefined> {
+  const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
+  return Object.fromEntries(container?.env.map((e) => [e.name, e.value]) ?? []);
+}
+
 function kinds(objects: RenderedObject[]): string[] {
   return objects.map((o) => `${o.kind}/${o.metadata.namespace ?? '-'}/${o.metadata.name}`).sort();
 }
@@ -50,12 +74,13 @@ function rbacOf(objects: RenderedObject[]) {
 describe.skipIf(!HAS_GO)(
   'the Helm chart, rendered and linted (skipped only without Go, which builds helm)',
   () => {
-    it('lints clean with the default values and with HA values', async () => {
+    it('lints clean with the default values, HA values and the observability values', async () => {
       const helm = await helmBinary();
       const variants: Array<Record<string, string>> = [
         {},
         HA,
         { watchNamespaces: '{team-a,team-b}', 'slack.mode': 'socket' },
+        OBSERVABILITY,
       ];
       for (const values of variants) {
         const lint = await runHelm(helm, ['lint', '--strict', CHART, ...setArgs(values)]);
@@ -225,6 +250,120 @@ describe.skipIf(!HAS_GO)(
       }
     });
 
+    it("ships the Grafana dashboard in a ConfigMap for Grafana's sidecar, byte for byte", async () => {
+      const dashboard = readFileSync(join(CHART, 'files/grafana-dashboard.json'), 'utf8');
+      const helm = await helmBinary();
+      const byDefault = only(await renderChart(helm, { 'grafanaDashboard.enabled': 'true' }), 'ConfigMap');
+      expect(byDefault.metadata).toMatchObject({
+        name: 'ak-agentkourier-dashboard',
+        namespace: 'agentkourier',
+        labels: { grafana_dashboard: '1', 'app.kubernetes.io/instance': 'ak' },
+      });
+      expect(byDefault.metadata.annotations).toBeUndefined();
+      expect(Object.keys(byDefault.data as object)).toEqual(['agentkourier.json']);
+      expect((byDefault.data as Record<string, string>)['agentkourier.json']).toBe(dashboard);
+
+      const elsewhere = only(
+        await renderChart(helm, {
+          'grafanaDashboard.enabled': 'true',
+          'grafanaDashboard.labelKey': 'grafana.example.com/dashboard',
+          'grafanaDashboard.labelValue': 'agents',
+          'grafanaDashboard.namespace': 'monitoring',
+          'grafanaDashboard.annotations.grafana_folder': 'Agent Kourier',
+        }),
+        'ConfigMap',
+      );
+      expect(elsewhere.metadata.namespace).toBe('monitoring');
+      expect(elsewhere.metadata.labels).toMatchObject({ 'grafana.example.com/dashboard': 'agents' });
+      expect(elsewhere.metadata.labels).not.toHaveProperty('grafana_dashboard');
+      expect(elsewhere.metadata.annotations).toEqual({ grafana_folder: 'Agent Kourier' });
+      expect((elsewhere.data as Record<string, string>)['agentkourier.json']).toBe(dashboard);
+    });
+
+    it("ships the alert rules as a PrometheusRule whose groups are the rules file's", async () => {
+      const file = parse(readFileSync(join(CHART, 'files/prometheus-rules.yaml'), 'utf8')) as {
+        groups: unknown[];
+      };
+      expect(file.groups.length).toBeGreaterThan(0);
+      const rule = only(await renderChart(await helmBinary(), OBSERVABILITY), 'PrometheusRule');
+      expect(rule.apiVersion).toBe('monitoring.coreos.com/v1');
+      expect(rule.metadata).toMatchObject({
+        name: 'ak-agentkourier',
+        namespace: 'agentkourier',
+        labels: { release: 'kube-prometheus-stack', 'app.kubernetes.io/instance': 'ak' },
+      });
+      expect(rule.spec).toEqual({ groups: file.groups });
+    });
+
+    it('renders tracing and the log format as the OTEL_* and LOG_FORMAT variables the controller reads', async () => {
+      const helm = await helmBinary();
+      const env = envOf(await renderChart(helm, OBSERVABILITY));
+      expect(env).toMatchObject({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+        OTEL_SERVICE_NAME: 'agentkourier-prod',
+        LOG_FORMAT: 'pretty',
+      });
+      // The controller's own parser takes them as meant.
+      const config = tracingConfig(env);
+      expect(config?.url).toBe('http://otel-collector.observability:4318/v1/traces');
+      expect(config?.protocol).toBe('http/json');
+      expect(config?.serviceName).toBe('agentkourier-prod');
+      expect(config?.sampler.toString()).toMatch(/^ParentBased\{root=TraceIdRatioBased\{0\.25\}/);
+
+      // An endpoint alone: the protocol and sampler defaults spelled out, nothing unset rendered.
+      const minimal = envOf(await renderChart(helm, { 'tracing.endpoint': 'https://otel.example.com' }));
+      expect(Object.entries(minimal).filter(([name]) => name.startsWith('OTEL_'))).toEqual([
+        ['OTEL_EXPORTER_OTLP_ENDPOINT', 'https://otel.example.com'],
+        ['OTEL_EXPORTER_OTLP_PROTOCOL', 'http/protobuf'],
+        ['OTEL_TRACES_SAMPLER', 'parentbased_always_on'],
+      ]);
+      expect(minimal.LOG_FORMAT).toBeUndefined();
+      expect(tracingConfig(minimal)?.sampler.toString()).toMatch(/^ParentBased\{root=AlwaysOnSampler/);
+
+      // A ratio from a values file is a number; it is rendered in the decimal form the controller
+      // accepts, and one it would refuse (1e-05) is refused here, by name.
+      const ratio = await runHelm(helm, [
+        'template',
+        'ak',
+        CHART,
+        '--set',
+        'tracing.endpoint=http://otel:4318',
+        '--set-json',
+        'tracing.samplerArg=0.5',
+      ]);
+      expect(ratio.code).toBe(0);
+      expect(envOf(parseObjects(ratio.stdout)).OTEL_TRACES_SAMPLER_ARG).toBe('0.5');
+      const tiny = await runHelm(helm, [
+        'template',
+        'ak',
+        CHART,
+        '--set',
+        'tracing.endpoint=http://otel:4318',
+        '--set-json',
+        'tracing.samplerArg=0.00001',
+      ]);
+      expect(tiny.code).not.toBe(0);
+      expect(tiny.stderr).toContain('tracing.samplerArg must be a ratio from 0 to 1 in decimal notation');
+    });
+
+    it('renders no observability object and no OTEL_* or LOG_FORMAT variable unless asked', async () => {
+      const helm = await helmBinary();
+      const variants: Array<Record<string, string>> = [
+        {},
+        // Tracing settings without an endpoint: still off.
+        { 'tracing.sampler': 'always_on', 'tracing.samplerArg': '0.5', 'tracing.serviceName': 'x' },
+      ];
+      for (const values of variants) {
+        const objects = await renderChart(helm, values);
+        expect(objects.filter((o) => ['ConfigMap', 'PrometheusRule'].includes(o.kind))).toEqual([]);
+        const names = Object.keys(envOf(objects));
+        expect(names.filter((n) => n.startsWith('OTEL_') || n === 'LOG_FORMAT')).toEqual([]);
+      }
+    });
+
     it.each([
       [{ bogus: '1' }, "additional properties 'bogus' not allowed"],
       [{ 'image.bogus': 'x' }, "at '/image': additional properties 'bogus' not allowed"],
@@ -236,6 +375,26 @@ describe.skipIf(!HAS_GO)(
       [{ watchNamespaces: '{Team_A}' }, "at '/watchNamespaces/0'"],
       [{ 'namespaceChannels.team-a': '{general}' }, "at '/namespaceChannels/team-a/0'"],
       [{ logLevel: 'loud' }, "at '/logLevel'"],
+      [{ logFormat: 'xml' }, "at '/logFormat': value must be one of 'json', 'pretty'"],
+      [
+        { 'grafanaDashboard.bogus': '1' },
+        "at '/grafanaDashboard': additional properties 'bogus' not allowed",
+      ],
+      [{ 'grafanaDashboard.enabled': 'yes' }, "at '/grafanaDashboard/enabled': got string, want boolean"],
+      [{ 'grafanaDashboard.labelKey': 'not a key' }, "at '/grafanaDashboard/labelKey'"],
+      [{ 'grafanaDashboard.namespace': 'Monitoring' }, "at '/grafanaDashboard/namespace'"],
+      [{ 'prometheusRule.bogus': 'x' }, "at '/prometheusRule': additional properties 'bogus' not allowed"],
+      [
+        { 'prometheusRule.labels.release': '1' },
+        "at '/prometheusRule/labels/release': got number, want string",
+      ],
+      [{ 'tracing.bogus': 'x' }, "at '/tracing': additional properties 'bogus' not allowed"],
+      [{ 'tracing.endpoint': 'otel:4318' }, "at '/tracing/endpoint'"],
+      [{ 'tracing.protocol': 'grpc' }, "at '/tracing/protocol': value must be one of"],
+      [{ 'tracing.sampler': 'sometimes' }, "at '/tracing/sampler': value must be one of"],
+      [{ 'tracing.samplerArg': '2' }, "at '/tracing/samplerArg': maximum: got 2, want 1"],
+      [{ 'tracing.samplerArg': 'half' }, "at '/tracing/samplerArg'"],
+      [{ 'tracing.serviceName': 'true' }, "at '/tracing/serviceName': got boolean, want string"],
     ])('refuses bad values, naming the key: %j', async (values, message) => {
       const result = await runHelm(await helmBinary(), ['template', 'ak', CHART, ...setArgs(values)]);
       expect(result.code).not.toBe(0);

@@ -62,3 +62,33 @@ create Events on its resources (an Event lives in its object's namespace).
   resources: [events]
   verbs: [create]
 {{- end }}
+
+{{/*
+The standard OTEL_* variables src/observability/tracing.ts reads, only when an endpoint is set
+(without one the controller runs OpenTelemetry's no-op API).
+*/}}
+{{- define "agentkourier.tracingEnv" -}}
+{{- with .Values.tracing }}
+{{- if .endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ .protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ .sampler | quote }}
+{{- $arg := toString .samplerArg }}
+{{- if ne $arg "" }}
+{{- /* A values file gives a number: 1e-05 would pass the schema but not the controller. */}}
+{{- if not (regexMatch "^(0(\\.[0-9]+)?|1(\\.0+)?)$" $arg) }}
+{{- fail (printf "tracing.samplerArg must be a ratio from 0 to 1 in decimal notation (e.g. 0.001), not %s" $arg) }}
+{{- end }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ $arg | quote }}
+{{- end }}
+{{- with .serviceName }}
+- name: OTEL_SERVICE_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
