@@ -1,4 +1,5 @@
 import { A2AClient } from '../../src/a2a/client.js';
+import type { Timeouts } from '../../src/a2a/options.js';
 import type { EngineEvent } from '../../src/core/events.js';
 import type { AgentRegistry, AgentRoute, BindingSettings, Dialect } from '../../src/core/ports.js';
 import { type Inbound, SessionEngine } from '../../src/core/session/engine.js';
@@ -58,6 +59,8 @@ export interface HarnessOptions {
   store?: SessionStore;
   dedupe?: boolean;
   streamIdleMs?: number;
+  /** The client's other bounds (body idle, call totals), for tests of slow agents. */
+  clientTimeouts?: Partial<Timeouts>;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -65,7 +68,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const client = new A2AClient({
     endpoint: agent.endpoint,
     identity: { kind: 'bearer', token: 'binding-token' },
-    timeouts: { headersMs: 2_000, streamIdleMs: options.streamIdleMs ?? 2_000 },
+    timeouts: { headersMs: 2_000, streamIdleMs: options.streamIdleMs ?? 2_000, ...options.clientTimeouts },
   });
   const store = options.store ?? new SqliteStore(':memory:');
   await store.migrate();
