@@ -344,12 +344,20 @@ export class SessionDriver {
       return this.#sessionGone(session, turn, turn.taskId ?? '');
     }
     if (failure instanceof AgentBusyError || failure instanceof AgentThrottledError) {
-      // E-3: sent again after a backoff, for as long as it takes; the thread is told once.
-      if (turn.busyNoticeAt === null && elapsed >= timings.busyNoticeAfterMs) {
-        await this.#notice(session, notice('agent-busy', turn.id));
-        await this.#commit(await this.#reload(session.id), [{ ...turn, busyNoticeAt: clock.now() }]);
+      // E-3: sent again after a backoff, for as long as it takes; the thread is told once,
+      // after 2 minutes. The notice keeps its own time: a wait longer than that (a Retry-After
+      // of up to a day, E-8) is split, so the thread hears it on time, not at the next retry.
+      let told = turn;
+      let waitLeft = wait;
+      if (turn.busyNoticeAt === null) {
+        const noticeIn = timings.busyNoticeAfterMs - elapsed;
+        if (noticeIn > 0 && noticeIn < wait) {
+          await this.#retryLater(session, turn, failure.code, noticeIn);
+          waitLeft = wait - noticeIn;
+        }
+        if (noticeIn < wait) told = await this.#busyNotice(session, turn);
       }
-      await this.#retryLater(session, turn, failure.code, wait);
+      await this.#retryLater(session, told, failure.code, waitLeft);
       return;
     }
     if (elapsed >= timings.giveUpAfterMs) {
@@ -364,6 +372,14 @@ export class SessionDriver {
       if (fresh.state === 'sending')
         await this.#commit(await this.#reload(session.id), [{ ...fresh, state: 'queued' }]);
     }
+  }
+
+  /** E-3: tells the thread the agent is busy, once per turn; returns the turn as written. */
+  async #busyNotice(session: SessionRecord, turn: TurnRecord): Promise<TurnRecord> {
+    await this.#notice(session, notice('agent-busy', turn.id));
+    const told = { ...turn, busyNoticeAt: this.#deps.clock.now() };
+    await this.#commit(await this.#reload(session.id), [told]);
+    return told;
   }
 
   async #retryLater(
