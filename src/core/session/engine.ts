@@ -10,6 +10,7 @@ import { InvalidConfigError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
 import { type AgentRegistry, type ChatSurface, type Clock, type EventSink, systemClock } from '../ports.js';
 import { type SessionKey, type SessionStore, sessionIdOf, type TurnKind } from '../store.js';
+import { cutText, textLength } from '../text.js';
 import { SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
 
@@ -73,7 +74,7 @@ export interface EngineOptions {
   timings?: Partial<EngineTimings>;
   /** This replica's name in session leases: unique per replica, stable across its restarts. */
   owner?: string;
-  /** Largest text accepted from a chat message, in characters. */
+  /** Largest text accepted from a chat message, in characters (UTF-16 units, see core/text.ts). */
   maxTextLength?: number;
 }
 
@@ -367,8 +368,8 @@ export class SessionEngine {
     // text. Both are replaced rather than failing the turn for ever.
     const text = input.replaceAll('\0', '\uFFFD').toWellFormed();
     // Nothing a user sent is dropped silently: an overlong message is cut with a visible mark.
-    if (text.length <= this.#maxTextLength) return text;
-    return `${text.slice(0, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
+    if (textLength(text) <= this.#maxTextLength) return text;
+    return `${cutText(text, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
   }
 
   #emit(event: EngineEvent): void {
