@@ -25,6 +25,8 @@ export interface LocalOptions {
   config: string;
   host: string;
   port: number;
+  /** The web chat's bearer token; required off loopback (the web chat refuses to start otherwise). */
+  token?: string;
   demo: boolean;
   env: Readonly<Record<string, string | undefined>>;
   /** Where the URL to open is printed. */
@@ -90,6 +92,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       answerStructured: kagentAnswerer(engine),
       host: options.host,
       port: options.port,
+      ...(options.token === undefined ? {} : { token: options.token }),
       logger,
     });
     stops.push(() => chat.close());
@@ -105,7 +108,10 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     for (const b of manifests.bindings()) {
       options.out(`Binding ${b.ref}: ${b.ready ? 'ready' : `not ready (${b.reason}: ${b.message})`}`);
     }
-    options.out(`Agent Kourier local mode: open ${chat.url}`);
+    // The token is never printed: whoever set it knows it, and the URL takes it after a #.
+    options.out(
+      `Agent Kourier local mode: open ${chat.url}${options.token === undefined ? '' : '#token=<your token>'}`,
+    );
     return { url: chat.url, stop };
   } catch (error) {
     await stop();
