@@ -26,6 +26,8 @@ export type Inbound =
       text: string;
       /** false: a thread reply that did not mention the broker, carried into the next turn (S-7). */
       addressed: boolean;
+      /** The surface's id of the event that carried it, claimed with the turn (AddTurnOptions). */
+      inboundEvent?: string;
     }
   | {
       kind: 'trigger';
@@ -175,22 +177,25 @@ export class SessionEngine {
       text = composeTriggerText(this.#bounded(input.instruction), input.fields);
     }
     const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
-    const { turn, created } = await this.#store.addTurn({
-      id,
-      sessionId: session.id,
-      kind,
-      chatMessageId: input.chatMessageId,
-      text,
-      metadata,
-      taskId: null,
-      state: 'queued',
-      outcome: null,
-      attempts: 0,
-      firstSentAt: null,
-      busyNoticeAt: null,
-      answerRef: null,
-      now,
-    });
+    const { turn, created } = await this.#store.addTurn(
+      {
+        id,
+        sessionId: session.id,
+        kind,
+        chatMessageId: input.chatMessageId,
+        text,
+        metadata,
+        taskId: null,
+        state: 'queued',
+        outcome: null,
+        attempts: 0,
+        firstSentAt: null,
+        busyNoticeAt: null,
+        answerRef: null,
+        now,
+      },
+      input.kind === 'person' && input.inboundEvent !== undefined ? { inboundEvent: input.inboundEvent } : {},
+    );
     const base = { sessionId: session.id, binding: session.binding, at: now };
     if (created) {
       this.#emit({

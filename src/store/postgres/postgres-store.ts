@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
+  type AddTurnOptions,
   type Commit,
   type NewSession,
   type NewTurn,
@@ -133,9 +134,11 @@ export class PostgresStore implements SessionStore {
     });
   }
 
-  async addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }> {
+  async addTurn(turn: NewTurn, options: AddTurnOptions = {}): Promise<{ turn: TurnRecord; created: boolean }> {
     return this.#guard('addTurn', () =>
       this.#transaction(async (client) => {
+        if (options.inboundEvent !== undefined)
+          await this.#claim(client, options.inboundEvent, turn.now);
         const counter = await this.#one(client, this.#sql.lockSessionCounter, [turn.sessionId]);
         if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
         const inserted = await this.#one(client, this.#sql.insertTurn, [
@@ -241,14 +244,16 @@ export class PostgresStore implements SessionStore {
   }
 
   async claimInboundEvent(eventKey: string, now: number): Promise<boolean> {
-    return this.#guard('claimInboundEvent', async () => {
-      const cutoff = now - INBOUND_EVENT_TTL_MS;
-      const claimed = await this.#pool.query(this.#sql.claimEvent, [eventKey, now, cutoff]);
-      if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
-        await this.#pool.query(this.#sql.pruneEvents, [cutoff]);
-      }
-      return claimed.rowCount === 1;
-    });
+    return this.#guard('claimInboundEvent', () => this.#claim(this.#pool, eventKey, now));
+  }
+
+  async #claim(db: Queryable, eventKey: string, now: number): Promise<boolean> {
+    const cutoff = now - INBOUND_EVENT_TTL_MS;
+    const claimed = await db.query(this.#sql.claimEvent, [eventKey, now, cutoff]);
+    if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
+      await db.query(this.#sql.pruneEvents, [cutoff]);
+    }
+    return claimed.rowCount === 1;
   }
 
   async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {

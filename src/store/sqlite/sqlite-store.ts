@@ -1,6 +1,7 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
+  type AddTurnOptions,
   type Commit,
   type NewSession,
   type NewTurn,
@@ -125,11 +126,12 @@ export class SqliteStore implements SessionStore {
     });
   }
 
-  async addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }> {
+  async addTurn(turn: NewTurn, options: AddTurnOptions = {}): Promise<{ turn: TurnRecord; created: boolean }> {
     // The same steps as the PostgreSQL store (there the order matters for concurrency; here
     // the write lock of BEGIN IMMEDIATE already serialises every add).
     return this.#guard('addTurn', () =>
       this.#transaction(() => {
+        if (options.inboundEvent !== undefined) this.#claim(options.inboundEvent, turn.now);
         const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
         if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
         const seq = Number(counter.turn_seq) + 1;
@@ -250,22 +252,24 @@ export class SqliteStore implements SessionStore {
   }
 
   async claimInboundEvent(eventKey: string, now: number): Promise<boolean> {
-    return this.#guard('claimInboundEvent', () => {
-      const cutoff = now - INBOUND_EVENT_TTL_MS;
-      // A key older than the TTL counts as new even before the pruning below has removed it,
-      // so what a claim answers does not depend on when pruning last ran.
-      const claimed = this.#get(
-        `INSERT INTO inbound_events (event_key, created_at) VALUES (:event_key, :now)
-         ON CONFLICT (event_key) DO UPDATE SET created_at = excluded.created_at
-         WHERE inbound_events.created_at < :cutoff
-         RETURNING event_key`,
-        { event_key: eventKey, now, cutoff },
-      );
-      if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
-        this.#run('DELETE FROM inbound_events WHERE created_at < :cutoff', { cutoff });
-      }
-      return claimed !== undefined;
-    });
+    return this.#guard('claimInboundEvent', () => this.#claim(eventKey, now));
+  }
+
+  #claim(eventKey: string, now: number): boolean {
+    const cutoff = now - INBOUND_EVENT_TTL_MS;
+    // A key older than the TTL counts as new even before the pruning below has removed it,
+    // so what a claim answers does not depend on when pruning last ran.
+    const claimed = this.#get(
+      `INSERT INTO inbound_events (event_key, created_at) VALUES (:event_key, :now)
+       ON CONFLICT (event_key) DO UPDATE SET created_at = excluded.created_at
+       WHERE inbound_events.created_at < :cutoff
+       RETURNING event_key`,
+      { event_key: eventKey, now, cutoff },
+    );
+    if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
+      this.#run('DELETE FROM inbound_events WHERE created_at < :cutoff', { cutoff });
+    }
+    return claimed !== undefined;
   }
 
   async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
