@@ -178,7 +178,12 @@ export interface SessionStore {
   /** Remembers an inbound event id (Slack's event_id); false when it was seen before. */
   claimInboundEvent(eventKey: string, now: number): Promise<boolean>;
 
-  /** Takes or renews the lease of a session for `owner` until now + ttlMs. */
+  /**
+   * Takes or renews the lease of a session for `owner` until now + ttlMs. A store shared by
+   * replicas reads "now" from its own (the database's) clock, the one every replica shares, so
+   * skew between replicas' clocks cannot hand a live lease to another; `now` is then unused.
+   * The same holds for renewals and for the fence of a commit.
+   */
   acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
   /** Renews every lease `owner` holds; returns the session ids it still holds. */
   renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]>;

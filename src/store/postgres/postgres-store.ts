@@ -29,6 +29,13 @@ export interface PostgresStoreOptions {
   pool?: pg.Pool;
   /** The schema holding the tables, created by migrate() if missing. Default 'public'. */
   schema?: string;
+  /**
+   * Whose clock lease times are read from. 'database' (the default, and the only mode for
+   * several replicas): PostgreSQL's, which every replica shares, so clock skew between replicas
+   * cannot let one take another's live lease. 'caller': the `now` the engine passes, which lets
+   * the shared store suite drive time by hand.
+   */
+  leaseClock?: 'database' | 'caller';
 }
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -46,6 +53,7 @@ export class PostgresStore implements SessionStore {
   readonly #ownsPool: boolean;
   readonly #schema: string;
   readonly #sql: PostgresSql;
+  readonly #callerClock: boolean;
   #claims = 0;
   #closed = false;
 
@@ -61,6 +69,7 @@ export class PostgresStore implements SessionStore {
     }
     this.#schema = schema;
     this.#sql = postgresSql(schema);
+    this.#callerClock = options.leaseClock === 'caller';
     this.#ownsPool = options.pool === undefined;
     this.#pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString });
     // An idle connection that breaks (the server restarts) is reported here; without a listener
@@ -134,11 +143,13 @@ export class PostgresStore implements SessionStore {
     });
   }
 
-  async addTurn(turn: NewTurn, options: AddTurnOptions = {}): Promise<{ turn: TurnRecord; created: boolean }> {
+  async addTurn(
+    turn: NewTurn,
+    options: AddTurnOptions = {},
+  ): Promise<{ turn: TurnRecord; created: boolean }> {
     return this.#guard('addTurn', () =>
       this.#transaction(async (client) => {
-        if (options.inboundEvent !== undefined)
-          await this.#claim(client, options.inboundEvent, turn.now);
+        if (options.inboundEvent !== undefined) await this.#claim(client, options.inboundEvent, turn.now);
         const counter = await this.#one(client, this.#sql.lockSessionCounter, [turn.sessionId]);
         if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
         const inserted = await this.#one(client, this.#sql.insertTurn, [
@@ -258,7 +269,12 @@ export class PostgresStore implements SessionStore {
 
   async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
     return this.#guard('acquireLease', async () => {
-      const result = await this.#pool.query(this.#sql.acquireLease, [sessionId, owner, now, now + ttlMs]);
+      const result = await this.#pool.query(this.#sql.acquireLease, [
+        sessionId,
+        owner,
+        this.#time(now),
+        ttlMs,
+      ]);
       return result.rowCount === 1;
     });
   }
@@ -266,7 +282,7 @@ export class PostgresStore implements SessionStore {
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]> {
     return this.#guard('renewLeases', async () => {
       // An expired lease is not renewed: it is no longer held, whether or not someone took it.
-      const result = await this.#pool.query<Row>(this.#sql.renewLeases, [owner, now, now + ttlMs]);
+      const result = await this.#pool.query<Row>(this.#sql.renewLeases, [owner, this.#time(now), ttlMs]);
       return result.rows.map((row) => String(row.session_id)).sort();
     });
   }
@@ -280,13 +296,18 @@ export class PostgresStore implements SessionStore {
   /** Throws LeaseLostError unless `owner` holds a live lease on every session the commit writes. */
   async #checkFence(client: Queryable, commit: Commit, owner: string): Promise<void> {
     const ids = sessionsOf(commit);
-    const result = await client.query<Row>(this.#sql.lockLeases, [ids]);
+    const result = await client.query<Row>(this.#sql.lockLeases, [ids, this.#time(commit.now)]);
     for (const sessionId of ids) {
       const lease = result.rows.find((row) => row.session_id === sessionId);
-      if (lease === undefined || lease.owner !== owner || Number(lease.expires_at) <= commit.now) {
+      if (lease === undefined || lease.owner !== owner || lease.live !== true) {
         throw new LeaseLostError(sessionId, owner);
       }
     }
+  }
+
+  /** The time a lease statement uses: the caller's in 'caller' mode, else null (the database's). */
+  #time(now: number): number | null {
+    return this.#callerClock ? now : null;
   }
 
   async #transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {

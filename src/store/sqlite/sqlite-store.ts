@@ -126,7 +126,10 @@ export class SqliteStore implements SessionStore {
     });
   }
 
-  async addTurn(turn: NewTurn, options: AddTurnOptions = {}): Promise<{ turn: TurnRecord; created: boolean }> {
+  async addTurn(
+    turn: NewTurn,
+    options: AddTurnOptions = {},
+  ): Promise<{ turn: TurnRecord; created: boolean }> {
     // The same steps as the PostgreSQL store (there the order matters for concurrency; here
     // the write lock of BEGIN IMMEDIATE already serialises every add).
     return this.#guard('addTurn', () =>
