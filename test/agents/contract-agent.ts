@@ -67,6 +67,7 @@ export type {
   TaskState,
   WireVersion,
 } from './wire.js';
+export { rpcErrorObject } from './wire.js';
 
 export interface ContractAgentOptions {
   version: WireVersion;
@@ -114,6 +115,8 @@ export interface ContractAgent {
   enqueueFor(method: string, ...b: Behaviour[]): void;
   /** How many enqueued behaviours are still waiting. */
   queued(): number;
+  /** Drops every behaviour still waiting: the agent behaves well from now on. */
+  clear(): void;
   setCard(c: CardOptions): void;
   /** The agent's task store, live: seed it or inspect it. */
   readonly tasks: Map<string, StoredTask>;
@@ -270,6 +273,11 @@ class Agent implements ContractAgent {
     let n = this.queue.length;
     for (const q of this.byMethod.values()) n += q.length;
     return n;
+  }
+
+  clear(): void {
+    this.queue.length = 0;
+    this.byMethod.clear();
   }
 
   setCard(c: CardOptions): void {

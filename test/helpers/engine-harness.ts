@@ -1,5 +1,5 @@
 import { A2AClient } from '../../src/a2a/client.js';
-import type { Timeouts } from '../../src/a2a/options.js';
+import type { Limits, Timeouts } from '../../src/a2a/options.js';
 import type { EngineEvent } from '../../src/core/events.js';
 import type { AgentRegistry, AgentRoute, BindingSettings, Dialect } from '../../src/core/ports.js';
 import { type Inbound, SessionEngine } from '../../src/core/session/engine.js';
@@ -61,12 +61,16 @@ export interface HarnessOptions {
   streamIdleMs?: number;
   /** The client's other bounds (body idle, call totals), for tests of slow agents. */
   clientTimeouts?: Partial<Timeouts>;
+  clientLimits?: Partial<Limits>;
+  /** Where the client calls, when not the contract agent (an address that does not resolve). */
+  endpoint?: string;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const agent = await startContractAgent({ version: options.version, dedupe: options.dedupe ?? true });
   const client = new A2AClient({
-    endpoint: agent.endpoint,
+    endpoint: options.endpoint ?? agent.endpoint,
+    ...(options.clientLimits === undefined ? {} : { limits: options.clientLimits }),
     identity: { kind: 'bearer', token: 'binding-token' },
     timeouts: { headersMs: 2_000, streamIdleMs: options.streamIdleMs ?? 2_000, ...options.clientTimeouts },
   });

@@ -81,6 +81,8 @@ export class SessionDriver {
   #current: SessionRecord | undefined;
   /** The answer turn an auth-required task was last re-read for (T-6), so it is read once. */
   #authCheckedFor: string | null = null;
+  /** Failed ListTasks lookups per turn, so their backoff grows (M-5). */
+  readonly #lookups = new Map<string, number>();
 
   constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal) {
     this.#deps = deps;
@@ -112,6 +114,15 @@ export class SessionDriver {
 
     if (session.question !== null) return this.#paused(session, open, route);
     if (session.task !== null) {
+      // An answer to the paused task whose send has no known outcome (busy, dropped, a crash)
+      // is settled first: it is looked for and sent again, not lost behind the paused task.
+      const answering = open.find(
+        (t) => t.kind === 'answer' && t.state === 'sending' && t.taskId === session.task?.taskId,
+      );
+      if (answering !== undefined) {
+        await this.#resolveUnknown(session, route, answering);
+        return 'again';
+      }
       const turn = open.find((t) => t.id === session.task?.turnId) ?? null;
       await this.#follow(session, route, turn, this.#runFor(session, turn), 'recorded task');
       return 'again';
@@ -281,13 +292,20 @@ export class SessionDriver {
       failure = error;
     }
     this.#checkStop();
-    if (run.taskId !== null) {
-      // The agent took the turn: whatever happened to the stream, follow the task to its end.
+    // An answer names its task before any event; only events say the agent took the send.
+    if (run.taskId !== null && run.eventsSeen > 0) {
+      // The agent took the turn: whatever happened to the stream, follow the task to its end,
+      // unless what ended the stream ends the turn (E-1, E-2, E-4, E-5).
       const current = await this.#reload(session.id);
       const accepted = (await this.#deps.store.getTurn(turn.id)) ?? turn;
       if (failure !== undefined)
         this.#emit(session, { type: 'agent.error', turnId: turn.id, code: codeOf(failure) });
-      if (failure instanceof AnswerRejectedError || failure instanceof TaskNotFoundError) {
+      if (
+        failure instanceof AnswerRejectedError ||
+        failure instanceof TaskNotFoundError ||
+        failure instanceof CredentialsRejectedError ||
+        failure instanceof IdentityRefusedError
+      ) {
         await this.#sendFailed(current, route, accepted, failure, question);
         return;
       }
@@ -337,6 +355,7 @@ export class SessionDriver {
     if (failure instanceof AnswerRejectedError && question !== undefined) {
       // E-4: the paused task is cancelled and the thread told.
       await this.#settleTurn(session, turn, `error:${failure.code}`);
+      this.#failedEvent(session, turn, `error:${failure.code}`);
       await this.#cancelPaused(await this.#reload(session.id), route, question, 'answer-rejected', turn.id);
       return;
     }
@@ -424,8 +443,17 @@ export class SessionDriver {
         if (elapsed >= timings.giveUpAfterMs) {
           return this.#failTurn(session, turn, codeOf(error), notice('agent-unreachable', turn.id));
         }
-        if (error instanceof CredentialsRejectedError) return this.#sendFailed(session, route, turn, error);
-        await this.#retryLater(session, turn, `lookup:${codeOf(error)}`, backoff(timings, turn.attempts));
+        if (error instanceof CredentialsRejectedError || error instanceof IdentityRefusedError)
+          return this.#sendFailed(session, route, turn, error);
+        const lookups = (this.#lookups.get(turn.id) ?? 0) + 1;
+        this.#lookups.set(turn.id, lookups);
+        const retryAfter = error instanceof AgentCallError ? error.retryAfterMs : undefined;
+        await this.#retryLater(
+          session,
+          turn,
+          `lookup:${codeOf(error)}`,
+          backoff(timings, lookups, retryAfter),
+        );
         return;
       }
       if (found !== undefined) {
@@ -665,11 +693,12 @@ export class SessionDriver {
             await this.#sessionGone(session, turn, taskId);
             return;
           }
+          if (error instanceof CredentialsRejectedError || error instanceof IdentityRefusedError) {
+            await this.#taskRefused(session, taskId, error);
+            return;
+          }
           // M-3: without SubscribeToTask, live text stops and the task is polled.
           if (error instanceof RpcError && error.isUnsupported) canSubscribe = false;
-          if (error instanceof CredentialsRejectedError) {
-            this.#emit(session, { type: 'credentials.rejected', status: error.status });
-          }
         }
       }
       await this.#sleep(canSubscribe ? timings.settleDelayMs : backoff(timings, attempt));
@@ -705,8 +734,16 @@ export class SessionDriver {
           await this.#sessionGone(await this.#reload(session.id), turn, taskId);
           return 'gone' as const;
         }
-        if (error instanceof CredentialsRejectedError) {
-          this.#emit(session, { type: 'credentials.rejected', status: error.status });
+        if (error instanceof CredentialsRejectedError || error instanceof IdentityRefusedError) {
+          // E-1, E-2: at any call, the turn fails without a retry.
+          await this.#taskRefused(session, taskId, error);
+          return 'gone' as const;
+        }
+        if (clock.now() - run.lastActivityAt >= timings.noSignOfLifeMs) {
+          // Every read failing for as long as a task may go quiet: the agent is not coming back
+          // for this task. The turn fails rather than waiting for ever (M-4's hour).
+          await this.#taskUnreachable(session, taskId, codeOf(error));
+          return 'gone' as const;
         }
         const retryAfter = error instanceof AgentCallError ? error.retryAfterMs : undefined;
         await this.#sleep(backoff(timings, attempt, retryAfter));
@@ -849,7 +886,17 @@ export class SessionDriver {
         return true;
       } catch (error) {
         this.#checkStop();
-        if (error instanceof TaskNotFoundError) break;
+        if (error instanceof TaskNotFoundError) {
+          // The agent no longer has the task: nothing is left running to cancel.
+          this.#emit(session, { type: 'task.cancel', taskId, reason, ok: true });
+          return true;
+        }
+        if (error instanceof CredentialsRejectedError || error instanceof IdentityRefusedError) {
+          // E-1, E-2: not retried; reported as failed below.
+          if (error instanceof CredentialsRejectedError)
+            this.#emit(session, { type: 'credentials.rejected', status: error.status });
+          break;
+        }
         if (attempt + 1 < timings.cancelAttempts) await this.#sleep(backoff(timings, attempt));
       }
     }
@@ -887,15 +934,58 @@ export class SessionDriver {
 
   async #failTurn(session: SessionRecord, turn: TurnRecord, code: string, message: Notice): Promise<void> {
     const fresh = await this.#reload(session.id);
-    await this.#commit(fresh, [{ ...turn, state: 'settled', outcome: `error:${code}` }]);
+    // A turn the agent refused outright (E-1, E-2) leaves no task to follow: the next turn
+    // must not wait behind one this identity cannot reach.
+    const refused = code === 'credentials_rejected' || code === 'identity_refused';
+    await this.#commit(refused ? { ...fresh, task: null, question: null } : fresh, [
+      { ...turn, state: 'settled', outcome: `error:${code}` },
+    ]);
     await this.#notice(session, message);
+    this.#failedEvent(session, turn, `error:${code}`);
+  }
+
+  #failedEvent(session: SessionRecord, turn: TurnRecord, outcome: string): void {
     this.#emit(session, {
       type: 'turn.settled',
       turnId: turn.id,
-      outcome: `error:${code}`,
+      outcome,
       durationMs: this.#deps.clock.now() - turn.createdAt,
       answerLength: 0,
     });
+  }
+
+  /** E-1, E-2 while a task is followed: the task is let go and its turn fails, told once. */
+  async #taskRefused(
+    session: SessionRecord,
+    taskId: string,
+    error: CredentialsRejectedError | IdentityRefusedError,
+  ): Promise<void> {
+    if (error instanceof CredentialsRejectedError)
+      this.#emit(session, { type: 'credentials.rejected', status: error.status });
+    const kind = error instanceof CredentialsRejectedError ? 'credentials-rejected' : 'identity-refused';
+    await this.#letTaskGo(session, taskId, error.code, kind);
+  }
+
+  /** Reads of a task failed for as long as a task may show no sign of life: its turn fails. */
+  async #taskUnreachable(session: SessionRecord, taskId: string, code: string): Promise<void> {
+    await this.#letTaskGo(session, taskId, code, 'agent-unreachable');
+  }
+
+  async #letTaskGo(
+    session: SessionRecord,
+    taskId: string,
+    code: string,
+    kind: 'credentials-rejected' | 'identity-refused' | 'agent-unreachable',
+  ): Promise<void> {
+    const fresh = await this.#reload(session.id);
+    const turn = await this.#turnOfTask(fresh, taskId);
+    const owned = fresh.task?.taskId === taskId || fresh.question?.taskId === taskId;
+    await this.#commit(
+      owned ? { ...fresh, task: null, question: null } : fresh,
+      turn === null ? [] : [{ ...turn, state: 'settled', outcome: `error:${code}` }],
+    );
+    await this.#notice(session, notice(kind, turn?.id));
+    if (turn !== null) this.#failedEvent(session, turn, `error:${code}`);
   }
 
   async #settleTurn(session: SessionRecord, turn: TurnRecord, outcome: string): Promise<void> {
