@@ -11,7 +11,7 @@ import { Controller, loadControllerSettings } from '../k8s/index.js';
 import { createLogger } from '../observability/logging.js';
 import { fanOut, Metrics } from '../observability/metrics.js';
 import { opsRoutes } from '../observability/ops-routes.js';
-import { openStore } from '../store/open.js';
+import { createStore, migrateWhenReachable } from '../store/open.js';
 import { SurfaceRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
 
@@ -50,7 +50,9 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     const kubeConfig = options.kubeConfig ?? new KubeConfig();
     if (options.kubeConfig === undefined) kubeConfig.loadFromDefault();
     const registry = new LiveRegistry();
-    const store = await openStore(broker.store);
+    // Connected once the ops server is up, so /readyz can say the store is what it waits for.
+    const store = createStore(broker.store);
+    let storeReady = false;
     stops.push(() => store.close());
     const metrics = new Metrics();
     stops.push(async () => metrics.close());
@@ -93,7 +95,12 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     }
     const routes = opsRoutes({
       metrics,
-      ready: () => (controller.ready ? true : 'AgentBackends and Bindings not listed yet'),
+      ready: () =>
+        !storeReady
+          ? 'the session store is not reachable yet'
+          : controller.ready
+            ? true
+            : 'AgentBackends and Bindings not listed yet',
     });
     const server: Server = createServer((req, res) => {
       if (routes(req, res)) return;
@@ -121,6 +128,8 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
         }),
     );
 
+    await migrateWhenReachable(store, { logger });
+    storeReady = true;
     await controller.start();
     stops.push(() => controller.stop());
     if (slack !== undefined) {

@@ -66,7 +66,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     });
     stops.push(() => manifests.close());
 
-    const store = await openStore(broker.store);
+    const store = await openStore(broker.store, { logger });
     stops.push(() => store.close());
     const metrics = new Metrics();
     stops.push(async () => metrics.close());

@@ -51,6 +51,11 @@ export interface DriverDeps {
   resolve(binding: string): AgentRoute | undefined;
   /** Arms a wake-up of this session at `at` (a question's deadline). */
   wakeAt(sessionId: string, at: number): void;
+  /**
+   * Answer refs the store could not record yet (it was down), by turn, kept by the engine
+   * across drivers so the next driver of the turn updates the same message, not a new one.
+   */
+  unsavedRefs: Map<string, string>;
 }
 
 /** Thrown inside a driver when its work must stop (lease lost, engine stopping). */
@@ -1013,16 +1018,29 @@ export class SessionDriver {
     );
     if (session.task !== null) run.lastActivityAt = session.task.lastActivityAt;
     if (turn !== null && turn.kind !== 'context') {
-      run.sink = this.#deps.surface.openAnswer(this.#target(session), turn.id, turn.answerRef, (ref) => {
-        void this.#saveAnswerRef(turn.id, ref);
-      });
+      const unsaved = this.#deps.unsavedRefs.get(turn.id);
+      if (turn.answerRef === null && unsaved !== undefined) void this.#saveAnswerRef(turn.id, unsaved);
+      run.sink = this.#deps.surface.openAnswer(
+        this.#target(session),
+        turn.id,
+        turn.answerRef ?? unsaved ?? null,
+        (ref) => {
+          void this.#saveAnswerRef(turn.id, ref);
+        },
+      );
     }
     return run;
   }
 
   async #saveAnswerRef(turnId: string, ref: string): Promise<void> {
     // Written on its own, so it never races the driver's writes of the session or the turn.
-    await this.#deps.store.setAnswerRef(turnId, ref, this.#deps.clock.now()).catch(() => undefined);
+    // A store that is down keeps it unsaved, for this turn's next driver and a later save.
+    try {
+      await this.#deps.store.setAnswerRef(turnId, ref, this.#deps.clock.now());
+      this.#deps.unsavedRefs.delete(turnId);
+    } catch {
+      this.#deps.unsavedRefs.set(turnId, ref);
+    }
   }
 
   #settledEvent(session: SessionRecord, turn: TurnRecord, outcome: string, run: TurnRun): void {

@@ -105,10 +105,14 @@ export class SessionEngine {
     { promise: Promise<void>; again: boolean; controller: AbortController }
   >();
   readonly #wakeups = new Map<string, NodeJS.Timeout>();
+  /** Answer refs not recorded yet because the store was down (see DriverDeps.unsavedRefs). */
+  readonly #unsavedRefs = new Map<string, string>();
   #stopping = new AbortController();
   #scanTimer: NodeJS.Timeout | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
   #scanning: Promise<void> | undefined;
+  /** When the last lease renewal that succeeded was asked for (several replicas only). */
+  #renewedAt = 0;
 
   constructor(options: EngineOptions) {
     this.#store = options.store;
@@ -136,6 +140,7 @@ export class SessionEngine {
    */
   async start(): Promise<void> {
     this.#stopping = new AbortController();
+    this.#renewedAt = this.#clock.now();
     await this.scan();
     this.#scanTimer = setInterval(() => void this.scan(), this.#timings.scanIntervalMs);
     this.#renewTimer = setInterval(
@@ -310,6 +315,8 @@ export class SessionEngine {
       if (leased) {
         held = await this.#store.acquireLease(sessionId, this.#owner, now, this.#timings.leaseTtlMs);
         if (!held) return;
+        // The store answered: a lease taken now counts as renewed now.
+        this.#renewedAt = Math.max(this.#renewedAt, now);
       }
       const signal = AbortSignal.any([entry.controller.signal, this.#stopping.signal]);
       const driver = new SessionDriver(
@@ -323,6 +330,7 @@ export class SessionEngine {
           fenced: leased,
           resolve: (binding) => this.#registry.resolve(binding),
           wakeAt: (id, at) => this.#wakeAt(id, at),
+          unsavedRefs: this.#unsavedRefs,
         },
         sessionId,
         signal,
@@ -342,11 +350,21 @@ export class SessionEngine {
 
   /** Renews the leases of driven sessions; a driver whose lease is gone stops at once. */
   async #renew(): Promise<void> {
-    if (this.#drivers.size === 0 || !this.#store.sharedByReplicas) return;
+    if (!this.#store.sharedByReplicas) return;
+    const asked = this.#clock.now();
+    if (this.#drivers.size === 0) {
+      this.#renewedAt = asked;
+      return;
+    }
+    // No renewal has gone through for a whole lease (the store is partitioned away, its
+    // queries hang or fail): the leases are presumed lost, and another replica may already
+    // drive these sessions. Stop now rather than keep talking to agents and chats for them.
+    if (asked - this.#renewedAt >= this.#timings.leaseTtlMs) {
+      for (const driver of this.#drivers.values()) driver.controller.abort(new Error('lease presumed lost'));
+    }
     try {
-      const held = new Set(
-        await this.#store.renewLeases(this.#owner, this.#clock.now(), this.#timings.leaseTtlMs),
-      );
+      const held = new Set(await this.#store.renewLeases(this.#owner, asked, this.#timings.leaseTtlMs));
+      this.#renewedAt = asked;
       for (const [id, driver] of this.#drivers) {
         if (!held.has(id)) driver.controller.abort(new Error('lease lost'));
       }

@@ -36,6 +36,12 @@ export interface PostgresStoreOptions {
    * the shared store suite drive time by hand.
    */
   leaseClock?: 'database' | 'caller';
+  /**
+   * Bounds of the pool this store makes (not of a pool it is given): a query with no answer for
+   * `queryMs` fails (a partition must not hang a write, or a lease renewal, for ever), a
+   * connection not made in `connectMs` fails. Defaults 30 s and 10 s.
+   */
+  timeouts?: { queryMs?: number; connectMs?: number };
 }
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -71,7 +77,13 @@ export class PostgresStore implements SessionStore {
     this.#sql = postgresSql(schema);
     this.#callerClock = options.leaseClock === 'caller';
     this.#ownsPool = options.pool === undefined;
-    this.#pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString });
+    this.#pool =
+      options.pool ??
+      new pg.Pool({
+        connectionString: options.connectionString,
+        query_timeout: options.timeouts?.queryMs ?? 30_000,
+        connectionTimeoutMillis: options.timeouts?.connectMs ?? 10_000,
+      });
     // An idle connection that breaks (the server restarts) is reported here; without a listener
     // it would crash the process. The next query gets a fresh connection or a StoreError.
     if (this.#ownsPool) this.#pool.on('error', () => {});
