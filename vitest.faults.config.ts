@@ -6,6 +6,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/faults/**/*.test.ts'],
+    // kube-apiserver for the broker-start row (cached; skipped, saying so, without Go).
+    globalSetup: ['test/integration/setup-kube-bins.ts'],
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,
