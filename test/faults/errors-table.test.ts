@@ -151,10 +151,11 @@ const ROWS: Row[] = [
         await failsWith(run, 'error:task_not_found', 'session-gone');
         const next = await run.h.say('fault-thread', '99.0', 'again');
         await settledTurn(run.h, next.turnId);
-        const last = run.h.agent.rpc(methods(v).send).at(-1);
-        expect((last?.body as { params: { message: { contextId?: string } } }).params.message.contextId).toBe(
-          undefined,
-        );
+        const last = run.h.agent.rpc(methods(v).send).at(-1)?.body as
+          | { params: { message: { contextId?: string } } }
+          | undefined;
+        expect(last?.params.message).toBeDefined();
+        expect(last?.params.message.contextId).toBeUndefined();
       },
     }),
   ),

@@ -1,12 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  oversizedBody,
-  oversizedEvent,
-  script,
-  stall,
-  trickle,
-  type WireVersion,
-} from '../agents/contract-agent.js';
+import { oversizedBody, oversizedEvent, script, stall, trickle } from '../agents/contract-agent.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
 import {
   arrange,
@@ -36,7 +29,7 @@ interface Row {
   what: string;
   fault: Fault;
   /** 'completes': the agent behaves after the fault; 'fails': it never does. */
-  then: 'completes' | 'fails';
+  ends: 'completes' | 'fails';
 }
 
 const bodyFaults = [
@@ -46,13 +39,13 @@ const bodyFaults = [
 
 const ROWS: Row[] = [
   // The card: every read of it fails the same way, so the turn fails after the give-up time.
-  { stage: 'card', what: 'a card trickling in', fault: { card: { trickleMs: 60 } }, then: 'fails' },
-  { stage: 'card', what: 'a card whose body stalls', fault: { card: { trickleMs: 60_000 } }, then: 'fails' },
+  { stage: 'card', what: 'a card trickling in', fault: { card: { trickleMs: 60 } }, ends: 'fails' },
+  { stage: 'card', what: 'a card whose body stalls', fault: { card: { trickleMs: 60_000 } }, ends: 'fails' },
   {
     stage: 'card',
     what: 'an oversized card',
     fault: { card: { raw: JSON.stringify({ name: 'x'.repeat(64 * 1024) }) } },
-    then: 'fails',
+    ends: 'fails',
   },
   // Each call, twice, then the agent behaves.
   ...(['send', 'get', 'subscribe', 'cancel', 'list', 'answer'] as const).flatMap((stage) =>
@@ -65,7 +58,7 @@ const ROWS: Row[] = [
             make(stage === 'send' || stage === 'subscribe' || stage === 'answer' ? 'sse' : 'json'),
           ),
         },
-        then: 'completes',
+        ends: 'completes',
       }),
     ),
   ),
@@ -74,33 +67,33 @@ const ROWS: Row[] = [
       stage,
       what: 'a send answered with a JSON body that trickles',
       fault: { call: times(2, () => trickle(60, 'json')) },
-      then: 'completes',
+      ends: 'completes',
     }),
   ),
   {
     stage: 'send',
     what: 'a JSON body that trickles, for ever',
     fault: { call: times(200, () => trickle(60, 'json')) },
-    then: 'fails',
+    ends: 'fails',
   },
   {
     stage: 'send',
     what: 'an oversized event mid-stream',
     fault: { call: [oversizedEvent(32 * 1024)] },
-    then: 'completes',
+    ends: 'completes',
   },
   {
     stage: 'subscribe',
     what: 'an oversized event',
     fault: { call: [oversizedEvent(32 * 1024)] },
-    then: 'completes',
+    ends: 'completes',
   },
   ...(['get', 'cancel', 'list'] as const).map(
     (stage): Row => ({
       stage,
       what: 'an oversized response body',
       fault: { call: times(2, () => oversizedBody(32 * 1024)) },
-      then: 'completes',
+      ends: 'completes',
     }),
   ),
   {
@@ -111,13 +104,13 @@ const ROWS: Row[] = [
         script([{ event: 'task' }, { event: 'working' }, { raw: 'data: {"jsonrpc":"2.0","res' }], 'destroy'),
       ],
     },
-    then: 'completes',
+    ends: 'completes',
   },
   {
     stage: 'subscribe',
     what: 'the connection reset in the middle of an event',
     fault: { call: [script([{ event: 'task' }, { raw: 'data: {"jsonrpc":' }], 'destroy')] },
-    then: 'completes',
+    ends: 'completes',
   },
 ];
 
@@ -134,7 +127,7 @@ describe.each(['1.0', '0.3'] as const)('fault matrix: the transport at A2A %s', 
   for (const row of ROWS) {
     if (row.stage === 'list' && version === '0.3') continue;
     const expectation =
-      row.then === 'completes' ? 'the turn completes once the agent behaves' : 'the turn fails cleanly';
+      row.ends === 'completes' ? 'the turn completes once the agent behaves' : 'the turn fails cleanly';
     it(`[DT-6][R-6] at ${row.stage}: ${row.what}: ${expectation} (${version})`, async () => {
       const run = await arrange(version, row.stage, row.fault, {
         clientLimits: LIMITS,
@@ -156,7 +149,7 @@ describe.each(['1.0', '0.3'] as const)('fault matrix: the transport at A2A %s', 
         expect(run.events.filter((e) => e.type === 'task.cancel').at(-1)).toMatchObject({ ok: true });
       } else {
         await settledTurn(run.h, run.turnId, 15_000);
-        if (row.then === 'completes') expect(outcomeOf(run)).toBe('completed');
+        if (row.ends === 'completes') expect(outcomeOf(run)).toBe('completed');
         else {
           expect(outcomeOf(run)).toMatch(/^error:/);
           expect(run.h.surface.notices(run.sessionId)).toContain('agent-unreachable');
