@@ -11,6 +11,8 @@
  * 4–6. The session engine with 1,000 concurrent sessions: throughput against the bare client,
  *    the cost of the OpenTelemetry API without an SDK against no tracing code (goal ≥ 0.98),
  *    resident memory per streaming session, and resume after SIGKILL (bench/engine.ts).
+ * 7. SQLite durability: a turn's writes with synchronous=FULL (the default) against NORMAL
+ *    (bench/sqlite-durability.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -22,6 +24,7 @@ import { decodeResponse } from '../src/a2a/jsonrpc.js';
 import { SseParser } from '../src/a2a/sse.js';
 import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
 import { benchEngine } from './engine.js';
+import { benchSqliteDurability } from './sqlite-durability.js';
 
 const TASK_ID = 'task-bench';
 const CONTEXT_ID = 'ctx-bench';
@@ -259,9 +262,11 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-// BENCH_ONLY=engine runs only the engine benchmarks (for profiling them).
-if (process.env.BENCH_ONLY !== 'engine') {
+// BENCH_ONLY=engine (or sqlite) runs only those benchmarks (for profiling them).
+const only = process.env.BENCH_ONLY;
+if (only === undefined) {
   benchParse();
   await benchTurn();
 }
-await benchEngine();
+if (only === undefined || only === 'engine') await benchEngine();
+if (only === undefined || only === 'sqlite') await benchSqliteDurability();

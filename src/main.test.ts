@@ -39,4 +39,19 @@ describe('agentkourier binary', () => {
     expect(await run(['demo-agent', '--bogus'], a)).toBe(2);
     expect(a.lines).toEqual([]);
   });
+
+  it('refuses local mode off loopback without a web chat token, saying how to give one', async () => {
+    const a = io();
+    const saved = process.env.AGENTKOURIER_WEBCHAT_TOKEN;
+    delete process.env.AGENTKOURIER_WEBCHAT_TOKEN;
+    try {
+      expect(await run(['local', '--host', '0.0.0.0', '--port', '0', '--no-demo'], a)).toBe(2);
+    } finally {
+      if (saved !== undefined) process.env.AGENTKOURIER_WEBCHAT_TOKEN = saved;
+    }
+    expect(a.errors[0]).toContain('--host 0.0.0.0 is not a loopback address');
+    expect(a.errors[0]).toContain('--token');
+    expect(a.errors[0]).toContain('AGENTKOURIER_WEBCHAT_TOKEN');
+    expect(a.lines).toEqual([]);
+  });
 });

@@ -5,6 +5,7 @@ import { CONTROLLER_HELP, startController } from './app/controller.js';
 import { startLocal } from './app/local.js';
 import { runCheck } from './check/index.js';
 import { startDemoAgent } from './demo/demo-agent.js';
+import { isLoopback } from './surfaces/webchat/security.js';
 
 /**
  * The one binary, `agentkourier`. This file is the composition root: the only place that reads
@@ -19,11 +20,13 @@ export interface Io {
 const USAGE = `Usage: agentkourier <command> [options]
 
 Commands:
-  local [--config F] [--port N] [--host H] [--no-demo]
+  local [--config F] [--port N] [--host H] [--token T] [--no-demo]
                                      run the broker on this machine: Bindings from a YAML file
                                      (default examples/local.yaml), SQLite, the web chat on
                                      http://127.0.0.1:8080, the demo agent; Slack too when its
-                                     settings are in the environment
+                                     settings are in the environment. A --host other than
+                                     loopback needs a web chat token: --token, or better
+                                     AGENTKOURIER_WEBCHAT_TOKEN (a flag shows in ps)
   controller                         run in a cluster: AgentBackends and Bindings, Slack, the
                                      engine, /healthz /readyz /metrics (settings: environment)
   check <endpoint> [options]         check an agent against the agent contract (--help for options)
@@ -72,14 +75,25 @@ async function local(args: string[], io: Io): Promise<number> {
       config: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
+      token: { type: 'string' },
       'no-demo': { type: 'boolean' },
     },
     strict: true,
   });
+  const host = values.host ?? '127.0.0.1';
+  const fromEnv = process.env.AGENTKOURIER_WEBCHAT_TOKEN;
+  const token = values.token ?? (fromEnv === undefined || fromEnv === '' ? undefined : fromEnv);
+  // Off loopback, anyone who reaches the address could use the agents: a token is required.
+  if (!isLoopback(host) && token === undefined) {
+    throw new UsageError(
+      `--host ${host} is not a loopback address, so the web chat needs a token: pass --token <at least 16 characters> or set AGENTKOURIER_WEBCHAT_TOKEN`,
+    );
+  }
   const running = await startLocal({
     config: values.config ?? 'examples/local.yaml',
     port: port(values.port, 8080),
-    host: values.host ?? '127.0.0.1',
+    host,
+    ...(token === undefined ? {} : { token }),
     demo: values['no-demo'] !== true,
     env: process.env,
     out: io.out,

@@ -85,7 +85,8 @@ function operationOf(codec: WireCodec, method: string): string {
  */
 export class A2AClient {
   #options: ResolvedOptions;
-  #card: Promise<AgentCardInfo> | undefined;
+  /** The card read in flight or done; `until` is when a pending read is given up on. */
+  #card: { promise: Promise<AgentCardInfo>; pending: boolean; until: number } | undefined;
   readonly #telemetry: ClientTelemetry;
   #server: ServerAddress;
 
@@ -137,16 +138,32 @@ export class A2AClient {
     this.#card = undefined;
   }
 
-  /** The agent's card, checked against DT-1..DT-4. A failed fetch is not cached. */
+  /**
+   * The agent's card, checked against DT-1..DT-4. A failed fetch is not cached, and a pending one
+   * is shared only until its deadline: the fetch is bounded by `timeouts.cardTotalMs`, and a
+   * caller that finds it still pending later than that (timers held up) starts a fresh one, so
+   * every call on a Binding never waits behind one stuck read.
+   */
   card(): Promise<AgentCardInfo> {
-    if (this.#card === undefined) {
-      const pending = this.#fetchCard();
-      this.#card = pending;
-      pending.catch(() => {
-        if (this.#card === pending) this.#card = undefined;
-      });
-    }
-    return this.#card;
+    const now = performance.now();
+    const held = this.#card;
+    if (held !== undefined && !(held.pending && now > held.until)) return held.promise;
+    const entry = {
+      promise: this.#fetchCard(),
+      pending: true,
+      until: now + this.#options.timeouts.cardTotalMs + 1000,
+    };
+    this.#card = entry;
+    entry.promise.then(
+      () => {
+        entry.pending = false;
+      },
+      () => {
+        entry.pending = false;
+        if (this.#card === entry) this.#card = undefined;
+      },
+    );
+    return entry.promise;
   }
 
   /** M-1: SendStreamingMessage (message/stream). An answer (taskId set) has its own errors (E-4). */
@@ -170,7 +187,7 @@ export class A2AClient {
 
   /** M-2: GetTask (tasks/get). */
   async getTask(taskId: string, options: CallOptions & { historyLength?: number } = {}): Promise<Task> {
-    const { codec, card } = await this.#wire();
+    const { codec, card } = await this.#wire(options.signal);
     const result = await this.#call(
       codec,
       codec.methods.get,
@@ -182,7 +199,7 @@ export class A2AClient {
 
   /** M-4: CancelTask (tasks/cancel). Returns the task as the agent reports it after the cancel. */
   async cancelTask(taskId: string, options: CallOptions = {}): Promise<Task> {
-    const { codec, card } = await this.#wire();
+    const { codec, card } = await this.#wire(options.signal);
     const result = await this.#call(
       codec,
       codec.methods.cancel,
@@ -203,7 +220,7 @@ export class A2AClient {
    * `listTasks.maxPages` pages, each task with history so a turn's messageId can be looked for.
    */
   async *listTasks(contextId: string, options: CallOptions = {}): AsyncGenerator<Task> {
-    const { codec, card } = await this.#wire();
+    const { codec, card } = await this.#wire(options.signal);
     const method = codec.methods.list;
     if (method === undefined) throw new UnsupportedByVersionError('ListTasks', codec.version);
     const { pageSize, maxPages, historyLength } = this.#options.listTasks;
@@ -235,8 +252,9 @@ export class A2AClient {
     return undefined;
   }
 
-  async #wire(): Promise<{ codec: WireCodec; card: AgentCardInfo }> {
-    const card = await this.card();
+  /** The card and codec for a call; a call whose signal aborts stops waiting for the card. */
+  async #wire(signal?: AbortSignal): Promise<{ codec: WireCodec; card: AgentCardInfo }> {
+    const card = await untilAborted(this.card(), signal);
     return { codec: card.protocolVersion === '1.0' ? v1_0 : v0_3, card };
   }
 
@@ -257,6 +275,8 @@ export class A2AClient {
           accept: 'application/json',
         },
         headersTimeoutMs: o.timeouts.headersMs,
+        bodyIdleMs: o.timeouts.bodyIdleMs,
+        totalMs: o.timeouts.cardTotalMs,
         dispatcher: o.dispatcher,
       });
       if (span !== undefined) setStatusCode(span, res.status);
@@ -268,7 +288,7 @@ export class A2AClient {
           cause: error,
         });
       }
-      const body = await readBounded(res, o.limits.maxCardBytes, 'card');
+      const body = await readBounded(res, o.limits.maxCardBytes, 'card', o.timeouts.bodyIdleMs);
       let json: unknown;
       try {
         json = JSON.parse(body);
@@ -277,9 +297,15 @@ export class A2AClient {
       }
       return readCard(json, { speaks: o.extensions });
     } catch (error) {
-      outcome = error instanceof AgentCallError ? error.code : 'error';
-      if (error instanceof AgentCallError) throw error;
-      throw new CardFetchError('the agent card could not be fetched', { cause: error });
+      // The card's own verdicts (DT-1, DT-3, DT-4), rejected credentials (E-1), a card too
+      // large and an unreachable agent keep their class; a read that broke, stalled or took too
+      // long is a card that could not be fetched (DT-2), with what happened as the cause.
+      const failure =
+        error instanceof AgentCallError && !(error instanceof LostConnectionError)
+          ? error
+          : new CardFetchError('the agent card could not be fetched', { cause: error });
+      outcome = failure.code;
+      throw failure;
     } finally {
       if (span !== undefined) endCallSpan(span, outcome, 0);
       this.#publish('card', 'GetAgentCard', '', started, outcome, 0);
@@ -334,7 +360,7 @@ export class A2AClient {
     const type = header(res.headers, 'content-type') ?? '';
     if (res.status >= 400 && type.includes('json')) {
       try {
-        const body = await readBounded(res, 64 * 1024, 'response');
+        const body = await readBounded(res, 64 * 1024, 'response', this.#options.timeouts.bodyIdleMs);
         const outcome = decodeResponse(body, '');
         if (!outcome.ok) rpcError = outcome.error;
       } catch {
@@ -359,11 +385,13 @@ export class A2AClient {
         headers: await this.#rpcHeaders(codec, 'application/json', headersOf(span, options.trace)),
         body: encodeRequest(id, method, params),
         headersTimeoutMs: o.timeouts.headersMs,
+        bodyIdleMs: o.timeouts.bodyIdleMs,
+        totalMs: o.timeouts.callTotalMs,
         dispatcher: o.dispatcher,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
       if (res.status < 200 || res.status >= 300) throw await this.#statusError(res, 'other');
-      const body = await readBounded(res, o.limits.maxResponseBytes, 'response');
+      const body = await readBounded(res, o.limits.maxResponseBytes, 'response', o.timeouts.bodyIdleMs);
       const reply = decodeResponse(body, id);
       if (!reply.ok) throw errorFromRpc(reply.error, 'other');
       return reply.result;
@@ -386,7 +414,7 @@ export class A2AClient {
     options: CallOptions,
   ): AsyncGenerator<StreamEvent> {
     const o = this.#options;
-    const { codec, card } = await this.#wire();
+    const { codec, card } = await this.#wire(options.signal);
     const [method, params] = request(codec, card);
     const id = randomUUID();
     const started = o.now();
@@ -421,6 +449,8 @@ export class A2AClient {
         ),
         body: encodeRequest(id, method, params),
         headersTimeoutMs: o.timeouts.headersMs,
+        bodyIdleMs: idleMs,
+        totalMs: o.timeouts.streamTotalMs,
         dispatcher: o.dispatcher,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
@@ -428,7 +458,14 @@ export class A2AClient {
       const type = (header(res.headers, 'content-type') ?? '').toLowerCase();
       if (type.startsWith('application/json')) {
         // Errors before the stream starts come as a plain JSON-RPC body (the SDKs do this).
-        const reply = decodeResponse(await readBounded(res, o.limits.maxEventBytes, 'event'), id);
+        const body = await readBounded(
+          res,
+          o.limits.maxEventBytes,
+          'event',
+          o.timeouts.bodyIdleMs,
+          o.timeouts.callTotalMs,
+        );
+        const reply = decodeResponse(body, id);
         if (!reply.ok) throw errorFromRpc(reply.error, kind);
         const event = codec.decodeEvent(reply.result);
         seen++;
@@ -456,11 +493,18 @@ export class A2AClient {
       parser.end();
       finished = true;
     } catch (error) {
-      const failure = this.#streamFailure(error, kind, seen, idleFired);
+      const bound = res?.boundFailure();
+      const failure = this.#streamFailure(
+        bound === undefined ? error : new LostConnectionError(bound.reason, seen, { cause: error }),
+        kind,
+        seen,
+        idleFired,
+      );
       outcome = failure instanceof AgentCallError ? failure.code : 'error';
       throw failure;
     } finally {
       clearTimeout(idle);
+      res?.finish();
       if (!finished && res !== undefined) {
         if (outcome === 'ok') {
           // The consumer stopped reading (it had what it needed, a settled task, say). Agents
@@ -516,4 +560,24 @@ export class A2AClient {
     };
     callChannel.publish(message);
   }
+}
+
+/** Resolves as `work` does, or rejects with the signal's reason once it aborts. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }

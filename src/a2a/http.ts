@@ -8,8 +8,15 @@ import {
 
 /**
  * The one place that does HTTP. It never follows a redirect (undici's `request` does not, and
- * we add no redirect interceptor), bounds the wait for response headers with our own timer so
- * tests can shrink it, and reads bodies with a size bound.
+ * we add no redirect interceptor), and every wait has a bound of its own, with our own timers
+ * so tests can shrink them:
+ *
+ * - the response headers (DT-6), on every call;
+ * - the whole exchange (`totalMs`), headers and body, however steadily an agent trickles bytes;
+ * - a whole body read (`readBounded`) stops when no byte came for `idleMs`, and at `maxBytes`.
+ *
+ * Streams bound their events themselves (R-6, in the client); undici's own timers sit a
+ * little behind ours as backstops.
  */
 
 export interface HttpRequest {
@@ -18,6 +25,13 @@ export interface HttpRequest {
   headers: Record<string, string>;
   body?: string;
   headersTimeoutMs: number;
+  /**
+   * The longest quiet spell between two pieces of the body this call may see: undici's own
+   * body timeout is set a little above it, as a backstop to the caller's finer timers.
+   */
+  bodyIdleMs: number;
+  /** The whole exchange, from the request to the end of the body. */
+  totalMs: number;
   dispatcher?: Dispatcher;
   signal?: AbortSignal;
 }
@@ -28,9 +42,16 @@ export interface HttpResponse {
   body: Dispatcher.ResponseData['body'];
   /** Ends the exchange early: frees the connection and stops the body. */
   abort(reason: Error): void;
+  /** The exchange is over (body read or given up): its total timer stops. */
+  finish(): void;
+  /** The bound that cut this exchange, if one did: what a failed read should report. */
+  boundFailure(): LostConnectionError | undefined;
 }
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** undici's timers fire this long after ours, so ours are the ones that report. */
+const BACKSTOP_MS = 1000;
 
 /**
  * Sends the request and waits for the response headers. A connection that could not be made at
@@ -39,11 +60,23 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNR
  */
 export async function send(req: HttpRequest): Promise<HttpResponse> {
   const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
+  let cut: LostConnectionError | undefined;
+  const headersTimer = setTimeout(() => {
+    cut ??= new LostConnectionError('headers-timeout', 0);
+    controller.abort(cut);
   }, req.headersTimeoutMs);
+  let bodyRef: Dispatcher.ResponseData['body'] | undefined;
+  const totalTimer = setTimeout(() => {
+    cut ??= new LostConnectionError('call-timeout', 0);
+    // Nobody may be reading the body right now: an unheard 'error' would crash the process.
+    bodyRef?.on('error', ignore);
+    controller.abort(cut);
+    bodyRef?.destroy(cut);
+  }, req.totalMs);
+  const finish = (): void => {
+    clearTimeout(headersTimer);
+    clearTimeout(totalTimer);
+  };
   // The caller's signal stays wired to the body for the life of a stream, not only the headers.
   const signal =
     req.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, req.signal]);
@@ -54,27 +87,29 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
       body: req.body,
       signal,
       dispatcher: req.dispatcher,
-      // Our own timers are authoritative; undici's are backstops a little later.
-      headersTimeout: req.headersTimeoutMs + 1000,
-      bodyTimeout: 0,
+      headersTimeout: req.headersTimeoutMs + BACKSTOP_MS,
+      bodyTimeout: req.bodyIdleMs + BACKSTOP_MS,
     });
+    clearTimeout(headersTimer);
+    bodyRef = res.body;
     return {
       status: res.statusCode,
       headers: res.headers,
       body: res.body,
       abort: (reason) => {
-        // Nobody may be reading the body any more: an unheard 'error' would crash the process.
+        finish();
         res.body.on('error', ignore);
         controller.abort(reason);
         res.body.destroy(reason);
       },
+      finish,
+      boundFailure: () => cut,
     };
   } catch (error) {
-    if (timedOut) throw new LostConnectionError('headers-timeout', 0, { cause: error });
+    finish();
+    if (cut !== undefined) throw new LostConnectionError(cut.reason, 0, { cause: error });
     if (req.signal?.aborted) throw req.signal.reason;
     throw classifyNetworkError(error, 0);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -96,6 +131,9 @@ export function classifyNetworkError(error: unknown, eventsSeen: number): Error 
   if (error instanceof undiciErrors.HeadersTimeoutError) {
     return new LostConnectionError('headers-timeout', eventsSeen, { cause: error });
   }
+  if (error instanceof undiciErrors.BodyTimeoutError) {
+    return new LostConnectionError('body-timeout', eventsSeen, { cause: error });
+  }
   return new LostConnectionError('connection-dropped', eventsSeen, { cause: error });
 }
 
@@ -107,8 +145,19 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Reads a whole body as text, refusing more than `maxBytes`. */
-export async function readBounded(res: HttpResponse, maxBytes: number, kind: SizeLimitKind): Promise<string> {
+/**
+ * Reads a whole body as text, refusing more than `maxBytes` and cutting it when no byte came
+ * for `idleMs` (a trickle of one byte a second passes the idle bound; the exchange's total
+ * bound from `send` stops it). Always ends the exchange.
+ */
+export async function readBounded(
+  res: HttpResponse,
+  maxBytes: number,
+  kind: SizeLimitKind,
+  idleMs: number,
+  /** A bound of the read's own, tighter than the exchange's (a send answered with JSON). */
+  totalMs?: number,
+): Promise<string> {
   const declared = Number(header(res.headers, 'content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {
     const error = new SizeLimitError(kind, maxBytes);
@@ -117,9 +166,31 @@ export async function readBounded(res: HttpResponse, maxBytes: number, kind: Siz
   }
   const chunks: Buffer[] = [];
   let size = 0;
+  // One timer for the read: chunks only stamp the time, the timer re-arms for the rest.
+  let lastByteAt = performance.now();
+  let idleCut: LostConnectionError | undefined;
+  let idle: NodeJS.Timeout | undefined;
+  const onIdle = (): void => {
+    const quiet = performance.now() - lastByteAt;
+    if (quiet < idleMs) {
+      idle = setTimeout(onIdle, idleMs - quiet);
+      return;
+    }
+    idleCut = new LostConnectionError('body-timeout', 0);
+    res.abort(idleCut);
+  };
+  idle = setTimeout(onIdle, idleMs);
+  const total =
+    totalMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          idleCut ??= new LostConnectionError('call-timeout', 0);
+          res.abort(idleCut);
+        }, totalMs);
   try {
     for await (const chunk of res.body) {
       const buf = chunk as Buffer;
+      lastByteAt = performance.now();
       size += buf.length;
       if (size > maxBytes) {
         const error = new SizeLimitError(kind, maxBytes);
@@ -130,13 +201,20 @@ export async function readBounded(res: HttpResponse, maxBytes: number, kind: Siz
     }
   } catch (error) {
     if (error instanceof SizeLimitError) throw error;
+    const bound = idleCut ?? res.boundFailure();
+    if (bound !== undefined) throw new LostConnectionError(bound.reason, 0, { cause: error });
     throw classifyNetworkError(error, 0);
+  } finally {
+    clearTimeout(idle);
+    clearTimeout(total);
+    res.finish();
   }
   return Buffer.concat(chunks, size).toString('utf8');
 }
 
 /** Discards a body we do not want, without waiting for it. */
 export function discard(res: HttpResponse): void {
+  res.finish();
   res.body.on('error', ignore);
   res.body.destroy();
 }

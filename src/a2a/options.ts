@@ -38,11 +38,23 @@ export interface Limits {
   maxResponseBytes: number;
 }
 
+/**
+ * Every wait on an agent has a bound, per kind of call, so a hostile or broken agent that sends
+ * headers and then one byte a second cannot hold a turn, a card read or a checker run for ever.
+ */
 export interface Timeouts {
   /** DT-6: response headers must arrive within this long, on every call. */
   headersMs: number;
   /** a stream with no event for this long is cut. */
   streamIdleMs: number;
+  /** A stream, however lively, is cut after this long; the task is then followed (GetTask, SubscribeToTask). */
+  streamTotalMs: number;
+  /** A whole body (card, JSON answer, error body): no byte for this long and it is cut. */
+  bodyIdleMs: number;
+  /** The card fetch, headers and body together. A pending card read never outlives it. */
+  cardTotalMs: number;
+  /** GetTask, CancelTask, one ListTasks page, a send answered with JSON: headers and body together. */
+  callTotalMs: number;
 }
 
 export interface ListTasksSettings {
@@ -59,7 +71,14 @@ export const DEFAULT_LIMITS: Limits = {
   maxResponseBytes: 16 * 1024 * 1024,
 };
 
-export const DEFAULT_TIMEOUTS: Timeouts = { headersMs: 30_000, streamIdleMs: 5 * 60_000 };
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  headersMs: 30_000,
+  streamIdleMs: 5 * 60_000,
+  streamTotalMs: 60 * 60_000,
+  bodyIdleMs: 30_000,
+  cardTotalMs: 60_000,
+  callTotalMs: 2 * 60_000,
+};
 
 export const DEFAULT_LIST_TASKS: ListTasksSettings = { pageSize: 50, maxPages: 100, historyLength: 100 };
 
@@ -110,7 +129,17 @@ const schema = z.object({
     .object({ maxCardBytes: positive, maxEventBytes: positive, maxResponseBytes: positive })
     .partial()
     .optional(),
-  timeouts: z.object({ headersMs: positive, streamIdleMs: positive }).partial().optional(),
+  timeouts: z
+    .object({
+      headersMs: positive,
+      streamIdleMs: positive,
+      streamTotalMs: positive,
+      bodyIdleMs: positive,
+      cardTotalMs: positive,
+      callTotalMs: positive,
+    })
+    .partial()
+    .optional(),
   listTasks: z
     .object({
       pageSize: positive.max(100),

@@ -5,6 +5,8 @@
  */
 export interface BannerInput {
   chatUrl: string;
+  /** Whether the web chat needs a token (shown as a placeholder: the token itself is never printed). */
+  tokenRequired?: boolean;
   /** The demo agent's base URL; undefined with --no-demo. */
   demoAgentUrl?: string;
 }
@@ -15,7 +17,11 @@ export function demoCheckCommand(demoAgentUrl: string): string {
 }
 
 export function localBanner(input: BannerInput): string[] {
-  const lines = ['', 'Agent Kourier local mode', `  web chat    open ${input.chatUrl}`];
+  const lines = [
+    '',
+    'Agent Kourier local mode',
+    `  web chat    open ${input.chatUrl}${input.tokenRequired === true ? '#token=<your token>' : ''}`,
+  ];
   if (input.demoAgentUrl !== undefined) {
     lines.push(`  demo agent  ${input.demoAgentUrl} (kagent-v1, agent demo/assistant)`);
     lines.push(`  try         ${demoCheckCommand(input.demoAgentUrl)}`);

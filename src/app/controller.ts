@@ -7,7 +7,7 @@ import { LiveRegistry } from '../core/registry.js';
 import { SessionEngine } from '../core/session/engine.js';
 import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
 import { createLogger, Observability, opsRoutes } from '../observability/index.js';
-import { openStore } from '../store/open.js';
+import { createStore, migrateWhenReachable } from '../store/open.js';
 import { SurfaceRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
 import { eventsListener, listen, notFound } from './controller-http.js';
@@ -108,7 +108,9 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     // First in, last out: spans of turns still open at stop are ended and flushed after all else.
     const observability = new Observability({ env: options.env, logger });
     stops.push(() => observability.close());
-    const store = observability.store(await openStore(broker.store));
+    // Migrated once the ops server is up, so /readyz can say the store is what it waits for.
+    const store = observability.store(createStore(broker.store));
+    let storeReady = false;
     stops.push(() => store.close());
 
     const slack = slackRequested(options.env)
@@ -160,6 +162,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       registry: observability.registry,
       ready: () => {
         if (draining) return 'shutting down';
+        if (!storeReady) return 'the session store is not reachable yet';
         return controller.ready ? true : 'AgentBackends and Bindings not listed yet';
       },
     });
@@ -170,8 +173,20 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
 
     const abandon = (): void => void stop();
     options.signal?.addEventListener('abort', abandon, { once: true });
+    // An unreachable store is waited for (not ready meanwhile); SIGTERM ends the wait.
+    const storeAbandoned = await migrateWhenReachable(store, {
+      logger,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    }).then(
+      () => false,
+      (error: unknown) => {
+        if (options.signal?.aborted === true) return true;
+        throw error;
+      },
+    );
+    storeReady = !storeAbandoned;
     stops.push(() => controller.stop());
-    await controller.start();
+    if (!storeAbandoned) await controller.start();
     options.signal?.removeEventListener('abort', abandon);
     if (options.signal?.aborted) {
       await stop();

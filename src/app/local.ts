@@ -25,6 +25,8 @@ export interface LocalOptions {
   config: string;
   host: string;
   port: number;
+  /** The web chat's bearer token; required off loopback (the web chat refuses to start otherwise). */
+  token?: string;
   demo: boolean;
   env: Readonly<Record<string, string | undefined>>;
   /** Where the URL to open is printed. */
@@ -72,7 +74,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     });
     stops.push(() => manifests.close());
 
-    const store = observability.store(await openStore(broker.store));
+    const store = observability.store(await openStore(broker.store, { logger }));
     stops.push(() => store.close());
 
     const web = new WebChatSurface();
@@ -109,6 +111,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       host: options.host,
       port: options.port,
       ...(options.pageScript === undefined ? {} : { pageScript: options.pageScript }),
+      ...(options.token === undefined ? {} : { token: options.token }),
       logger,
     });
     stops.push(() => chat.close());
@@ -125,8 +128,10 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       options.out(`Binding ${b.ref}: ${b.ready ? 'ready' : `not ready (${b.reason}: ${b.message})`}`);
     }
     if (observability.tracing.enabled) options.out(`Traces: ${observability.tracing.describe}`);
+    // The token is never printed: whoever set it knows it, and the URL takes it after a #.
     for (const line of localBanner({
       chatUrl: chat.url,
+      tokenRequired: options.token !== undefined,
       ...(demo === undefined ? {} : { demoAgentUrl: demo.url }),
     }))
       options.out(line);

@@ -35,8 +35,17 @@ export async function runCheck(argv: string[], io: CheckIo): Promise<number> {
       identity: options.identity,
       headers: options.headers,
       extensions: options.speaks,
-      // DT-6's 30 s, or less when --timeout says so; a stream idle for the whole bound is cut anyway.
-      timeouts: { headersMs: Math.min(options.timeoutMs, 30_000), streamIdleMs: options.timeoutMs },
+      // DT-6's 30 s, or less when --timeout says so; a stream idle for the whole bound is cut
+      // anyway. Every body and every call ends within the bound too, so a trickling agent cannot
+      // keep a connection (and this process) alive after the report.
+      timeouts: {
+        headersMs: Math.min(options.timeoutMs, 30_000),
+        streamIdleMs: options.timeoutMs,
+        streamTotalMs: options.timeoutMs,
+        bodyIdleMs: options.timeoutMs,
+        cardTotalMs: options.timeoutMs,
+        callTotalMs: options.timeoutMs,
+      },
     });
   } catch (error) {
     // The client's settings check words its messages without values: safe to print as well.

@@ -134,6 +134,16 @@ export interface Commit {
   fence?: { owner: string };
 }
 
+export interface AddTurnOptions {
+  /**
+   * The inbound event the turn comes from (Slack's event id, with the workspace), claimed as
+   * claimInboundEvent does, in the turn's own transaction: a crash leaves both or neither, so a
+   * redelivery of an event whose turn was never stored is not taken for a duplicate. Whether
+   * the turn is new is still decided by the turn itself (its id, its chat message).
+   */
+  inboundEvent?: string;
+}
+
 export interface SessionStore {
   /**
    * Whether several broker processes may share this store (PostgreSQL). When not (SQLite, one
@@ -150,9 +160,10 @@ export interface SessionStore {
 
   /**
    * Adds a turn, idempotently: a turn with the same id (or the same chat message in the same
-   * session) is not added twice; `created` says which happened.
+   * session) is not added twice; `created` says which happened. With `inboundEvent`, the event
+   * the turn came from is claimed in the same transaction (see AddTurnOptions).
    */
-  addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }>;
+  addTurn(turn: NewTurn, options?: AddTurnOptions): Promise<{ turn: TurnRecord; created: boolean }>;
   getTurn(id: string): Promise<TurnRecord | undefined>;
   /**
    * Records the chat message that shows a turn's answer, touching nothing else (the surface
@@ -176,7 +187,12 @@ export interface SessionStore {
   /** Remembers an inbound event id (Slack's event_id); false when it was seen before. */
   claimInboundEvent(eventKey: string, now: number): Promise<boolean>;
 
-  /** Takes or renews the lease of a session for `owner` until now + ttlMs. */
+  /**
+   * Takes or renews the lease of a session for `owner` until now + ttlMs. A store shared by
+   * replicas reads "now" from its own (the database's) clock, the one every replica shares, so
+   * skew between replicas' clocks cannot hand a live lease to another; `now` is then unused.
+   * The same holds for renewals and for the fence of a commit.
+   */
   acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
   /** Renews every lease `owner` holds; returns the session ids it still holds. */
   renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]>;

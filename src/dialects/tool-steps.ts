@@ -1,5 +1,6 @@
 import type { Part, StreamEvent } from '../core/agent/model.js';
 import type { ToolStep } from '../core/ports.js';
+import { cutWithMark } from '../core/text.js';
 
 /**
  * R-9: data parts that mark tool calls and results the way Google ADK (`adk_type`) or kagent's
@@ -28,7 +29,7 @@ export function shortJson(value: unknown, max = SUMMARY_MAX): string {
   } catch {
     text = '[unserialisable]';
   }
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return cutWithMark(text, max);
 }
 
 export function toolStepOf(part: Part): ToolStep | undefined {

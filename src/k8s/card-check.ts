@@ -65,6 +65,12 @@ export class CardChecker {
     return memo?.fingerprint === fingerprint ? memo.state : undefined;
   }
 
+  /** Whether a read is due: no result for this configuration yet, or its time has come. */
+  due(ref: string, fingerprint: string): boolean {
+    const memo = this.#memos.get(ref);
+    return memo === undefined || memo.fingerprint !== fingerprint || this.#now() >= memo.nextAt;
+  }
+
   /** Reads the card when one is due; otherwise returns the remembered result. */
   async check(ref: string, source: CardSource, fingerprint: string): Promise<CardCheckResult> {
     const memo = this.#memos.get(ref);

@@ -6,8 +6,20 @@ import type { ChannelConflict, LiveBinding } from '../core/registry.js';
  * workspace claimed twice belong to neither, visibly. Pure functions over plain data.
  */
 
-/** Namespace → channel ids it may claim. Unset or empty: any namespace may claim any channel. */
+/**
+ * Namespace → channel ids it may claim. Unset or empty: any namespace may claim any channel.
+ * Direct messages are an entry of their own, DIRECT_MESSAGES_ENTRY: when the setting is used, a
+ * namespace takes the app's DMs only if its list names them.
+ */
 export type NamespaceChannels = Readonly<Record<string, readonly string[]>>;
+
+/** The allowlist entry that lets a namespace's Binding take direct messages. */
+export const DIRECT_MESSAGES_ENTRY = 'direct-messages';
+
+/** Whether a namespace with this allowlist may take direct messages (undefined: no restriction). */
+export function mayTakeDirectMessages(allowed: readonly string[] | undefined): boolean {
+  return allowed === undefined || allowed.includes(DIRECT_MESSAGES_ENTRY);
+}
 
 /** The channels a namespace may claim; undefined: no restriction. */
 export function allowedChannels(
@@ -23,7 +35,8 @@ export function splitClaims(
   allowed: readonly string[] | undefined,
 ): { granted: string[]; refused: string[] } {
   if (allowed === undefined) return { granted: [...claimed], refused: [] };
-  const ok = new Set(allowed);
+  // The DM entry is not a channel: listing it grants no channel of that name.
+  const ok = new Set(allowed.filter((c) => c !== DIRECT_MESSAGES_ENTRY));
   return { granted: claimed.filter((c) => ok.has(c)), refused: claimed.filter((c) => !ok.has(c)) };
 }
 

@@ -7,13 +7,13 @@ describe('loadControllerSettings', () => {
     const settings = loadControllerSettings({
       AGENTKOURIER_NAMESPACE: 'agentkourier',
       POD_NAME: 'agentkourier-0',
-      AGENTKOURIER_NAMESPACE_CHANNELS: '{"team-a":["C0123ABCD"],"team-b":[]}',
+      AGENTKOURIER_NAMESPACE_CHANNELS: '{"team-a":["C0123ABCD","direct-messages"],"team-b":[]}',
     });
     expect(settings).toEqual({
       namespace: 'agentkourier',
       podName: 'agentkourier-0',
       leaseName: 'agentkourier-controller',
-      namespaceChannels: { 'team-a': ['C0123ABCD'], 'team-b': [] },
+      namespaceChannels: { 'team-a': ['C0123ABCD', 'direct-messages'], 'team-b': [] },
       watchNamespaces: [],
       metricsPort: 9090,
     });

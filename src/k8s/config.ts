@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { InvalidConfigError } from '../core/errors.js';
-import type { NamespaceChannels } from './channels.js';
+import { DIRECT_MESSAGES_ENTRY, type NamespaceChannels } from './channels.js';
 import { namespaceName, objectName } from './crds/common.js';
 
 /**
@@ -11,8 +11,9 @@ import { namespaceName, objectName } from './crds/common.js';
  *   AGENTKOURIER_NAMESPACE           namespace of the leader-election Lease (the pod's namespace)
  *   POD_NAME                         this replica's identity in the Lease (default: hostname)
  *   AGENTKOURIER_LEASE_NAME          Lease name (default agentkourier-controller)
- *   AGENTKOURIER_NAMESPACE_CHANNELS  JSON: {"team-a": ["C0123ABCD"], …}; the Slack channel ids
- *                                    each namespace may claim. Unset: any namespace, any channel.
+ *   AGENTKOURIER_NAMESPACE_CHANNELS  JSON: {"team-a": ["C0123ABCD", "direct-messages"], …}; the
+ *                                    Slack channel ids each namespace may claim, and whether it may
+ *                                    take direct messages. Unset: any namespace, any channel, DMs.
  *   AGENTKOURIER_WATCH_NAMESPACES    comma list: watch AgentBackends, Bindings and Secrets only
  *                                    in these namespaces (a Role per namespace is then enough).
  *                                    Unset or empty: every namespace (a ClusterRole).
@@ -46,7 +47,16 @@ export interface ControllerSettings {
 
 const channelsSchema = z.record(
   namespaceName,
-  z.array(z.string().regex(/^[CG][A-Z0-9]+$/, 'must list Slack channel ids (C… or G…)')).max(1000),
+  z
+    .array(
+      z
+        .string()
+        .refine(
+          (c) => c === DIRECT_MESSAGES_ENTRY || /^[CG][A-Z0-9]+$/.test(c),
+          `must list Slack channel ids (C… or G…) or "${DIRECT_MESSAGES_ENTRY}"`,
+        ),
+    )
+    .max(1000),
 );
 
 const watchNamespacesSchema = z

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { InvalidConfigError, KourierError } from '../core/errors.js';
 import type { LiveRegistry } from '../core/registry.js';
 import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from './card-check.js';
+import { CardCheckPool, DEFAULT_CARD_POOL } from './card-pool.js';
 import type { NamespaceChannels } from './channels.js';
 import { DEFAULT_LEASE_NAME, MAX_WATCH_NAMESPACES } from './config.js';
 import { namespaceName } from './crds/common.js';
@@ -108,6 +109,7 @@ export class Controller {
   readonly #events: EventRecorder;
   readonly #observer: ControlPlaneObserver | undefined;
   readonly #tracer: Tracer;
+  readonly #cardPool: CardCheckPool;
   #resync: NodeJS.Timeout | undefined;
   #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
 
@@ -167,15 +169,26 @@ export class Controller {
       onStoppedLeading: () => this.#observer?.leading(false),
     });
     this.#events = new EventRecorder(this.#api, options.identity, this.#log);
+    const cards = new CardChecker(this.#timings.card, Date.now, (ref, outcome) =>
+      this.#observer?.cardRead(ref, outcome.ok ? 'ok' : outcome.reason),
+    );
+    this.#cardPool = new CardCheckPool(cards, {
+      ...DEFAULT_CARD_POOL,
+      onChecked: (ref, result) => {
+        const [namespace = '', name = ''] = ref.split('/');
+        const key = keyOf('Binding', namespace, name);
+        this.#queue.add(key);
+        this.#queue.addAfter(key, result.nextInMs);
+      },
+    });
     this.#reconciler = new Reconciler({
       api: this.#api,
       backends: this.#backends,
       bindings: this.#bindings,
       secrets: this.#secrets,
       clients: new LiveClients(options.registry, clientFactory(options.telemetry?.client)),
-      cards: new CardChecker(this.#timings.card, Date.now, (ref, outcome) =>
-        this.#observer?.cardRead(ref, outcome.ok ? 'ok' : outcome.reason),
-      ),
+      cards,
+      cardPool: this.#cardPool,
       registry: options.registry,
       events: this.#events,
       isLeader: () => this.#leader.isLeader,
@@ -233,14 +246,15 @@ export class Controller {
   }
 
   /**
-   * Graceful stop (SIGTERM): no new reconciles, running ones finish or are cut at their card
-   * read, the Lease is released so another replica leads at once, then the watches close. Live
+   * Graceful stop (SIGTERM): no new reconciles or card reads (a card read in flight ends on its
+   * own bound, unheard), running reconciles finish, the Lease is released so another replica leads at once, then the watches close. Live
    * clients stay in the registry: sessions finishing their turns keep them.
    */
   async stop(): Promise<void> {
     if (this.#state === 'stopped') return;
     this.#state = 'stopped';
     clearInterval(this.#resync);
+    this.#cardPool.stop();
     await this.#queue.stop();
     await this.#leader.stop({ release: true });
     await Promise.all([this.#backends.stop(), this.#bindings.stop(), this.#secrets.stop()]);

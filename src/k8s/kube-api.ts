@@ -14,6 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { KourierError } from '../core/errors.js';
+import { cutText } from '../core/text.js';
 import { GROUP, VERSION } from './crds/common.js';
 
 /**
@@ -163,7 +164,7 @@ export class KubeApi {
           eventTime: new V1MicroTime(),
           type: event.type,
           reason: event.reason,
-          note: event.note.slice(0, 1024),
+          note: cutText(event.note, 1024),
           action: event.action,
           reportingController: REPORTING_CONTROLLER,
           reportingInstance: reportingInstance.slice(0, 128),

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { LiveRegistry } from '../core/registry.js';
 import type { CardChecker } from './card-check.js';
+import type { CardCheckPool } from './card-pool.js';
 import {
   allowedChannels,
   type ClaimConflict,
@@ -50,6 +51,8 @@ export interface ReconcilerDeps {
   secrets: Pick<SecretWatch, 'follow' | 'prune' | 'view'>;
   clients: LiveClients;
   cards: CardChecker;
+  /** Runs the card reads, off the reconcile workers; asks for a reconcile when one ends. */
+  cardPool: Pick<CardCheckPool, 'request' | 'forget'>;
   registry: LiveRegistry;
   events: Pick<EventRecorder, 'record'>;
   isLeader: () => boolean;
@@ -143,6 +146,7 @@ export class Reconciler {
       // Deleted: its sessions are told on their next turn (the engine sees no route).
       d.clients.remove(ref);
       d.cards.forget(ref);
+      d.cardPool.forget(ref);
       this.#writtenBindings.delete(key);
       this.#refreshConflicts(ref);
       await d.secrets.prune(this.referencedSecrets());
@@ -173,6 +177,7 @@ export class Reconciler {
     if (live === undefined) {
       d.clients.remove(ref);
       d.cards.forget(ref);
+      d.cardPool.forget(ref);
     }
     this.#refreshConflicts(ref);
     await d.secrets.prune(this.referencedSecrets());
@@ -180,10 +185,13 @@ export class Reconciler {
 
     let card: CardState | undefined;
     if (live !== undefined) {
-      const checked = await abortable(d.cards.check(ref, live.client, live.fingerprint), signal);
-      card = checked.state;
-      // Failed reads retry with backoff; accepted cards are read again now and then.
-      d.enqueueAfter(key, checked.nextInMs);
+      // What the last read of this configuration said; a read that is due runs in the card
+      // pool, never here, so a slow agent holds no reconcile worker. When it ends, the Binding
+      // is reconciled again and writes what it found (failed reads retry with backoff,
+      // accepted cards are read again now and then).
+      card = d.cards.current(ref, live.fingerprint);
+      if (!signal.aborted && d.cards.due(ref, live.fingerprint))
+        d.cardPool.request(ref, live.client, live.fingerprint);
     }
     const previous = previous_(this.#writtenBindings, key, binding.metadata.uid, binding.status);
     const status = bindingStatus({
@@ -354,23 +362,4 @@ function previous_<S>(
 ): S | undefined {
   const written = memo.get(key);
   return written !== undefined && written.uid === uid ? written.status : cached;
-}
-
-/** Resolves as `work` does, or rejects when the signal aborts first (the controller stops). */
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }

@@ -1,3 +1,4 @@
+import { cutWithMark } from '../core/text.js';
 import type { Condition } from './crds/common.js';
 
 /**
@@ -83,7 +84,7 @@ export function readyCondition(parts: readonly ConditionState[], readyMessage: s
 /** Messages are bounded (the CRD allows 32 KiB) and hold one line. */
 export function boundMessage(message: string, max = 1024): string {
   const line = message.replace(/\s+/g, ' ').trim();
-  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+  return cutWithMark(line, max);
 }
 
 /**

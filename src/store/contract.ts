@@ -618,6 +618,30 @@ export function storeContract(
         expect(await store.claimInboundEvent('Ev02', T0 + 1)).toBe(true);
       });
 
+      it('claims the event a turn came from in the transaction that stores the turn', async () => {
+        const s = await session('t-1');
+        const first = await store.addTurn(newTurn(s.id, 'm1'), { inboundEvent: 'T1:Ev01' });
+        expect(first.created).toBe(true);
+        expect(await store.claimInboundEvent('T1:Ev01', T0 + 1)).toBe(false);
+        // A redelivery of the same event finds the turn it stored, and adds nothing.
+        const again = await store.addTurn(newTurn(s.id, 'm1'), { inboundEvent: 'T1:Ev01' });
+        expect(again.created).toBe(false);
+      });
+
+      it('leaves the event unclaimed when its turn cannot be stored: both or neither', async () => {
+        await expect(
+          store.addTurn(newTurn('no-such-session', 'm1'), { inboundEvent: 'T1:Ev02' }),
+        ).rejects.toBeInstanceOf(StoreError);
+        expect(await store.claimInboundEvent('T1:Ev02', T0 + 1)).toBe(true);
+      });
+
+      it('still stores a turn whose event was claimed before (by an older build) but never stored', async () => {
+        const s = await session('t-1');
+        expect(await store.claimInboundEvent('T1:Ev03', T0)).toBe(true);
+        const result = await store.addTurn(newTurn(s.id, 'm1'), { inboundEvent: 'T1:Ev03' });
+        expect(result.created).toBe(true);
+      });
+
       it('remembers a key for 24 hours, then forgets it', async () => {
         expect(await store.claimInboundEvent('Ev01', T0)).toBe(true);
         expect(await store.claimInboundEvent('Ev01', T0 + DAY)).toBe(false);

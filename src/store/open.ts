@@ -1,19 +1,71 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { Logger } from 'pino';
 import type { StoreConfig } from '../config/broker.js';
 import type { SessionStore } from '../core/store.js';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
-/** Opens and migrates the configured store (SQLite creates its directory first). */
-export async function openStore(config: StoreConfig): Promise<SessionStore> {
-  let store: SessionStore;
+/** The configured store, not yet connected (SQLite creates its directory first). */
+export function createStore(config: StoreConfig): SessionStore {
   if (config.kind === 'sqlite') {
     if (config.path !== ':memory:') mkdirSync(dirname(config.path), { recursive: true });
-    store = new SqliteStore(config.path);
-  } else {
-    store = new PostgresStore({ connectionString: config.url, schema: config.schema });
+    return new SqliteStore(config.path);
   }
-  await store.migrate();
+  return new PostgresStore({ connectionString: config.url, schema: config.schema });
+}
+
+export interface StoreWait {
+  logger?: Logger;
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Migrates the store, waiting as long as it takes for it to be reachable: a broker started
+ * while PostgreSQL is down (or not up yet, as often on a fresh cluster) keeps trying, with a
+ * capped backoff and a log line per try, instead of exiting. The caller reports itself not
+ * ready meanwhile. Throws only when `signal` aborts.
+ */
+export async function migrateWhenReachable(store: SessionStore, wait: StoreWait = {}): Promise<void> {
+  const base = wait.retryBaseMs ?? 500;
+  const max = wait.retryMaxMs ?? 30_000;
+  for (let attempt = 0; ; attempt++) {
+    wait.signal?.throwIfAborted();
+    try {
+      await store.migrate();
+      if (attempt > 0) wait.logger?.info({ attempts: attempt + 1 }, 'the store is reachable; migrated');
+      return;
+    } catch (error) {
+      const delayMs = Math.min(max, base * 2 ** Math.min(attempt, 20));
+      // The error's own words may hold a connection string: only its class and code are logged.
+      wait.logger?.warn(
+        {
+          err: { name: error instanceof Error ? error.name : typeof error, code: codeOf(error) },
+          retryInMs: delayMs,
+        },
+        'the store is not reachable; waiting for it',
+      );
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, delayMs);
+        wait.signal?.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve(undefined);
+        });
+      });
+    }
+  }
+}
+
+/** Opens and migrates the configured store, waiting for it to be reachable. */
+export async function openStore(config: StoreConfig, wait: StoreWait = {}): Promise<SessionStore> {
+  const store = createStore(config);
+  await migrateWhenReachable(store, wait);
   return store;
+}
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
 }

@@ -56,6 +56,9 @@ export type Step =
 
 export type ScriptEnd = 'close' | 'hang' | 'destroy';
 
+/** What a transport-level misbehaviour's 200 claims to be: a JSON body or an SSE stream. */
+export type BodyShape = 'json' | 'sse';
+
 export type Behaviour =
   | { kind: 'answer'; options: AnswerOptions }
   | { kind: 'script'; steps: Step[]; end: ScriptEnd }
@@ -75,6 +78,9 @@ export type Behaviour =
   | { kind: 'wrong-id' }
   | { kind: 'oversized-event'; bytes: number }
   | { kind: 'split-frames'; chunkSize: number }
+  | { kind: 'trickle'; intervalMs: number; as: BodyShape; status: number }
+  | { kind: 'stall'; as: BodyShape }
+  | { kind: 'oversized-body'; bytes: number }
   /** kagent's HITL pauses (./kagent.ts); the reply that follows is validated the kagent way. */
   | KagentBehaviour;
 
@@ -176,4 +182,22 @@ export function oversizedEvent(bytes: number): Behaviour {
 /** The default stream, CRLF-framed, JSON spread over several data: lines, keep-alive comments between events, written chunkSize bytes at a time. */
 export function splitFrames(chunkSize: number): Behaviour {
   return { kind: 'split-frames', chunkSize };
+}
+
+/**
+ * Headers (HTTP `status`, JSON or SSE), then the start of a body, then one more byte every
+ * `intervalMs` for as long as the client listens: a body that never completes.
+ */
+export function trickle(intervalMs: number, as: BodyShape = 'json', status = 200): Behaviour {
+  return { kind: 'trickle', intervalMs, as, status };
+}
+
+/** 200 headers (JSON or SSE) and the first byte of a body, then nothing until the client goes. */
+export function stall(as: BodyShape = 'json'): Behaviour {
+  return { kind: 'stall', as };
+}
+
+/** A well-formed JSON-RPC result body larger than `bytes` (for GetTask, CancelTask, ListTasks). */
+export function oversizedBody(bytes: number): Behaviour {
+  return { kind: 'oversized-body', bytes };
 }

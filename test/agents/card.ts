@@ -16,6 +16,8 @@ export interface CardOptions {
   redirectTo?: string;
   /** Serve this exact body as the card. */
   raw?: string;
+  /** Send the headers, then the card one byte every `trickleMs`: a card that takes for ever. */
+  trickleMs?: number;
 }
 
 const BINDINGS = { jsonrpc: 'JSONRPC', 'grpc-only': 'GRPC', 'rest-only': 'HTTP+JSON' } as const;

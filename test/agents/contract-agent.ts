@@ -67,6 +67,7 @@ export type {
   TaskState,
   WireVersion,
 } from './wire.js';
+export { rpcErrorObject } from './wire.js';
 
 export interface ContractAgentOptions {
   version: WireVersion;
@@ -114,6 +115,8 @@ export interface ContractAgent {
   enqueueFor(method: string, ...b: Behaviour[]): void;
   /** How many enqueued behaviours are still waiting. */
   queued(): number;
+  /** Drops every behaviour still waiting: the agent behaves well from now on. */
+  clear(): void;
   setCard(c: CardOptions): void;
   /** The agent's task store, live: seed it or inspect it. */
   readonly tasks: Map<string, StoredTask>;
@@ -272,6 +275,11 @@ class Agent implements ContractAgent {
     return n;
   }
 
+  clear(): void {
+    this.queue.length = 0;
+    this.byMethod.clear();
+  }
+
   setCard(c: CardOptions): void {
     this.card = c;
   }
@@ -312,7 +320,7 @@ class Agent implements ContractAgent {
       }
     }
     if (req.method === 'GET' && (path === CARD_FILE || path === `${this.endpointPath}${CARD_FILE}`)) {
-      this.serveCard(res);
+      await this.serveCard(res);
       return;
     }
     if (req.method !== 'POST' || trimSlashes(path) !== this.endpointPath) {
@@ -335,7 +343,7 @@ class Agent implements ContractAgent {
     await this.run(call, this.take(call.method));
   }
 
-  private serveCard(res: ServerResponse): void {
+  private async serveCard(res: ServerResponse): Promise<void> {
     const c = this.card;
     if (c.redirectTo !== undefined) {
       res.writeHead(302, { Location: c.redirectTo });
@@ -344,7 +352,37 @@ class Agent implements ContractAgent {
     }
     const body = c.raw ?? JSON.stringify(buildCard(this.version, this.endpoint, c));
     res.writeHead(c.status ?? 200, { 'Content-Type': 'application/json' });
-    res.end(body);
+    if (c.trickleMs === undefined) {
+      res.end(body);
+      return;
+    }
+    res.flushHeaders();
+    for (const byte of Buffer.from(body, 'utf8')) {
+      if (isGone(res) || this.signal.aborted) return;
+      await write(res, Buffer.of(byte));
+      await sleep(c.trickleMs, this.signal);
+    }
+    res.end();
+  }
+
+  /** Headers, the first byte of a body, then one space (valid JSON, valid SSE data) per interval. */
+  private async trickleBody(
+    res: ServerResponse,
+    as: 'json' | 'sse',
+    intervalMs: number | null,
+    status = 200,
+  ): Promise<void> {
+    if (as === 'sse') sseHeaders(res);
+    else {
+      res.writeHead(status, { 'Content-Type': 'application/json' });
+      res.flushHeaders();
+    }
+    await write(res, as === 'sse' ? 'data: {' : '{');
+    if (intervalMs === null) return untilGone(res, this.signal);
+    while (!isGone(res) && !this.signal.aborted) {
+      await sleep(intervalMs, this.signal);
+      await write(res, ' ');
+    }
   }
 
   private rpcError(code: number, message?: string, data?: unknown): RpcErrorObject {
@@ -384,6 +422,10 @@ class Agent implements ContractAgent {
         sseHeaders(res);
         await untilGone(res, this.signal);
         return;
+      case 'trickle':
+        return this.trickleBody(res, b.as, b.intervalMs, b.status);
+      case 'stall':
+        return this.trickleBody(res, b.as, null);
       case 'keep-alive-only':
         sseHeaders(res);
         while (!isGone(res) && !this.signal.aborted) {
@@ -584,6 +626,11 @@ class Agent implements ContractAgent {
     if (b?.kind === 'malformed-sse') {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end('{"jsonrpc":"2.0",oops');
+      return;
+    }
+    if (b?.kind === 'oversized-body') {
+      const result = { ...(compute({}) as JsonObject), padding: 'x'.repeat(b.bytes + 1) };
+      json(res, 200, resultEnvelope(call.id, result));
       return;
     }
     const result = b?.kind === 'invalid-event' ? { foo: 1 } : compute({ omitIds: b?.kind === 'no-ids' });

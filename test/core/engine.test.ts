@@ -458,6 +458,22 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
       expect(h.surface.of(sessionId, 'answer')[0]?.final).toBe(true);
     });
 
+    it(`[E-3][E-8] tells the thread the agent is busy on time even when Retry-After is a day (${version})`, async () => {
+      const h = await harness();
+      await h.client.card();
+      const busy = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32004, message: 'busy' } });
+      h.agent.enqueueFor(
+        sendMethod,
+        httpStatus(503, { 'Content-Type': 'application/json', 'Retry-After': '86400' }, busy),
+      );
+      const { sessionId } = await h.say('t1', '1', 'go');
+      // busyNoticeAfterMs is 150 ms here; the retry itself waits the agent's day.
+      await h.surface.waitFor(() => h.surface.notices(sessionId).includes('agent-busy'), 3_000, 'the notice');
+      expect(sent(h)).toHaveLength(1);
+      const retry = h.events.find((e) => e.type === 'turn.retry' && e.reason === 'agent_busy');
+      expect(retry).toBeDefined();
+    });
+
     it(`[E-5] says the session is gone on -32001 and starts a new context next time (${version})`, async () => {
       const h = await harness();
       h.agent.enqueueFor(sendMethod, script([{ event: 'task' }, { event: 'chunk', text: 'x' }], 'destroy'));

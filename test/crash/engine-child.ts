@@ -3,7 +3,12 @@
  * parent's agent, the chat over HTTP. The parent kills it with SIGKILL at random points and
  * starts it again; every start receives the same chat messages again (a chat redelivers what
  * it is not sure was taken), which the engine must take as duplicates.
+ *
+ * With `stdin: true` it also takes messages later, one JSON object per line on stdin, and
+ * answers each with `TAKEN <ts>` or `REFUSED <ts> <code>` on stdout (the fault matrix fills
+ * its disk and wants to see a message refused, not the process gone).
  */
+import { createInterface } from 'node:readline';
 import { A2AClient } from '../../src/a2a/client.js';
 import { SessionEngine } from '../../src/core/session/engine.js';
 import type { EngineTimings } from '../../src/core/session/timings.js';
@@ -21,6 +26,7 @@ export interface ChildConfig {
   binding: string;
   messages: Array<{ thread: string; ts: string; text: string }>;
   timings: Partial<EngineTimings>;
+  stdin?: boolean;
 }
 
 const config = JSON.parse(process.env.CRASH_CONFIG ?? '{}') as ChildConfig;
@@ -46,9 +52,11 @@ const engine = new SessionEngine({
   owner: config.owner,
   timings: config.timings,
 });
+// A file-size limit (the disk-full row) must fail a write, not kill the process.
+process.on('SIGXFSZ', () => undefined);
 await engine.start();
-for (const m of config.messages) {
-  await engine.receive({
+const take = (m: { thread: string; ts: string; text: string }) =>
+  engine.receive({
     kind: 'person',
     key: { surface: 'crash', workspaceId: 'T1', channelId: 'C1', threadId: m.thread },
     binding: config.binding,
@@ -57,6 +65,18 @@ for (const m of config.messages) {
     text: m.text,
     addressed: true,
   });
+for (const m of config.messages) await take(m);
+if (config.stdin === true) {
+  for await (const line of createInterface({ input: process.stdin })) {
+    const m = JSON.parse(line) as { thread: string; ts: string; text: string };
+    try {
+      await take(m);
+      process.stdout.write(`TAKEN ${m.ts}\n`);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      process.stdout.write(`REFUSED ${m.ts} ${typeof code === 'string' ? code : 'error'}\n`);
+    }
+  }
 }
 process.stdout.write('READY\n');
 setInterval(() => undefined, 60_000);

@@ -1,6 +1,7 @@
 import { A2AClient } from '../../src/a2a/client.js';
+import type { Limits, Timeouts } from '../../src/a2a/options.js';
 import type { EngineEvent } from '../../src/core/events.js';
-import type { AgentRegistry, AgentRoute, BindingSettings, Dialect } from '../../src/core/ports.js';
+import type { AgentRegistry, AgentRoute, BindingSettings, Clock, Dialect } from '../../src/core/ports.js';
 import { type Inbound, SessionEngine } from '../../src/core/session/engine.js';
 import type { EngineTimings } from '../../src/core/session/timings.js';
 import type { SessionKey, SessionStore } from '../../src/core/store.js';
@@ -58,18 +59,34 @@ export interface HarnessOptions {
   store?: SessionStore;
   dedupe?: boolean;
   streamIdleMs?: number;
+  /** The client's other bounds (body idle, call totals), for tests of slow agents. */
+  clientTimeouts?: Partial<Timeouts>;
+  clientLimits?: Partial<Limits>;
+  /** Where the client calls, when not the contract agent (an address that does not resolve). */
+  endpoint?: string;
+  /** The agent keeps working on a task its client left (as SDK agents do). */
+  workOn?: boolean;
+  /** This replica's name in session leases. */
+  owner?: string;
+  clock?: Clock;
+  surface?: FakeSurface;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
-  const agent = await startContractAgent({ version: options.version, dedupe: options.dedupe ?? true });
+  const agent = await startContractAgent({
+    version: options.version,
+    dedupe: options.dedupe ?? true,
+    workOn: options.workOn ?? false,
+  });
   const client = new A2AClient({
-    endpoint: agent.endpoint,
+    endpoint: options.endpoint ?? agent.endpoint,
+    ...(options.clientLimits === undefined ? {} : { limits: options.clientLimits }),
     identity: { kind: 'bearer', token: 'binding-token' },
-    timeouts: { headersMs: 2_000, streamIdleMs: options.streamIdleMs ?? 2_000 },
+    timeouts: { headersMs: 2_000, streamIdleMs: options.streamIdleMs ?? 2_000, ...options.clientTimeouts },
   });
   const store = options.store ?? new SqliteStore(':memory:');
   await store.migrate();
-  const surface = new FakeSurface();
+  const surface = options.surface ?? new FakeSurface();
   const registry = new MapRegistry();
   registry.routes.set(BINDING, {
     client,
@@ -83,6 +100,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     surface,
     events: { emit: (e) => events.push(e) },
     timings: { ...FAST_TIMINGS, ...options.timings },
+    ...(options.owner === undefined ? {} : { owner: options.owner }),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   await engine.start();
   const key = (thread: string): SessionKey => ({

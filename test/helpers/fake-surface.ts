@@ -28,6 +28,16 @@ export class FakeSurface implements ChatSurface {
   readonly messages: ShownMessage[] = [];
   #next = 0;
   #waiters: Array<() => void> = [];
+  readonly #relink: boolean;
+
+  /**
+   * relinkByTurn: an answer opened without a ref finds the message already shown for its turn,
+   * as the Slack surface does by the metadata it attaches: for tests where another process
+   * (a replica) lost the ref. By default a lost ref shows a second message, so tests see it.
+   */
+  constructor(options: { relinkByTurn?: boolean } = {}) {
+    this.#relink = options.relinkByTurn ?? false;
+  }
 
   openAnswer(
     target: ChatTarget,
@@ -35,7 +45,12 @@ export class FakeSurface implements ChatSurface {
     ref: string | null,
     onRef: (ref: string) => void,
   ): AnswerSink {
-    let message = ref === null ? undefined : this.messages.find((m) => m.ref === ref);
+    let message =
+      ref !== null
+        ? this.messages.find((m) => m.ref === ref)
+        : this.#relink
+          ? this.messages.find((m) => m.kind === 'answer' && m.turnId === turnId)
+          : undefined;
     const ensure = (): ShownMessage => {
       if (message === undefined) {
         message = {

@@ -21,10 +21,23 @@ const run = promisify(execFile);
 
 export interface TestPostgres {
   connectionString: string;
+  /** host and port, for a proxy in front of it. */
+  host: string;
+  port: number;
+  /** Stops the server as a crash would (immediate), then starts it again on the same port. */
+  restart(downMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startPostgres(): Promise<TestPostgres> {
+export interface TestPostgresOptions {
+  /**
+   * Durability on (fsync, synchronous_commit), for tests that crash the server: with it off, an
+   * immediate stop loses the last commits, which real PostgreSQL would have kept.
+   */
+  durable?: boolean;
+}
+
+export async function startPostgres(settings: TestPostgresOptions = {}): Promise<TestPostgres> {
   for (const tool of ['initdb', 'pg_ctl']) {
     if (!existsSync(join(BIN, tool))) {
       throw new Error(
@@ -72,9 +85,9 @@ export async function startPostgres(): Promise<TestPostgres> {
       '-c listen_addresses=127.0.0.1',
       `-p ${port}`,
       `-c unix_socket_directories=${dir}`,
-      '-c fsync=off',
-      '-c synchronous_commit=off',
-      '-c full_page_writes=off',
+      ...(settings.durable === true
+        ? []
+        : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
     ].join(' ');
     process.once('exit', onExit);
     await server('pg_ctl', ['start', '-D', data, '-l', log, '-w', '-t', '30', '-o', options]);
@@ -90,6 +103,13 @@ export async function startPostgres(): Promise<TestPostgres> {
 
     return {
       connectionString: `postgresql://postgres@127.0.0.1:${port}/${DATABASE}`,
+      host: '127.0.0.1',
+      port,
+      async restart(downMs = 0) {
+        await stopNow();
+        if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
+        await server('pg_ctl', ['start', '-D', data, '-l', log, '-w', '-t', '30', '-o', options]);
+      },
       async stop() {
         process.removeListener('exit', onExit);
         try {

@@ -55,7 +55,8 @@ describe.skipIf(!HAS_GO)(
           'team-a': ['C0SHARED', 'C0A1', 'C0A2'],
           'team-b': ['C0SHARED', 'C0B1'],
           'team-c': ['C0C1'],
-          examples: ['C0123ABCDEF', 'C0456GHIJKL'],
+          // The kagent example takes direct messages: DMs are an allowlist entry of their own.
+          examples: ['C0123ABCDEF', 'C0456GHIJKL', 'direct-messages'],
         },
         timings,
       });

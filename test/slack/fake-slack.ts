@@ -125,6 +125,7 @@ export interface FakeSlack {
   addUserGroup(id: string, userIds: string[], options?: { disabled?: boolean }): void;
   failNext(method: string, error: string, times?: number): void; // next call(s) answer {ok:false,error}
   rateLimitNext(method: string, retryAfterSeconds: number, times?: number): void; // next call(s) 429
+  serverErrorNext(method: string, status?: number, times?: number): void; // next call(s) HTTP 5xx, nothing done
   endStreamEarly(channel: string, ts: string): void; // later appendStream/stopStream → message_not_in_streaming_state
   postUserMessage(m: { channel: string; user: string; text: string; threadTs?: string }): FakeMessage;
   close(): Promise<void>;
@@ -603,6 +604,7 @@ class FakeSlackServer implements FakeSlack {
   private readonly groups = new Map<string, { users: string[]; disabled: boolean }>();
   private readonly members = new Set<string>(); // `${channel} ${user}` for users seen posting in a channel
   private readonly failures = new Map<string, Array<{ error: string; left: number }>>();
+  private readonly serverErrors = new Map<string, Array<{ status: number; left: number }>>();
   private readonly throttles = new Map<string, Array<{ retryAfter: number; left: number }>>();
   private readonly windows = new Windows();
   private lastTs = 0n;
@@ -699,6 +701,12 @@ class FakeSlackServer implements FakeSlack {
     const list = this.failures.get(method) ?? [];
     list.push({ error, left: times });
     this.failures.set(method, list);
+  }
+
+  serverErrorNext(method: string, status = 503, times = 1): void {
+    const list = this.serverErrors.get(method) ?? [];
+    list.push({ status, left: times });
+    this.serverErrors.set(method, list);
   }
 
   rateLimitNext(method: string, retryAfterSeconds: number, times = 1): void {
@@ -936,6 +944,11 @@ class FakeSlackServer implements FakeSlack {
     };
 
     // Injected faults first: they model Slack's state, whatever the request.
+    const outage = this.take(this.serverErrors, method);
+    if (outage) {
+      reply(outage.status, { ok: false, error: 'service_unavailable' });
+      return;
+    }
     const throttle = this.take(this.throttles, method);
     if (throttle) {
       reply(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(throttle.retryAfter) });

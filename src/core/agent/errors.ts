@@ -120,7 +120,18 @@ export class OutcomeUnknownError extends AgentCallError {
   }
 }
 
-export type LostConnectionReason = 'headers-timeout' | 'connection-dropped';
+/**
+ * headers-timeout: no response headers in time (DT-6). connection-dropped: the connection broke.
+ * body-timeout: the agent stopped sending a body it had started (a trickle, a stall).
+ * call-timeout: the whole call took longer than its bound, however steadily bytes came.
+ */
+export type LostConnectionReason = 'headers-timeout' | 'connection-dropped' | 'body-timeout' | 'call-timeout';
+
+const LOST_CONNECTION_MESSAGES: Record<Exclude<LostConnectionReason, 'connection-dropped'>, string> = {
+  'headers-timeout': 'the agent sent no response headers in time',
+  'body-timeout': 'the agent stopped sending its answer before it was complete',
+  'call-timeout': 'the agent took longer than the bound of this call to answer',
+};
 
 /**
  * DT-6 and dropped streams: the connection ended without an answer, or a stream ended in the
@@ -134,9 +145,9 @@ export class LostConnectionError extends AgentCallError {
   ) {
     super(
       'lost_connection',
-      reason === 'headers-timeout'
-        ? 'the agent sent no response headers in time'
-        : `the connection to the agent was lost after ${eventsSeen} event(s)`,
+      reason === 'connection-dropped'
+        ? `the connection to the agent was lost after ${eventsSeen} event(s)`
+        : LOST_CONNECTION_MESSAGES[reason],
       options,
     );
   }

@@ -65,6 +65,11 @@ export interface DriverDeps {
   tracer?: TurnTracer | undefined;
   /** Turns whose first answer text was counted already (shared by the engine's drivers). */
   firstText: Set<string>;
+  /**
+   * Answer refs the store could not record yet (it was down), by turn, kept by the engine
+   * across drivers so the next driver of the turn updates the same message, not a new one.
+   */
+  unsavedRefs: Map<string, string>;
 }
 
 /** Thrown inside a driver when its work must stop (lease lost, engine stopping). */
@@ -97,6 +102,8 @@ export class SessionDriver {
   #authCheckedFor: string | null = null;
   /** Writes started on their own (answer refs), awaited by drained(). */
   readonly #background = new Set<Promise<void>>();
+  /** Failed ListTasks lookups per turn, so their backoff grows (M-5). */
+  readonly #lookups = new Map<string, number>();
 
   constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal) {
     this.#deps = deps;
@@ -133,6 +140,15 @@ export class SessionDriver {
 
     if (session.question !== null) return this.#paused(session, open, route);
     if (session.task !== null) {
+      // An answer to the paused task whose send has no known outcome (busy, dropped, a crash)
+      // is settled first: it is looked for and sent again, not lost behind the paused task.
+      const answering = open.find(
+        (t) => t.kind === 'answer' && t.state === 'sending' && t.taskId === session.task?.taskId,
+      );
+      if (answering !== undefined) {
+        await this.#resolveUnknown(session, route, answering);
+        return 'again';
+      }
       const turn = open.find((t) => t.id === session.task?.turnId) ?? null;
       await this.#follow(session, route, turn, this.#runFor(session, turn), 'recorded task');
       return 'again';
@@ -307,13 +323,20 @@ export class SessionDriver {
       failure = error;
     }
     this.#checkStop();
-    if (run.taskId !== null) {
-      // The agent took the turn: whatever happened to the stream, follow the task to its end.
+    // An answer names its task before any event; only events say the agent took the send.
+    if (run.taskId !== null && run.eventsSeen > 0) {
+      // The agent took the turn: whatever happened to the stream, follow the task to its end,
+      // unless what ended the stream ends the turn (E-1, E-2, E-4, E-5).
       const current = await this.#reload(session.id);
       const accepted = (await this.#deps.store.getTurn(turn.id)) ?? turn;
       if (failure !== undefined)
         this.#emit(session, { type: 'agent.error', turnId: turn.id, code: codeOf(failure) });
-      if (failure instanceof AnswerRejectedError || failure instanceof TaskNotFoundError) {
+      if (
+        failure instanceof AnswerRejectedError ||
+        failure instanceof TaskNotFoundError ||
+        failure instanceof CredentialsRejectedError ||
+        failure instanceof IdentityRefusedError
+      ) {
         await this.#sendFailed(current, route, accepted, failure, question);
         return;
       }
@@ -377,13 +400,21 @@ export class SessionDriver {
       return this.#sessionGone(session, turn, turn.taskId ?? '');
     }
     if (failure instanceof AgentBusyError || failure instanceof AgentThrottledError) {
-      // E-3: sent again after a backoff, for as long as it takes; the thread is told once.
+      // E-3: sent again after a backoff, for as long as it takes; the thread is told once,
+      // after 2 minutes. The notice keeps its own time: a wait longer than that (a Retry-After
+      // of up to a day, E-8) is split, so the thread hears it on time, not at the next retry.
       this.#emit(session, { type: 'agent.busy', turnId: turn.id, code: failure.code, delayMs: wait });
-      if (turn.busyNoticeAt === null && elapsed >= timings.busyNoticeAfterMs) {
-        await this.#notice(session, notice('agent-busy', turn.id));
-        await this.#commit(await this.#reload(session.id), [{ ...turn, busyNoticeAt: clock.now() }]);
+      let told = turn;
+      let waitLeft = wait;
+      if (turn.busyNoticeAt === null) {
+        const noticeIn = timings.busyNoticeAfterMs - elapsed;
+        if (noticeIn > 0 && noticeIn < wait) {
+          await this.#retryLater(session, turn, failure.code, noticeIn);
+          waitLeft = wait - noticeIn;
+        }
+        if (noticeIn < wait) told = await this.#busyNotice(session, turn);
       }
-      await this.#retryLater(session, turn, failure.code, wait);
+      await this.#retryLater(session, told, failure.code, waitLeft);
       return;
     }
     if (elapsed >= timings.giveUpAfterMs) {
@@ -398,6 +429,14 @@ export class SessionDriver {
       if (fresh.state === 'sending')
         await this.#commit(await this.#reload(session.id), [{ ...fresh, state: 'queued' }]);
     }
+  }
+
+  /** E-3: tells the thread the agent is busy, once per turn; returns the turn as written. */
+  async #busyNotice(session: SessionRecord, turn: TurnRecord): Promise<TurnRecord> {
+    await this.#notice(session, notice('agent-busy', turn.id));
+    const told = { ...turn, busyNoticeAt: this.#deps.clock.now() };
+    await this.#commit(await this.#reload(session.id), [told]);
+    return told;
   }
 
   async #retryLater(
@@ -453,8 +492,17 @@ export class SessionDriver {
         if (elapsed >= timings.giveUpAfterMs) {
           return this.#failTurn(session, turn, codeOf(error), notice('agent-unreachable', turn.id));
         }
-        if (error instanceof CredentialsRejectedError) return this.#sendFailed(session, route, turn, error);
-        await this.#retryLater(session, turn, `lookup:${codeOf(error)}`, backoff(timings, turn.attempts));
+        if (error instanceof CredentialsRejectedError || error instanceof IdentityRefusedError)
+          return this.#sendFailed(session, route, turn, error);
+        const lookups = (this.#lookups.get(turn.id) ?? 0) + 1;
+        this.#lookups.set(turn.id, lookups);
+        const retryAfter = error instanceof AgentCallError ? error.retryAfterMs : undefined;
+        await this.#retryLater(
+          session,
+          turn,
+          `lookup:${codeOf(error)}`,
+          backoff(timings, lookups, retryAfter),
+        );
         return;
       }
       if (found !== undefined) {
@@ -701,6 +749,10 @@ export class SessionDriver {
             await this.#sessionGone(session, turn, taskId);
             return;
           }
+          if (error instanceof CredentialsRejectedError || error instanceof IdentityRefusedError) {
+            await this.#taskRefused(session, taskId, error);
+            return;
+          }
           // M-3: without SubscribeToTask, live text stops and the task is polled.
           if (error instanceof RpcError && error.isUnsupported) canSubscribe = false;
           else
@@ -710,9 +762,6 @@ export class SessionDriver {
               taskId,
               code: codeOf(error),
             });
-          if (error instanceof CredentialsRejectedError) {
-            this.#emit(session, { type: 'credentials.rejected', status: error.status });
-          }
         }
       }
       await this.#sleep(canSubscribe ? timings.settleDelayMs : backoff(timings, attempt));
@@ -749,8 +798,16 @@ export class SessionDriver {
           await this.#sessionGone(await this.#reload(session.id), turn, taskId);
           return 'gone' as const;
         }
-        if (error instanceof CredentialsRejectedError) {
-          this.#emit(session, { type: 'credentials.rejected', status: error.status });
+        if (error instanceof CredentialsRejectedError || error instanceof IdentityRefusedError) {
+          // E-1, E-2: at any call, the turn fails without a retry.
+          await this.#taskRefused(session, taskId, error);
+          return 'gone' as const;
+        }
+        if (clock.now() - run.lastActivityAt >= timings.noSignOfLifeMs) {
+          // Every read failing for as long as a task may go quiet: the agent is not coming back
+          // for this task. The turn fails rather than waiting for ever (M-4's hour).
+          await this.#taskUnreachable(session, taskId, codeOf(error));
+          return 'gone' as const;
         }
         const retryAfter = error instanceof AgentCallError ? error.retryAfterMs : undefined;
         await this.#sleep(backoff(timings, attempt, retryAfter));
@@ -907,7 +964,17 @@ export class SessionDriver {
         return true;
       } catch (error) {
         this.#checkStop();
-        if (error instanceof TaskNotFoundError) break;
+        if (error instanceof TaskNotFoundError) {
+          // The agent no longer has the task: nothing is left running to cancel.
+          this.#emit(session, { type: 'task.cancel', taskId, reason, ok: true });
+          return true;
+        }
+        if (error instanceof CredentialsRejectedError || error instanceof IdentityRefusedError) {
+          // E-1, E-2: not retried; reported as failed below.
+          if (error instanceof CredentialsRejectedError)
+            this.#emit(session, { type: 'credentials.rejected', status: error.status });
+          break;
+        }
         if (attempt + 1 < timings.cancelAttempts) await this.#sleep(backoff(timings, attempt));
       }
     }
@@ -946,16 +1013,59 @@ export class SessionDriver {
 
   async #failTurn(session: SessionRecord, turn: TurnRecord, code: string, message: Notice): Promise<void> {
     const fresh = await this.#reload(session.id);
-    await this.#commit(fresh, [{ ...turn, state: 'settled', outcome: `error:${code}` }]);
+    // A turn the agent refused outright (E-1, E-2) leaves no task to follow: the next turn
+    // must not wait behind one this identity cannot reach.
+    const refused = code === 'credentials_rejected' || code === 'identity_refused';
+    await this.#commit(refused ? { ...fresh, task: null, question: null } : fresh, [
+      { ...turn, state: 'settled', outcome: `error:${code}` },
+    ]);
     await this.#notice(session, message);
+    this.#failedEvent(session, turn, `error:${code}`);
+  }
+
+  #failedEvent(session: SessionRecord, turn: TurnRecord, outcome: string): void {
     this.#emit(session, {
       type: 'turn.settled',
       turnId: turn.id,
-      outcome: `error:${code}`,
+      outcome,
       taskId: turn.taskId,
       durationMs: this.#deps.clock.now() - turn.createdAt,
       answerLength: 0,
     });
+  }
+
+  /** E-1, E-2 while a task is followed: the task is let go and its turn fails, told once. */
+  async #taskRefused(
+    session: SessionRecord,
+    taskId: string,
+    error: CredentialsRejectedError | IdentityRefusedError,
+  ): Promise<void> {
+    if (error instanceof CredentialsRejectedError)
+      this.#emit(session, { type: 'credentials.rejected', status: error.status });
+    const kind = error instanceof CredentialsRejectedError ? 'credentials-rejected' : 'identity-refused';
+    await this.#letTaskGo(session, taskId, error.code, kind);
+  }
+
+  /** Reads of a task failed for as long as a task may show no sign of life: its turn fails. */
+  async #taskUnreachable(session: SessionRecord, taskId: string, code: string): Promise<void> {
+    await this.#letTaskGo(session, taskId, code, 'agent-unreachable');
+  }
+
+  async #letTaskGo(
+    session: SessionRecord,
+    taskId: string,
+    code: string,
+    kind: 'credentials-rejected' | 'identity-refused' | 'agent-unreachable',
+  ): Promise<void> {
+    const fresh = await this.#reload(session.id);
+    const turn = await this.#turnOfTask(fresh, taskId);
+    const owned = fresh.task?.taskId === taskId || fresh.question?.taskId === taskId;
+    await this.#commit(
+      owned ? { ...fresh, task: null, question: null } : fresh,
+      turn === null ? [] : [{ ...turn, state: 'settled', outcome: `error:${code}` }],
+    );
+    await this.#notice(session, notice(kind, turn?.id));
+    if (turn !== null) this.#failedEvent(session, turn, `error:${code}`);
   }
 
   async #settleTurn(session: SessionRecord, turn: TurnRecord, outcome: string): Promise<void> {
@@ -1007,17 +1117,33 @@ export class SessionDriver {
       run.trace = this.#traceOf(session, turn);
     }
     if (turn !== null && turn.kind !== 'context') {
-      run.sink = this.#deps.surface.openAnswer(this.#target(session), turn.id, turn.answerRef, (ref) => {
-        const write = this.#saveAnswerRef(turn.id, ref).finally(() => this.#background.delete(write));
-        this.#background.add(write);
-      });
+      const unsaved = this.#deps.unsavedRefs.get(turn.id);
+      if (turn.answerRef === null && unsaved !== undefined) this.#saveInBackground(turn.id, unsaved);
+      run.sink = this.#deps.surface.openAnswer(
+        this.#target(session),
+        turn.id,
+        turn.answerRef ?? unsaved ?? null,
+        (ref) => this.#saveInBackground(turn.id, ref),
+      );
     }
     return run;
   }
 
+  /** Saves an answer ref on its own; drained() awaits it. */
+  #saveInBackground(turnId: string, ref: string): void {
+    const write = this.#saveAnswerRef(turnId, ref).finally(() => this.#background.delete(write));
+    this.#background.add(write);
+  }
+
   async #saveAnswerRef(turnId: string, ref: string): Promise<void> {
     // Written on its own, so it never races the driver's writes of the session or the turn.
-    await this.#deps.store.setAnswerRef(turnId, ref, this.#deps.clock.now()).catch(() => undefined);
+    // A store that is down keeps it unsaved, for this turn's next driver and a later save.
+    try {
+      await this.#deps.store.setAnswerRef(turnId, ref, this.#deps.clock.now());
+      this.#deps.unsavedRefs.delete(turnId);
+    } catch {
+      this.#deps.unsavedRefs.set(turnId, ref);
+    }
   }
 
   #settledEvent(

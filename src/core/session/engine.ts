@@ -17,6 +17,7 @@ import {
   type TurnTracer,
 } from '../ports.js';
 import {
+  type AddTurnOptions,
   type NewTurn,
   type SessionKey,
   type SessionStore,
@@ -24,6 +25,7 @@ import {
   type TurnKind,
   type TurnRecord,
 } from '../store.js';
+import { cutText, textLength } from '../text.js';
 import { SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
 
@@ -39,6 +41,8 @@ export type Inbound =
       text: string;
       /** false: a thread reply that did not mention the broker, carried into the next turn (S-7). */
       addressed: boolean;
+      /** The surface's id of the event that carried it, claimed with the turn (AddTurnOptions). */
+      inboundEvent?: string;
     }
   | {
       kind: 'trigger';
@@ -89,7 +93,7 @@ export interface EngineOptions {
   timings?: Partial<EngineTimings>;
   /** This replica's name in session leases: unique per replica, stable across its restarts. */
   owner?: string;
-  /** Largest text accepted from a chat message, in characters. */
+  /** Largest text accepted from a chat message, in characters (UTF-16 units, see core/text.ts). */
   maxTextLength?: number;
 }
 
@@ -120,10 +124,14 @@ export class SessionEngine {
     { promise: Promise<void>; again: boolean; controller: AbortController }
   >();
   readonly #wakeups = new Map<string, NodeJS.Timeout>();
+  /** Answer refs not recorded yet because the store was down (see DriverDeps.unsavedRefs). */
+  readonly #unsavedRefs = new Map<string, string>();
   #stopping = new AbortController();
   #scanTimer: NodeJS.Timeout | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
   #scanning: Promise<void> | undefined;
+  /** When the last lease renewal that succeeded was asked for (several replicas only). */
+  #renewedAt = 0;
 
   constructor(options: EngineOptions) {
     this.#store = options.store;
@@ -157,6 +165,7 @@ export class SessionEngine {
    */
   async start(): Promise<void> {
     this.#stopping = new AbortController();
+    this.#renewedAt = this.#clock.now();
     await this.scan();
     this.#scanTimer = setInterval(() => void this.scan(), this.#timings.scanIntervalMs);
     this.#renewTimer = setInterval(
@@ -210,23 +219,28 @@ export class SessionEngine {
         ? null
         : (this.#tracer?.begin({ turnId: id, sessionId: session.id, binding: session.binding, kind }) ??
           null);
-    const { turn, created } = await this.#addTurn(id, traceContext, {
+    const { turn, created } = await this.#addTurn(
       id,
-      sessionId: session.id,
-      kind,
-      chatMessageId: input.chatMessageId,
-      text,
-      metadata,
-      taskId: null,
-      state: 'queued',
-      outcome: null,
-      attempts: 0,
-      firstSentAt: null,
-      busyNoticeAt: null,
-      answerRef: null,
       traceContext,
-      now,
-    });
+      {
+        id,
+        sessionId: session.id,
+        kind,
+        chatMessageId: input.chatMessageId,
+        text,
+        metadata,
+        taskId: null,
+        state: 'queued',
+        outcome: null,
+        attempts: 0,
+        firstSentAt: null,
+        busyNoticeAt: null,
+        answerRef: null,
+        traceContext,
+        now,
+      },
+      input.kind === 'person' && input.inboundEvent !== undefined ? { inboundEvent: input.inboundEvent } : {},
+    );
     const base = { sessionId: session.id, binding: session.binding, at: now };
     if (created) {
       this.#emit({
@@ -264,23 +278,28 @@ export class SessionEngine {
     const id = messageIdFor(sessionId, chatMessageId, 'answer');
     const traceContext =
       this.#tracer?.begin({ turnId: id, sessionId, binding: session.binding, kind: 'answer' }) ?? null;
-    const { turn, created } = await this.#addTurn(id, traceContext, {
+    const { turn, created } = await this.#addTurn(
       id,
-      sessionId,
-      kind: 'answer',
-      chatMessageId,
-      text: this.#bounded(input.text),
-      metadata: { ...actorMetadata(input.actor), ...input.metadata },
-      taskId: question.taskId,
-      state: 'queued',
-      outcome: null,
-      attempts: 0,
-      firstSentAt: null,
-      busyNoticeAt: null,
-      answerRef: null,
       traceContext,
-      now,
-    });
+      {
+        id,
+        sessionId,
+        kind: 'answer',
+        chatMessageId,
+        text: this.#bounded(input.text),
+        metadata: { ...actorMetadata(input.actor), ...input.metadata },
+        taskId: question.taskId,
+        state: 'queued',
+        outcome: null,
+        attempts: 0,
+        firstSentAt: null,
+        busyNoticeAt: null,
+        answerRef: null,
+        traceContext,
+        now,
+      },
+      {},
+    );
     if (!created) return { status: 'duplicate', sessionId, turnId: turn.id };
     this.#emit({
       sessionId,
@@ -345,6 +364,8 @@ export class SessionEngine {
       if (leased) {
         held = await this.#store.acquireLease(sessionId, this.#owner, now, this.#timings.leaseTtlMs);
         if (!held) return;
+        // The store answered: a lease taken now counts as renewed now.
+        this.#renewedAt = Math.max(this.#renewedAt, now);
       }
       const signal = AbortSignal.any([entry.controller.signal, this.#stopping.signal]);
       driver = new SessionDriver(
@@ -360,6 +381,7 @@ export class SessionEngine {
           wakeAt: (id, at) => this.#wakeAt(id, at),
           tracer: this.#tracer,
           firstText: this.#firstText,
+          unsavedRefs: this.#unsavedRefs,
         },
         sessionId,
         signal,
@@ -379,11 +401,21 @@ export class SessionEngine {
 
   /** Renews the leases of driven sessions; a driver whose lease is gone stops at once. */
   async #renew(): Promise<void> {
-    if (this.#drivers.size === 0 || !this.#store.sharedByReplicas) return;
+    if (!this.#store.sharedByReplicas) return;
+    const asked = this.#clock.now();
+    if (this.#drivers.size === 0) {
+      this.#renewedAt = asked;
+      return;
+    }
+    // No renewal has gone through for a whole lease (the store is partitioned away, its
+    // queries hang or fail): the leases are presumed lost, and another replica may already
+    // drive these sessions. Stop now rather than keep talking to agents and chats for them.
+    if (asked - this.#renewedAt >= this.#timings.leaseTtlMs) {
+      for (const driver of this.#drivers.values()) driver.controller.abort(new Error('lease presumed lost'));
+    }
     try {
-      const held = new Set(
-        await this.#store.renewLeases(this.#owner, this.#clock.now(), this.#timings.leaseTtlMs),
-      );
+      const held = new Set(await this.#store.renewLeases(this.#owner, asked, this.#timings.leaseTtlMs));
+      this.#renewedAt = asked;
       for (const [id, driver] of this.#drivers) {
         if (!held.has(id)) driver.controller.abort(new Error('lease lost'));
       }
@@ -410,8 +442,8 @@ export class SessionEngine {
     // text. Both are replaced rather than failing the turn for ever.
     const text = input.replaceAll('\0', '\uFFFD').toWellFormed();
     // Nothing a user sent is dropped silently: an overlong message is cut with a visible mark.
-    if (text.length <= this.#maxTextLength) return text;
-    return `${text.slice(0, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
+    if (textLength(text) <= this.#maxTextLength) return text;
+    return `${cutText(text, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
   }
 
   /** Adds a turn; a repeat drops the span begun for it (the first delivery's span stands). */
@@ -419,9 +451,10 @@ export class SessionEngine {
     id: string,
     traceContext: unknown,
     turn: NewTurn,
+    options: AddTurnOptions,
   ): Promise<{ turn: TurnRecord; created: boolean }> {
     try {
-      const added = await this.#store.addTurn(turn);
+      const added = await this.#store.addTurn(turn, options);
       if (!added.created && traceContext !== null) this.#tracer?.discard(id);
       return added;
     } catch (error) {

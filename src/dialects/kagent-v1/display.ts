@@ -5,6 +5,8 @@
  * escape it for its own markup); characters that would disguise text are made visible here.
  */
 
+import { cutWithMark } from '../../core/text.js';
+
 const ELLIPSIS = '…';
 
 // C0/C1 controls other than newline and tab, and the bidirectional overrides and isolates that
@@ -21,13 +23,7 @@ export function visibleText(text: string): string {
 
 /** Cuts text to at most `max` characters (UTF-16 units) without splitting a surrogate pair. */
 export function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  if (max <= 0) return '';
-  let end = max - ELLIPSIS.length;
-  if (end <= 0) return ELLIPSIS.slice(0, max);
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end -= 1; // a high surrogate whose pair would be cut off
-  return `${text.slice(0, end)}${ELLIPSIS}`;
+  return cutWithMark(text, max, ELLIPSIS);
 }
 
 /** Pretty JSON (2-space indent) that never throws on odd values. */

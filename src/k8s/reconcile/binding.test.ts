@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { backendObject, bindingObject, secrets } from '../../../test/k8s/objects.js';
 import { StreamingNotAdvertisedError } from '../../core/agent/errors.js';
 import { KAGENT_HITL_EXTENSION } from '../../dialects/index.js';
+import { conflictsByBinding, DIRECT_MESSAGES_ENTRY } from '../channels.js';
 import { findCondition } from '../status.js';
 import { bindingStatus, type CardState, planBinding } from './binding.js';
 import { acceptedCard, refusedCard } from './card.js';
@@ -133,6 +134,59 @@ describe('planBinding', () => {
     });
     expect(plan.live?.slack.channels).toEqual(['C1AAA']);
     expect(plan.refusedChannels).toEqual(['C2BBB']);
+  });
+
+  it('takes direct messages only when the namespace allowlist names them, and says so in status', () => {
+    const dmBinding = bindingObject({ slack: { channels: ['C1AAA'], allowDirectMessages: true } });
+    const observe = (allowedChannels: readonly string[] | undefined) =>
+      planBinding({ binding: dmBinding, backend: backendObject(), secrets: secrets({}), allowedChannels });
+
+    // A namespace allowed no channels, and no DMs, takes neither.
+    const none = observe([]);
+    expect(none.live?.slack).toMatchObject({ channels: [], allowDirectMessages: false });
+    expect(none.refusedDirectMessages).toBe(true);
+    // Channels but not DMs.
+    const channelsOnly = observe(['C1AAA']);
+    expect(channelsOnly.live?.slack).toMatchObject({ channels: ['C1AAA'], allowDirectMessages: false });
+    const status = bindingStatus({
+      binding: dmBinding,
+      plan: channelsOnly,
+      card: okCard,
+      conflicts: [],
+      previous: undefined,
+      now,
+    });
+    expect(findCondition(status.conditions, 'ChannelsAssigned')).toMatchObject({
+      status: 'False',
+      reason: 'ChannelNotAllowed',
+    });
+    expect(findCondition(status.conditions, 'ChannelsAssigned')?.message).toContain(
+      'may not take direct messages',
+    );
+    // The DM entry grants DMs, and no channel of that name.
+    const both = observe(['C1AAA', DIRECT_MESSAGES_ENTRY]);
+    expect(both.live?.slack).toMatchObject({ channels: ['C1AAA'], allowDirectMessages: true });
+    expect(both.refusedDirectMessages).toBe(false);
+    // Without the controller setting, nothing is restricted.
+    expect(observe(undefined).live?.slack.allowDirectMessages).toBe(true);
+  });
+
+  it('a namespace refused DMs cannot block another team’s DM Binding with a conflict', () => {
+    const dm = { channels: [], allowDirectMessages: true };
+    const allowed = planBinding({
+      binding: bindingObject({ slack: dm }, 'dm', 'team-a'),
+      backend: backendObject(),
+      secrets: secrets({}),
+      allowedChannels: [DIRECT_MESSAGES_ENTRY],
+    });
+    const refused = planBinding({
+      binding: bindingObject({ slack: dm }, 'grab', 'team-b'),
+      backend: backendObject(),
+      secrets: secrets({}),
+      allowedChannels: [],
+    });
+    const live = [allowed.live, refused.live].flatMap((l) => (l === undefined ? [] : [l]));
+    expect(conflictsByBinding([], live).size).toBe(0);
   });
 
   it('[Q-4] turns questionTimeout into settings.questionTimeoutMs; unset means no limit', () => {

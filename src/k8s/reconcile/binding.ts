@@ -4,7 +4,7 @@ import { InvalidConfigError } from '../../core/errors.js';
 import type { BindingSettings } from '../../core/ports.js';
 import type { SlackRouting, ToolApprovalSettings } from '../../core/registry.js';
 import { type DialectName, dialectSpec } from '../../dialects/index.js';
-import { type ClaimConflict, DIRECT_MESSAGES, splitClaims } from '../channels.js';
+import { type ClaimConflict, DIRECT_MESSAGES, mayTakeDirectMessages, splitClaims } from '../channels.js';
 import type { AgentBackend } from '../crds/agent-backend.js';
 import type { Binding, BindingStatus } from '../crds/binding.js';
 import type { CardSummary } from '../crds/common.js';
@@ -66,6 +66,8 @@ export interface BindingPlan {
   credentialsCondition: ConditionState;
   /** Channels the namespace may not claim (kept out of the registry). */
   refusedChannels: string[];
+  /** The Binding asks for direct messages the namespace may not take (not served either). */
+  refusedDirectMessages: boolean;
 }
 
 export function bindingRef(binding: Binding): string {
@@ -149,6 +151,10 @@ function questionTimeoutMs(binding: Binding): number | null {
 export function planBinding(observed: BindingObservation): BindingPlan {
   const { binding, secrets } = observed;
   const claims = splitClaims(binding.spec.slack?.channels ?? [], observed.allowedChannels);
+  // DMs are an allowlist entry of their own: a namespace allowed no DMs neither receives the
+  // app's direct messages nor, by asking for them, blocks another Binding's with a conflict.
+  const wantsDirectMessages = binding.spec.slack?.allowDirectMessages ?? false;
+  const directMessages = wantsDirectMessages && mayTakeDirectMessages(observed.allowedChannels);
   const backend = resolveBackend(binding, observed.backend, observed.backendInvalid);
   const identity = identityOf(binding, secrets);
   const headers: HeadersResolution =
@@ -183,6 +189,7 @@ export function planBinding(observed: BindingObservation): BindingPlan {
     backendCondition,
     credentialsCondition,
     refusedChannels: claims.refused,
+    refusedDirectMessages: wantsDirectMessages && !directMessages,
   };
   if (!backend.ok || !identity.ok || !headers.ok) return plan;
 
@@ -215,7 +222,7 @@ export function planBinding(observed: BindingObservation): BindingPlan {
     settings: { questionTimeoutMs: questionTimeoutMs(binding) },
     slack: {
       channels: claims.granted,
-      allowDirectMessages: slack?.allowDirectMessages ?? false,
+      allowDirectMessages: directMessages,
       ...(slack?.teamId === undefined ? {} : { teamId: slack.teamId }),
     },
     toolApprovals: { enabled: approvals?.enabled ?? false, approverGroups: approvals?.approverGroups ?? [] },
@@ -278,6 +285,11 @@ function channelsCondition(
       `namespace ${binding.metadata.namespace} may not claim channel(s) ${plan.refusedChannels.join(', ')} (controller setting)`,
     );
   }
+  if (plan.refusedDirectMessages) {
+    problems.push(
+      `namespace ${binding.metadata.namespace} may not take direct messages (controller setting)`,
+    );
+  }
   problems.push(...conflicts.map(describeConflict));
   if (conflicts.length > 0) problems.push('neither Binding serves a shared channel until one lets go of it');
   if (problems.length === 0) {
@@ -287,7 +299,10 @@ function channelsCondition(
       'every claimed channel is served',
     );
   }
-  const reason = plan.refusedChannels.length > 0 ? Reasons.ChannelNotAllowed : Reasons.ChannelConflict;
+  const reason =
+    plan.refusedChannels.length > 0 || plan.refusedDirectMessages
+      ? Reasons.ChannelNotAllowed
+      : Reasons.ChannelConflict;
   return falseCondition(ConditionTypes.ChannelsAssigned, reason, problems.join('; '));
 }
 

@@ -28,9 +28,12 @@ function freshSchema(): string {
   return `t_${process.pid}_${schemas}`;
 }
 
+// The shared suite drives time by hand (`now` arguments), so here leases read the caller's
+// clock; the database's clock, the default, has its own tests below (clock skew).
 storeContract(
   'postgres',
-  async () => new PostgresStore({ connectionString: connectionString(), schema: freshSchema() }),
+  async () =>
+    new PostgresStore({ connectionString: connectionString(), schema: freshSchema(), leaseClock: 'caller' }),
 );
 
 describe('PostgresStore', () => {
@@ -46,6 +49,57 @@ describe('PostgresStore', () => {
       await client.end();
     }
   }
+
+  describe('leases on the database clock, whatever the replicas’ clocks say', () => {
+    const HOUR = 3_600_000;
+    async function replicas(): Promise<[PostgresStore, PostgresStore]> {
+      const schema = freshSchema();
+      const a = new PostgresStore({ connectionString: connectionString(), schema });
+      const b = new PostgresStore({ connectionString: connectionString(), schema });
+      await a.migrate();
+      return [a, b];
+    }
+
+    it('a replica whose clock runs an hour ahead cannot take a live lease', async () => {
+      const [a, b] = await replicas();
+      try {
+        expect(await a.acquireLease('s1', 'a', Date.now(), 30_000)).toBe(true);
+        expect(await b.acquireLease('s1', 'b', Date.now() + HOUR, 30_000)).toBe(false);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('a replica whose clock runs an hour behind renews its lease for real, not into the past', async () => {
+      const [a, b] = await replicas();
+      try {
+        expect(await a.acquireLease('s1', 'a', Date.now() - HOUR, 30_000)).toBe(true);
+        expect(await a.renewLeases('a', Date.now() - HOUR, 30_000)).toStrictEqual(['s1']);
+        expect(await b.acquireLease('s1', 'b', Date.now(), 30_000)).toBe(false);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('fences on the database clock: a lease that expired fails the commit, even from a slow clock', async () => {
+      const [a, b] = await replicas();
+      try {
+        const s = await a.openSession({ key, binding: 'team-a/support', now: Date.now() });
+        expect(await a.acquireLease(s.id, 'a', Date.now(), 200)).toBe(true);
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        const late = a.commit({
+          session: { ...s, contextId: 'late' },
+          now: Date.now() - HOUR,
+          fence: { owner: 'a' },
+        });
+        await expect(late).rejects.toMatchObject({ code: 'lease_lost' });
+        // And the lease is free for the other replica, however its clock reads.
+        expect(await b.acquireLease(s.id, 'b', Date.now() - HOUR, 30_000)).toBe(true);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+  });
 
   it('lets replicas migrate a fresh schema at the same time, applying each migration once', async () => {
     const schema = freshSchema();

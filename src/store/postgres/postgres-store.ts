@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
+  type AddTurnOptions,
   type Commit,
   type NewSession,
   type NewTurn,
@@ -28,6 +29,19 @@ export interface PostgresStoreOptions {
   pool?: pg.Pool;
   /** The schema holding the tables, created by migrate() if missing. Default 'public'. */
   schema?: string;
+  /**
+   * Whose clock lease times are read from. 'database' (the default, and the only mode for
+   * several replicas): PostgreSQL's, which every replica shares, so clock skew between replicas
+   * cannot let one take another's live lease. 'caller': the `now` the engine passes, which lets
+   * the shared store suite drive time by hand.
+   */
+  leaseClock?: 'database' | 'caller';
+  /**
+   * Bounds of the pool this store makes (not of a pool it is given): a query with no answer for
+   * `queryMs` fails (a partition must not hang a write, or a lease renewal, for ever), a
+   * connection not made in `connectMs` fails. Defaults 30 s and 10 s.
+   */
+  timeouts?: { queryMs?: number; connectMs?: number };
 }
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -45,6 +59,7 @@ export class PostgresStore implements SessionStore {
   readonly #ownsPool: boolean;
   readonly #schema: string;
   readonly #sql: PostgresSql;
+  readonly #callerClock: boolean;
   #claims = 0;
   #closed = false;
 
@@ -60,8 +75,15 @@ export class PostgresStore implements SessionStore {
     }
     this.#schema = schema;
     this.#sql = postgresSql(schema);
+    this.#callerClock = options.leaseClock === 'caller';
     this.#ownsPool = options.pool === undefined;
-    this.#pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString });
+    this.#pool =
+      options.pool ??
+      new pg.Pool({
+        connectionString: options.connectionString,
+        query_timeout: options.timeouts?.queryMs ?? 30_000,
+        connectionTimeoutMillis: options.timeouts?.connectMs ?? 10_000,
+      });
     // An idle connection that breaks (the server restarts) is reported here; without a listener
     // it would crash the process. The next query gets a fresh connection or a StoreError.
     if (this.#ownsPool) this.#pool.on('error', () => {});
@@ -133,9 +155,13 @@ export class PostgresStore implements SessionStore {
     });
   }
 
-  async addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }> {
+  async addTurn(
+    turn: NewTurn,
+    options: AddTurnOptions = {},
+  ): Promise<{ turn: TurnRecord; created: boolean }> {
     return this.#guard('addTurn', () =>
       this.#transaction(async (client) => {
+        if (options.inboundEvent !== undefined) await this.#claim(client, options.inboundEvent, turn.now);
         const counter = await this.#one(client, this.#sql.lockSessionCounter, [turn.sessionId]);
         if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
         const inserted = await this.#one(client, this.#sql.insertTurn, [
@@ -242,19 +268,26 @@ export class PostgresStore implements SessionStore {
   }
 
   async claimInboundEvent(eventKey: string, now: number): Promise<boolean> {
-    return this.#guard('claimInboundEvent', async () => {
-      const cutoff = now - INBOUND_EVENT_TTL_MS;
-      const claimed = await this.#pool.query(this.#sql.claimEvent, [eventKey, now, cutoff]);
-      if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
-        await this.#pool.query(this.#sql.pruneEvents, [cutoff]);
-      }
-      return claimed.rowCount === 1;
-    });
+    return this.#guard('claimInboundEvent', () => this.#claim(this.#pool, eventKey, now));
+  }
+
+  async #claim(db: Queryable, eventKey: string, now: number): Promise<boolean> {
+    const cutoff = now - INBOUND_EVENT_TTL_MS;
+    const claimed = await db.query(this.#sql.claimEvent, [eventKey, now, cutoff]);
+    if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
+      await db.query(this.#sql.pruneEvents, [cutoff]);
+    }
+    return claimed.rowCount === 1;
   }
 
   async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
     return this.#guard('acquireLease', async () => {
-      const result = await this.#pool.query(this.#sql.acquireLease, [sessionId, owner, now, now + ttlMs]);
+      const result = await this.#pool.query(this.#sql.acquireLease, [
+        sessionId,
+        owner,
+        this.#time(now),
+        ttlMs,
+      ]);
       return result.rowCount === 1;
     });
   }
@@ -262,7 +295,7 @@ export class PostgresStore implements SessionStore {
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]> {
     return this.#guard('renewLeases', async () => {
       // An expired lease is not renewed: it is no longer held, whether or not someone took it.
-      const result = await this.#pool.query<Row>(this.#sql.renewLeases, [owner, now, now + ttlMs]);
+      const result = await this.#pool.query<Row>(this.#sql.renewLeases, [owner, this.#time(now), ttlMs]);
       return result.rows.map((row) => String(row.session_id)).sort();
     });
   }
@@ -276,13 +309,18 @@ export class PostgresStore implements SessionStore {
   /** Throws LeaseLostError unless `owner` holds a live lease on every session the commit writes. */
   async #checkFence(client: Queryable, commit: Commit, owner: string): Promise<void> {
     const ids = sessionsOf(commit);
-    const result = await client.query<Row>(this.#sql.lockLeases, [ids]);
+    const result = await client.query<Row>(this.#sql.lockLeases, [ids, this.#time(commit.now)]);
     for (const sessionId of ids) {
       const lease = result.rows.find((row) => row.session_id === sessionId);
-      if (lease === undefined || lease.owner !== owner || Number(lease.expires_at) <= commit.now) {
+      if (lease === undefined || lease.owner !== owner || lease.live !== true) {
         throw new LeaseLostError(sessionId, owner);
       }
     }
+  }
+
+  /** The time a lease statement uses: the caller's in 'caller' mode, else null (the database's). */
+  #time(now: number): number | null {
+    return this.#callerClock ? now : null;
   }
 
   async #transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -17,6 +17,14 @@ export function postgresSql(schema: string) {
   const turnColumns = `kind = $3, text = $4, metadata = $5::jsonb, task_id = $6, state = $7, outcome = $8,
     attempts = $9, first_sent_at = $10, busy_notice_at = $11, answer_ref = COALESCE($12, answer_ref), updated_at = $13`;
 
+  /**
+   * Lease times come from the database's clock, the one clock every replica shares, so a
+   * replica whose own clock is off cannot take a live lease or renew one into the past. The
+   * parameter is null then; the store's 'caller' mode passes its caller's time instead.
+   */
+  const clock = (param: string) =>
+    `COALESCE(${param}::bigint, (extract(epoch from clock_timestamp()) * 1000)::bigint)`;
+
   return {
     insertSession: `
       INSERT INTO ${sessions} (id, surface, workspace_id, channel_id, thread_id, binding, version,
@@ -57,7 +65,7 @@ export function postgresSql(schema: string) {
      * never after.
      */
     lockLeases: `
-      SELECT session_id, owner, expires_at FROM ${leases}
+      SELECT session_id, owner, expires_at > ${clock('$2')} AS live FROM ${leases}
       WHERE session_id = ANY($1::text[])
       ORDER BY session_id
       FOR UPDATE`,
@@ -79,14 +87,21 @@ export function postgresSql(schema: string) {
       WHERE seen.created_at < $3
       RETURNING event_key`,
     pruneEvents: `DELETE FROM ${events} WHERE created_at < $1`,
-    /** Takes a free or expired lease, or renews our own, in one statement: no read-then-write race. */
+    /**
+     * Takes a free or expired lease, or renews our own, in one statement: no read-then-write
+     * race. $3 is the time (null: the database's), $4 the TTL; the new expiry minus the TTL is
+     * the time the statement read.
+     */
     acquireLease: `
-      INSERT INTO ${leases} AS held (session_id, owner, expires_at) VALUES ($1, $2, $4)
+      INSERT INTO ${leases} AS held (session_id, owner, expires_at) VALUES ($1, $2, ${clock('$3')} + $4)
       ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-      WHERE held.expires_at <= $3 OR held.owner = EXCLUDED.owner
+      WHERE held.expires_at <= EXCLUDED.expires_at - $4 OR held.owner = EXCLUDED.owner
       RETURNING session_id`,
+    /** $2 is the time (null: the database's), $3 the TTL. */
     renewLeases: `
-      UPDATE ${leases} SET expires_at = $3 WHERE owner = $1 AND expires_at > $2
+      UPDATE ${leases} SET expires_at = c.now + $3
+      FROM (SELECT ${clock('$2')} AS now) AS c
+      WHERE owner = $1 AND expires_at > c.now
       RETURNING session_id`,
     releaseLease: `DELETE FROM ${leases} WHERE session_id = $1 AND owner = $2`,
   };

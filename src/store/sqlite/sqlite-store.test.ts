@@ -38,6 +38,47 @@ describe('SqliteStore', () => {
     return store;
   }
 
+  it('makes every commit durable against a power cut (WAL with synchronous=FULL) unless told otherwise', async () => {
+    // Each write guards an effect that follows it; NORMAL could lose the last ones to a power cut.
+    const store = await migrated(freshPath());
+    expect(store.durability).toEqual({ journalMode: 'wal', synchronous: 'full' });
+    const fast = new SqliteStore(freshPath(), { synchronous: 'normal' });
+    open.push(fast);
+    expect(fast.durability.synchronous).toBe('normal');
+  });
+
+  it('commits writes asked for at the same moment together, each standing or falling on its own', async () => {
+    const store = await migrated(freshPath());
+    const s = await store.openSession({ key, binding: 'team-a/support', now: T0 });
+    // One batch: a good commit, a stale one (same version), a turn of no session, a new session.
+    const results = await Promise.allSettled([
+      store.commit({ session: { ...s, contextId: 'first' }, now: T0 + 1 }),
+      store.commit({ session: { ...s, contextId: 'stale' }, now: T0 + 2 }),
+      store.addTurn({
+        id: 'orphan',
+        sessionId: 'no-such-session',
+        kind: 'message',
+        chatMessageId: 'c1',
+        text: 'x',
+        metadata: null,
+        taskId: null,
+        state: 'queued',
+        outcome: null,
+        attempts: 0,
+        firstSentAt: null,
+        busyNoticeAt: null,
+        answerRef: null,
+        traceContext: null,
+        now: T0,
+      }),
+      store.openSession({ key: { ...key, threadId: '9.9' }, binding: 'team-a/support', now: T0 }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'stale_write' });
+    expect((await store.getSession(s.id))?.contextId).toBe('first');
+    expect(await store.getSession(sessionIdOf({ ...key, threadId: '9.9' }))).toBeDefined();
+  });
+
   /** A second connection to the file, to look at what the store wrote. */
   function inspect<T>(path: string, look: (db: DatabaseSync) => T): T {
     const db = new DatabaseSync(path, { readOnly: true });

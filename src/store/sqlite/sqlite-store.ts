@@ -1,6 +1,7 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
+  type AddTurnOptions,
   type Commit,
   type NewSession,
   type NewTurn,
@@ -19,16 +20,29 @@ import {
   toJson,
   turnFromRow,
 } from '../rows.js';
+import { GroupCommit } from './group-commit.js';
 
 type Params = Record<string, SQLInputValue>;
 
 /** How long a writer waits for another connection's write lock before failing (SQLITE_BUSY). */
 const BUSY_TIMEOUT_MS = 5000;
 
+export interface SqliteStoreOptions {
+  /**
+   * 'full' (the default): every commit is on disk (fsync of the WAL) before it returns, so a
+   * power cut or kernel crash cannot lose a record written before the effect it guards (a turn
+   * marked `sending` before its send, a stored message before Slack's ack). 'normal' skips that
+   * fsync: a process crash still loses nothing, a power cut may roll back the last commits.
+   * `npm run bench` measures what 'full' costs; use 'normal' only knowing that.
+   */
+  synchronous?: 'full' | 'normal';
+}
+
 /**
  * The session store in one SQLite file (`node:sqlite`, built into Node 24): the default, for one
- * replica. The database calls are synchronous; the methods are async only to fit the port, and
- * each runs start to finish without yielding, so calls from one process never interleave.
+ * replica. The database calls are synchronous. Reads run at once; writes run in the next group
+ * commit (group-commit.ts), each start to finish without yielding, so calls from one process
+ * never interleave, and each write's promise settles once it is durable.
  *
  * Write transactions start with BEGIN IMMEDIATE: they take the write lock up front, so another
  * connection to the same file waits out busy_timeout instead of failing when a read lock would
@@ -38,20 +52,18 @@ export class SqliteStore implements SessionStore {
   readonly sharedByReplicas = false;
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, StatementSync>();
+  readonly #writes: GroupCommit;
   #claims = 0;
 
-  constructor(path: string) {
+  constructor(path: string, options: SqliteStoreOptions = {}) {
     let db: DatabaseSync | undefined;
     try {
       db = new DatabaseSync(path);
       // WAL: readers do not block the writer and a commit is one append to the log.
       db.exec('PRAGMA journal_mode = WAL');
-      // synchronous=NORMAL is safe with WAL: the database cannot be corrupted, and a crash of
-      // the process loses nothing (committed pages are in the OS cache). Only a power loss or
-      // kernel crash can roll back the last few commits; FULL would fsync on every commit, a
-      // price paid on every turn for that rarer case, which a re-send with the same messageId
-      // (S-2) mostly absorbs anyway.
-      db.exec('PRAGMA synchronous = NORMAL');
+      // Every write of this store guards an effect that follows it (record, then send): FULL
+      // makes each one durable against a power cut, not only against a crash of the process.
+      db.exec(`PRAGMA synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
       db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       // Turns must belong to a session that exists (node:sqlite turns this on by default, but
       // say it rather than depend on that).
@@ -61,6 +73,15 @@ export class SqliteStore implements SessionStore {
       throw storeFailure('sqlite store: open', cause);
     }
     this.#db = db;
+    this.#writes = new GroupCommit(db);
+  }
+
+  /** The durability settings in force, as SQLite reports them (for diagnostics and tests). */
+  get durability(): { journalMode: string; synchronous: 'off' | 'normal' | 'full' | 'extra' } {
+    const journal = this.#db.prepare('PRAGMA journal_mode').get();
+    const sync = Number(this.#db.prepare('PRAGMA synchronous').get()?.synchronous);
+    const levels = ['off', 'normal', 'full', 'extra'] as const;
+    return { journalMode: String(journal?.journal_mode), synchronous: levels[sync] ?? 'off' };
   }
 
   async migrate(): Promise<void> {
@@ -89,12 +110,14 @@ export class SqliteStore implements SessionStore {
   }
 
   async close(): Promise<void> {
+    // Writes already asked for are applied, not dropped.
+    if (this.#db.isOpen) this.#writes.flushNow();
     this.#statements.clear();
     if (this.#db.isOpen) this.#db.close();
   }
 
   async openSession(init: NewSession): Promise<SessionRecord> {
-    return this.#guard('openSession', () => {
+    return this.#writes.write('openSession', () => {
       const id = sessionIdOf(init.key);
       // The key is unique, so a second open of the same thread changes nothing (binding kept).
       this.#run(
@@ -125,16 +148,19 @@ export class SqliteStore implements SessionStore {
     });
   }
 
-  async addTurn(turn: NewTurn): Promise<{ turn: TurnRecord; created: boolean }> {
+  async addTurn(
+    turn: NewTurn,
+    options: AddTurnOptions = {},
+  ): Promise<{ turn: TurnRecord; created: boolean }> {
     // The same steps as the PostgreSQL store (there the order matters for concurrency; here
     // the write lock of BEGIN IMMEDIATE already serialises every add).
-    return this.#guard('addTurn', () =>
-      this.#transaction(() => {
-        const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
-        if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
-        const seq = Number(counter.turn_seq) + 1;
-        const inserted = this.#get(
-          `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
+    return this.#writes.write('addTurn', () => {
+      if (options.inboundEvent !== undefined) this.#claim(options.inboundEvent, turn.now);
+      const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
+      if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
+      const seq = Number(counter.turn_seq) + 1;
+      const inserted = this.#get(
+        `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                               outcome, attempts, first_sent_at, busy_notice_at, answer_ref,
                               created_at, updated_at, trace_context)
            VALUES (:id, :session_id, :seq, :kind, :chat_message_id, :text, :metadata, :task_id, :state,
@@ -142,31 +168,30 @@ export class SqliteStore implements SessionStore {
                    :trace_context)
            ON CONFLICT DO NOTHING
            RETURNING *`,
-          {
-            ...turnParams(turn),
-            session_id: turn.sessionId,
-            chat_message_id: turn.chatMessageId,
-            seq,
-            now: turn.now,
-            // Written once, here: a commit never changes a turn's trace context.
-            trace_context: toJson(turn.traceContext),
-          },
-        );
-        if (inserted !== undefined) {
-          // Moved only when a turn was added, so a repeat does not use up a number.
-          this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
-          return { turn: turnFromRow(inserted, parseJsonText), created: true };
-        }
-        const existing = this.#get(
-          `SELECT * FROM turns
+        {
+          ...turnParams(turn),
+          session_id: turn.sessionId,
+          chat_message_id: turn.chatMessageId,
+          seq,
+          now: turn.now,
+          // Written once, here: a commit never changes a turn's trace context.
+          trace_context: toJson(turn.traceContext),
+        },
+      );
+      if (inserted !== undefined) {
+        // Moved only when a turn was added, so a repeat does not use up a number.
+        this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
+        return { turn: turnFromRow(inserted, parseJsonText), created: true };
+      }
+      const existing = this.#get(
+        `SELECT * FROM turns
            WHERE id = :id OR (session_id = :session_id AND chat_message_id = :chat_message_id)
            ORDER BY id = :id DESC LIMIT 1`,
-          { id: turn.id, session_id: turn.sessionId, chat_message_id: turn.chatMessageId },
-        );
-        if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-        return { turn: turnFromRow(existing, parseJsonText), created: false };
-      }),
-    );
+        { id: turn.id, session_id: turn.sessionId, chat_message_id: turn.chatMessageId },
+      );
+      if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
+      return { turn: turnFromRow(existing, parseJsonText), created: false };
+    });
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {
@@ -177,7 +202,7 @@ export class SqliteStore implements SessionStore {
   }
 
   async setAnswerRef(turnId: string, ref: string, now: number): Promise<void> {
-    return this.#guard('setAnswerRef', () => {
+    return this.#writes.write('setAnswerRef', () => {
       this.#run('UPDATE turns SET answer_ref = :ref, updated_at = :now WHERE id = :id', {
         id: turnId,
         ref,
@@ -195,48 +220,46 @@ export class SqliteStore implements SessionStore {
   }
 
   async commit(commit: Commit): Promise<SessionRecord | undefined> {
-    return this.#guard('commit', () =>
-      this.#transaction(() => {
-        if (commit.fence !== undefined) this.#checkFence(commit, commit.fence.owner);
-        let written: SessionRecord | undefined;
-        if (commit.session !== undefined) {
-          const session = commit.session;
-          const row = this.#get(
-            `UPDATE sessions
+    return this.#writes.write('commit', () => {
+      if (commit.fence !== undefined) this.#checkFence(commit, commit.fence.owner);
+      let written: SessionRecord | undefined;
+      if (commit.session !== undefined) {
+        const session = commit.session;
+        const row = this.#get(
+          `UPDATE sessions
              SET binding = :binding, context_id = :context_id, task = :task, question = :question,
                  last_question_key = :last_question_key, version = version + 1, updated_at = :now
              WHERE id = :id AND version = :version
              RETURNING *`,
-            {
-              id: session.id,
-              version: session.version,
-              binding: session.binding,
-              context_id: session.contextId,
-              task: toJson(session.task),
-              question: toJson(session.question),
-              last_question_key: session.lastQuestionKey,
-              now: commit.now,
-            },
-          );
-          if (row === undefined) throw new StaleWriteError(session.id);
-          written = sessionFromRow(row, parseJsonText);
-        }
-        for (const turn of commit.turns ?? []) {
-          const result = this.#run(
-            `UPDATE turns
+          {
+            id: session.id,
+            version: session.version,
+            binding: session.binding,
+            context_id: session.contextId,
+            task: toJson(session.task),
+            question: toJson(session.question),
+            last_question_key: session.lastQuestionKey,
+            now: commit.now,
+          },
+        );
+        if (row === undefined) throw new StaleWriteError(session.id);
+        written = sessionFromRow(row, parseJsonText);
+      }
+      for (const turn of commit.turns ?? []) {
+        const result = this.#run(
+          `UPDATE turns
              SET kind = :kind, text = :text, metadata = :metadata, task_id = :task_id, state = :state,
                  outcome = :outcome, attempts = :attempts, first_sent_at = :first_sent_at,
                  busy_notice_at = :busy_notice_at, answer_ref = COALESCE(:answer_ref, answer_ref), updated_at = :now
              WHERE id = :id AND session_id = :session_id`,
-            { ...turnParams(turn), session_id: turn.sessionId, now: commit.now },
-          );
-          if (Number(result.changes) !== 1) {
-            throw new StoreError(`turn ${turn.id} of session ${turn.sessionId} does not exist`);
-          }
+          { ...turnParams(turn), session_id: turn.sessionId, now: commit.now },
+        );
+        if (Number(result.changes) !== 1) {
+          throw new StoreError(`turn ${turn.id} of session ${turn.sessionId} does not exist`);
         }
-        return written;
-      }),
-    );
+      }
+      return written;
+    });
   }
 
   async sessionsWithWork(): Promise<string[]> {
@@ -253,26 +276,28 @@ export class SqliteStore implements SessionStore {
   }
 
   async claimInboundEvent(eventKey: string, now: number): Promise<boolean> {
-    return this.#guard('claimInboundEvent', () => {
-      const cutoff = now - INBOUND_EVENT_TTL_MS;
-      // A key older than the TTL counts as new even before the pruning below has removed it,
-      // so what a claim answers does not depend on when pruning last ran.
-      const claimed = this.#get(
-        `INSERT INTO inbound_events (event_key, created_at) VALUES (:event_key, :now)
-         ON CONFLICT (event_key) DO UPDATE SET created_at = excluded.created_at
-         WHERE inbound_events.created_at < :cutoff
-         RETURNING event_key`,
-        { event_key: eventKey, now, cutoff },
-      );
-      if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
-        this.#run('DELETE FROM inbound_events WHERE created_at < :cutoff', { cutoff });
-      }
-      return claimed !== undefined;
-    });
+    return this.#writes.write('claimInboundEvent', () => this.#claim(eventKey, now));
+  }
+
+  #claim(eventKey: string, now: number): boolean {
+    const cutoff = now - INBOUND_EVENT_TTL_MS;
+    // A key older than the TTL counts as new even before the pruning below has removed it,
+    // so what a claim answers does not depend on when pruning last ran.
+    const claimed = this.#get(
+      `INSERT INTO inbound_events (event_key, created_at) VALUES (:event_key, :now)
+       ON CONFLICT (event_key) DO UPDATE SET created_at = excluded.created_at
+       WHERE inbound_events.created_at < :cutoff
+       RETURNING event_key`,
+      { event_key: eventKey, now, cutoff },
+    );
+    if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
+      this.#run('DELETE FROM inbound_events WHERE created_at < :cutoff', { cutoff });
+    }
+    return claimed !== undefined;
   }
 
   async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
-    return this.#guard('acquireLease', () => {
+    return this.#writes.write('acquireLease', () => {
       const row = this.#get(
         `INSERT INTO leases (session_id, owner, expires_at) VALUES (:session_id, :owner, :expires_at)
          ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
@@ -285,7 +310,7 @@ export class SqliteStore implements SessionStore {
   }
 
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]> {
-    return this.#guard('renewLeases', () =>
+    return this.#writes.write('renewLeases', () =>
       // An expired lease is not renewed: it is no longer held, whether or not someone took it.
       this.#all(
         `UPDATE leases SET expires_at = :expires_at WHERE owner = :owner AND expires_at > :now
@@ -298,7 +323,7 @@ export class SqliteStore implements SessionStore {
   }
 
   async releaseLease(sessionId: string, owner: string): Promise<void> {
-    this.#guard('releaseLease', () => {
+    await this.#writes.write('releaseLease', () => {
       this.#run('DELETE FROM leases WHERE session_id = :session_id AND owner = :owner', {
         session_id: sessionId,
         owner,

@@ -16,7 +16,12 @@ import {
 } from './approvals.js';
 import { ApproverGroups, type ApproverOptions } from './approvers.js';
 import { BudgetBook, type MethodBudget } from './budget.js';
-import { SlackAuthError, SlackPlatformError } from './errors.js';
+import {
+  SlackAuthError,
+  SlackPlatformError,
+  SlackRateLimitedError,
+  SlackUnavailableError,
+} from './errors.js';
 import { InboundRouter, type SlackBindings } from './inbound.js';
 import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
@@ -43,6 +48,11 @@ export interface ConnectOptions {
   config: SlackConfig;
   logger: Logger;
   clock?: Clock;
+  /**
+   * While Slack cannot be reached at start (no answer, 5xx, 429), auth.test is tried again
+   * with this backoff, for as long as it takes; a refused token fails at once.
+   */
+  connectRetry?: { baseMs: number; maxMs: number };
   /** Per-method budgets overriding Slack's tiers (tests shrink them). */
   budgets?: Readonly<Record<string, MethodBudget>>;
   answers?: Partial<AnswerSettings>;
@@ -150,7 +160,7 @@ export class SlackConnection {
     });
     const budgets = new BudgetBook(clock, options.budgets);
     const api = new SlackApi(client, budgets, options.telemetry);
-    const who = await api.authTest();
+    const who = await authTestWhenReachable(api, clock, options);
     options.logger.info({ team: who.teamId, botUserId: who.botUserId }, 'connected to Slack');
     return new SlackConnection(
       { api, budgets, botUserId: who.botUserId, teamId: who.teamId, botId: who.botId },
@@ -288,5 +298,34 @@ export class SlackConnection {
     this.approvals.close();
     this.surface.close();
     this.#budgets.close();
+  }
+}
+
+/**
+ * auth.test, tried again while Slack is unreachable or overloaded: a broker started during a
+ * Slack outage (or with its egress not up yet) waits and logs instead of exiting. Slack's own
+ * refusal of the token (SlackAuthError) is a configuration error and fails at once.
+ */
+async function authTestWhenReachable(
+  api: SlackApi,
+  clock: Clock,
+  options: ConnectOptions,
+): Promise<Awaited<ReturnType<SlackApi['authTest']>>> {
+  const { baseMs, maxMs } = options.connectRetry ?? { baseMs: 1_000, maxMs: 60_000 };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await api.authTest();
+    } catch (error) {
+      if (!(error instanceof SlackUnavailableError || error instanceof SlackRateLimitedError)) throw error;
+      const delayMs = Math.max(
+        error instanceof SlackRateLimitedError ? error.retryAfterMs : 0,
+        Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20)),
+      );
+      options.logger.warn(
+        { err: { name: error.name, code: error.code }, retryInMs: delayMs },
+        'Slack cannot be reached; waiting for it',
+      );
+      await clock.sleep(delayMs);
+    }
   }
 }

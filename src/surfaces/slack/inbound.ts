@@ -17,8 +17,10 @@ import type { SlackApi } from './web-api.js';
  * in a channel no Binding owns gets one short ephemeral hint.
  *
  * Slack redelivers an event it thinks was not acknowledged in time (X-Slack-Retry-Num), and may
- * deliver one twice: the event id is claimed durably in the store before anything happens, and
- * the engine takes a message it already has (same ts) as the same turn.
+ * deliver one twice: the engine takes a message it already has (same ts) as the same turn, and
+ * the event id is claimed durably in the very transaction that stores the turn, so a crash
+ * between the two cannot make a redelivery of a message never stored look like a duplicate.
+ * A hint (an ephemeral reply, nothing stored) claims its event on its own before it is posted.
  */
 
 export const SURFACE = 'slack';
@@ -197,6 +199,12 @@ export class InboundRouter {
     const team = parsed.data.team_id ?? event.team ?? this.#deps.teamId;
     const decision = route(event, team, this.#deps.botUserId, this.#deps.bindings);
     if (decision.kind === 'ignore') return;
+    // A turn claims its event in the transaction that stores it (a crash leaves both or
+    // neither); only a hint, which stores nothing, claims it on its own first.
+    if (decision.kind === 'turn') {
+      await this.#turn(team, decision, eventId);
+      return;
+    }
     try {
       if (!(await this.#deps.store.claimInboundEvent(`${team}:${eventId}`, this.#deps.clock.now()))) {
         logger.debug({ eventId }, 'a redelivered Slack event was ignored');
@@ -205,15 +213,9 @@ export class InboundRouter {
     } catch (error) {
       // Without the store nothing can be taken: say so rather than drop the message silently.
       logger.error({ eventId, err: errorName(error) }, 'could not record a Slack event');
-      if (decision.kind === 'turn' && decision.addressed)
-        await this.#ephemeral(team, decision.key.channelId, decision.user, decision.key.threadId, NOT_TAKEN);
       return;
     }
-    if (decision.kind === 'hint') {
-      await this.#ephemeral(team, decision.channel, decision.user, decision.threadTs, decision.text);
-      return;
-    }
-    await this.#turn(team, decision, eventId);
+    await this.#ephemeral(team, decision.channel, decision.user, decision.threadTs, decision.text);
   }
 
   async #turn(team: string, turn: Extract<Route, { kind: 'turn' }>, eventId: string): Promise<void> {
@@ -233,6 +235,7 @@ export class InboundRouter {
         actor,
         text: turn.text,
         addressed: turn.addressed,
+        inboundEvent: `${team}:${eventId}`,
       });
       if (result.turnId !== expected || result.duplicate)
         this.#deps.onTurn(result.turnId, { recipient: turn.user, fresh: !result.duplicate });

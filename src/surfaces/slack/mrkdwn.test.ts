@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { labelFitsTarget, looksLikeAddress } from './link-label.js';
 import { escapeSlack, fenceAfter, markdownForStream, markdownToMrkdwn } from './mrkdwn.js';
 
 describe('markdownToMrkdwn', () => {
@@ -46,6 +47,23 @@ describe('markdownToMrkdwn', () => {
     expect(out).toContain('&amp; co');
     // A Slack-style link from the agent is a link to what it really points at, label and all.
     expect(out).toContain('<https://evil.example%7Csafe.example>');
+  });
+
+  it.each([
+    ['[https://good.example](https://evil.example)', '<https://evil.example>'],
+    ['[good.example](https://evil.example/login)', '<https://evil.example/login>'],
+    ['[Pay at www.bank.example](https://bank.example.evil.example)', '<https://bank.example.evil.example>'],
+    ['[ops@good.example](mailto:x@evil.example)', '<mailto:x@evil.example>'],
+    ['[gооd.example](https://good.example)', '<https://good.example>'],
+    ['[10.0.0.1](https://10.0.0.2/)', '<https://10.0.0.2/>'],
+    ['[good.example](https://good.example/a)', '<https://good.example/a|good.example>'],
+    ['[example.com](https://docs.example.com/x)', '<https://docs.example.com/x|example.com>'],
+    [
+      '[https://www.Good.example/](https://good.example/b)',
+      '<https://good.example/b|https://www.Good.example/>',
+    ],
+  ])('shows the real target of %j when its label names another address', (markdown, mrkdwn) => {
+    expect(markdownToMrkdwn(markdown)).toBe(mrkdwn);
   });
 
   it('links only http(s) and mailto URLs; any other scheme is shown as text', () => {
@@ -101,25 +119,105 @@ describe('escapeSlack', () => {
 });
 
 describe('markdownForStream', () => {
-  it('keeps Markdown but lets no `<` open a Slack token outside fenced code', () => {
+  const ZWSP = '\u200B';
+
+  it('keeps Markdown but lets no `<` open a Slack token, inside fences or not', () => {
     expect(markdownForStream('**hi** <!channel>\n```\nVec<u8>\n```\n<@U1>')).toBe(
-      '**hi** <\u200B!channel>\n```\nVec<u8>\n```\n<\u200B@U1>',
+      `**hi** <${ZWSP}!channel>\n\`\`\`\nVec<${ZWSP}u8>\n\`\`\`\n<${ZWSP}@U1>`,
     );
   });
 
-  it('renders a longer text to an extension of a shorter one (what appending a stream needs)', () => {
+  it.each([
+    ['a ~~~ fence', '~~~\n<!here>\n~~~'],
+    ['an indented block', '    <!here>'],
+    ['a fence that never closes', '```\n<!here>'],
+    ['a fence inside a list', '- ```\n  <!here>\n  ```'],
+  ])('escapes <!here> in %s, whatever Slack takes for code', (_what, text) => {
+    expect(markdownForStream(text)).toContain(`<${ZWSP}!here>`);
+    expect(markdownForStream(text)).not.toMatch(/<!/);
+  });
+
+  it('shows a link whose label names another address as the characters written, target included', () => {
+    expect(markdownForStream('[https://good.example](https://evil.example)')).toBe(
+      `[https://good.example]${ZWSP}(https://evil.example)`,
+    );
+    expect(markdownForStream('[[https://good.example]](https://evil.example)')).toBe(
+      `[[https://good.example]]${ZWSP}(https://evil.example)`,
+    );
+    // No reference links or definitions either: a label there cannot be checked against its target.
+    expect(markdownForStream('[good.example][1]\n\n[1]: https://evil.example')).toBe(
+      `[good.example]${ZWSP}[1]\n\n[1]${ZWSP}: https://evil.example`,
+    );
+    // A prose label stays a link.
+    expect(markdownForStream('see [the docs](https://docs.example/a)')).toBe(
+      'see [the docs](https://docs.example/a)',
+    );
+  });
+
+  const streamText = fc.string({
+    unit: fc.constantFrom(
+      '<',
+      '&',
+      '!',
+      '@',
+      '[',
+      ']',
+      '(',
+      ')',
+      ':',
+      'a',
+      '.',
+      'co',
+      ' ',
+      '\n',
+      '`',
+      '~',
+      'https://',
+    ),
+    maxLength: 80,
+  });
+
+  it('renders a longer text to an extension of a shorter one, whatever the cut (property)', () => {
     fc.assert(
-      fc.property(
-        fc.string({ unit: fc.constantFrom('<', 'a', '\n', '`', ' ', '~') }),
-        fc.nat(),
-        (text, cut) => {
-          const prefix = text.slice(0, cut % (text.length + 1));
-          const lastNewline = prefix.lastIndexOf('\n');
-          // A prefix cut inside a line can change how that line's fence reads; whole lines cannot.
-          const whole = prefix.slice(0, lastNewline + 1);
-          expect(markdownForStream(text).startsWith(markdownForStream(whole))).toBe(true);
-        },
-      ),
+      fc.property(streamText, fc.nat(), (text, cut) => {
+        const prefix = text.slice(0, cut % (text.length + 1));
+        expect(markdownForStream(text).startsWith(markdownForStream(prefix))).toBe(true);
+      }),
+    );
+  });
+
+  it('shows exactly what the agent wrote, and leaves no token, entity or address link open (property)', () => {
+    fc.assert(
+      fc.property(streamText, (text) => {
+        const out = markdownForStream(text);
+        expect(out.replaceAll(ZWSP, '')).toBe(text);
+        expect(out).not.toMatch(/[<&][^\u200B]|[<&]$/);
+        expect(out).not.toMatch(/\][[:]/);
+        for (const m of out.matchAll(/\[([^[\]]*)\]\(/g)) expect(looksLikeAddress(m[1] ?? '')).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('link labels (property)', () => {
+  it('never shows a label naming a host other than the target’s', () => {
+    const label = fc.oneof(
+      fc.webUrl(),
+      fc.domain(),
+      fc.emailAddress(),
+      fc.constantFrom('the docs', 'Node.js', 'click here', 'gооd.example'),
+    );
+    fc.assert(
+      fc.property(label, fc.webUrl(), (text, target) => {
+        const out = markdownToMrkdwn(`[${text}](${target})`);
+        for (const m of out.matchAll(/<([^|>]+)\|([^>]*)>/g)) {
+          const shown = (m[2] ?? '').replaceAll('&amp;', '&').replaceAll('&lt;', '<').replaceAll('&gt;', '>');
+          const url = decodeURIComponent(m[1] ?? '');
+          expect(labelFitsTarget(shown, url)).toBe(true);
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 });

@@ -10,6 +10,8 @@
  * Markdown), with inline formatting inside a line; emphasis spanning lines stays literal.
  */
 
+import { labelFitsTarget } from './link-label.js';
+
 /** Private-use characters standing in for rendered pieces while the rest is converted. */
 const TOKEN_OPEN = '\uE000';
 const TOKEN_CLOSE = '\uE001';
@@ -116,11 +118,14 @@ export function inline(text: string): string {
 
 /**
  * A link we write ourselves. Only http(s) and mailto URLs become links; anything else
- * (javascript:, slack://, a relative path) is shown as text next to its label.
+ * (javascript:, slack://, a relative path) is shown as text next to its label. A label that
+ * names another address than the link's (link-label.ts) is not shown: Slack shows the target.
  */
 function link(url: string, label: string): string {
   const safe = /^(https?:\/\/|mailto:)/i.test(url);
-  const shown = label.trim() === '' ? '' : escapeSlack(label.replace(/\|/g, '¦'));
+  // A label that names another address than the target is dropped: the real target is shown.
+  const fits = !safe || labelFitsTarget(label, url);
+  const shown = label.trim() === '' || !fits ? '' : escapeSlack(label.replace(/\|/g, '¦'));
   if (!safe) return shown === '' ? escapeSlack(url) : `${shown} (${escapeSlack(url)})`;
   // `|` and `>` end the URL part of a Slack link: percent-encode them (and `<`, for symmetry).
   const target = url.replace(
@@ -130,22 +135,4 @@ function link(url: string, label: string): string {
   return shown === '' ? `<${target}>` : `<${target}|${shown}>`;
 }
 
-/**
- * The Markdown a native stream carries (chat.appendStream's `markdown_text`, rendered by Slack's
- * Markdown engine). It stays Markdown so Slack formats it, but no `<` may open a Slack token:
- * a zero-width space after every `<` outside fenced code keeps `<!channel>` from pinging and
- * `<url|text>` from linking, while showing the same characters. Fenced code is literal in
- * Markdown, so it is left exactly as written. Each character maps on its own (given the fence
- * state of complete lines), so a longer text renders to an extension of a shorter one's
- * rendering, which is what appending to a stream needs.
- */
-export function markdownForStream(markdown: string): string {
-  const lines = markdown.replace(PRIVATE, '\uFFFD').split('\n');
-  let fence: string | null = null;
-  const out: string[] = [];
-  for (const line of lines) {
-    out.push(fence === null ? line.replace(/</g, '<\u200B') : line);
-    fence = fenceAfter(fence, line);
-  }
-  return out.join('\n');
-}
+export { markdownForStream } from './stream-markdown.js';

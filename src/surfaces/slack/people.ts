@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Actor } from '../../core/compose.js';
 import type { Clock } from '../../core/ports.js';
+import { cutWithMark } from '../../core/text.js';
 import type { SlackApi, SlackUser } from './web-api.js';
 
 /**
@@ -124,5 +125,5 @@ function clean(value: string, max: number): string {
     .replace(/[[\]<>]/g, '')
     .replace(/\s+/g, ' ')
     .trim();
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return cutWithMark(text, max);
 }

@@ -1,4 +1,5 @@
 import type { Notice, Question, ToolStep } from '../../core/ports.js';
+import { cutWithMark } from '../../core/text.js';
 import { escapeSlack } from './mrkdwn.js';
 
 /**
@@ -16,7 +17,7 @@ const QUESTION_MAX = 3_000;
 const STEP_MAX = 300;
 
 function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return cutWithMark(text, max);
 }
 
 /** A notice in plain words (its text is ours, never an agent's, E-9). */

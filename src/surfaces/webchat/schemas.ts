@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { textLength } from '../../core/text.js';
 
 /** What the API accepts: every body is validated here before anything else reads it. */
 
@@ -6,10 +7,17 @@ import { z } from 'zod';
 export const TEXT_MAX_CHARS = 40_000;
 const REASON_MAX_CHARS = 2_000;
 
-const text = z
-  .string({ error: 'must be a string' })
-  .max(TEXT_MAX_CHARS, `must be at most ${TEXT_MAX_CHARS} characters`)
-  .refine((s) => s.trim() !== '', 'must not be blank');
+/**
+ * At most `max` characters in the unit of core/text.ts (UTF-16 units), the engine's and the
+ * page's: zod's own `max` counts code points, so a text it accepts could be cut by the engine.
+ */
+function atMost(max: number) {
+  return z
+    .string({ error: 'must be a string' })
+    .refine((s) => textLength(s) <= max, `must be at most ${max} characters`);
+}
+
+const text = atMost(TEXT_MAX_CHARS).refine((s) => s.trim() !== '', 'must not be blank');
 
 export const createThreadBody = z.strictObject({
   binding: z.string({ error: 'must be a string naming a Binding (namespace/name)' }).min(1).max(300),
@@ -22,7 +30,7 @@ const decision = z.strictObject({
   /** The tool call's approval id, as the thread shows it. */
   id: z.string().min(1).max(500),
   approved: z.boolean({ error: 'must be true or false' }),
-  reason: z.string().max(REASON_MAX_CHARS, `must be at most ${REASON_MAX_CHARS} characters`).optional(),
+  reason: atMost(REASON_MAX_CHARS).optional(),
 });
 
 /**
@@ -33,7 +41,7 @@ export const answerBody = z
   .strictObject({
     text: text.optional(),
     answers: z
-      .array(z.array(z.string().max(TEXT_MAX_CHARS)).max(100, 'too many entries'))
+      .array(z.array(atMost(TEXT_MAX_CHARS)).max(100, 'too many entries'))
       .min(1)
       .max(100)
       .optional(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cutText, cutWithMark } from '../../core/text.js';
 import type { AskItemView, ToolCallView } from './view.js';
 
 /**
@@ -56,7 +57,7 @@ export type StructuredReading =
   | { kind: 'unknown' };
 
 function short(text: string, max = SHORT_MAX): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return cutWithMark(text, max);
 }
 
 export function prettyArgs(args: unknown): { text: string; truncated: boolean } {
@@ -67,7 +68,7 @@ export function prettyArgs(args: unknown): { text: string; truncated: boolean } 
     text = '[arguments that cannot be shown]';
   }
   if (text.length <= ARGS_MAX_CHARS) return { text, truncated: false };
-  return { text: `${text.slice(0, ARGS_MAX_CHARS)}\n…`, truncated: true };
+  return { text: `${cutText(text, ARGS_MAX_CHARS)}\n…`, truncated: true };
 }
 
 /**

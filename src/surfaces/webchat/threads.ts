@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { SessionKey } from '../../core/store.js';
+import { cutWithMark } from '../../core/text.js';
 import type { MessageView, PromptStatus, ThreadEvent, ThreadSummary, ThreadView } from './view.js';
 
 /**
@@ -136,7 +137,7 @@ export function promptStatus(message: MessageView): PromptStatus | undefined {
 
 function titleOf(text: string): string {
   const line = text.replace(/\s+/g, ' ').trim();
-  return line.length <= TITLE_MAX ? line : `${line.slice(0, TITLE_MAX - 1)}…`;
+  return cutWithMark(line, TITLE_MAX);
 }
 
 /** All threads, by id; a thread the engine names that is not here (after a restart) is made. */

@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { killRun } from '../crash/kill-run.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { faultSeeds } from './seeds.js';
+
+/**
+ * Fault matrix: the broker killed with SIGKILL at random points, seeded, on SQLite (one
+ * replica) and on PostgreSQL with two replicas, either of which is killed and comes back. What
+ * must hold: no lost turn, no turn run twice on 1.0, no answer shown twice, no message sent into
+ * a context while another ran (R-7), nothing for the thread to be told. `npm run test:soak`
+ * runs the same scenario hundreds of times and prints the figures.
+ */
+
+const SEEDS = faultSeeds();
+
+describe('SIGKILL at random points', () => {
+  let pg: TestPostgres;
+  beforeAll(async () => {
+    pg = await startPostgres();
+  });
+  afterAll(async () => pg?.stop());
+
+  for (const [store, version] of [
+    ['sqlite', '1.0'],
+    ['postgres', '1.0'],
+    ['postgres', '0.3'],
+  ] as const) {
+    it.each(SEEDS)(
+      `[R-7][R-8][S-2] ${store === 'sqlite' ? 'SQLite, one replica' : 'PostgreSQL, two replicas'}, A2A ${version}: nothing lost, nothing twice (seed %i)`,
+      async (seed) => {
+        const figures = await killRun({ seed, store, version, postgresUrl: pg.connectionString });
+        expect(figures.lost).toEqual([]);
+        expect(figures.duplicated).toEqual([]);
+        expect(figures.overlaps).toBe(0);
+        expect(figures.notices).toBe(0);
+      },
+      90_000,
+    );
+  }
+});

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config';
+
+// The fault matrix (test/faults/, table in docs/reliability.md): real peers and processes that
+// misbehave on purpose, one file at a time. FAULT_SEEDS picks the seeds of the randomised rows
+// (default a few, so CI runs the whole matrix in minutes).
+export default defineConfig({
+  test: {
+    include: ['test/faults/**/*.test.ts'],
+    // kube-apiserver for the broker-start row (cached; skipped, saying so, without Go).
+    globalSetup: ['test/integration/setup-kube-bins.ts'],
+    fileParallelism: false,
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
