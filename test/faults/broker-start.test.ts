@@ -52,13 +52,16 @@ describe.skipIf(!HAS_GO)(
 
     it('waits for PostgreSQL, reporting not ready, then starts and is ready', async () => {
       proxy.mode('refuse');
+      // /healthz and /readyz are on the metrics port; the HTTP port only takes Slack's events.
       const port = await freePort();
+      const httpPort = await freePort();
       const starting = startController({
         env: {
           AGENTKOURIER_NAMESPACE: 'agentkourier-system',
           POD_NAME: 'agentkourier-0',
           AGENTKOURIER_STORE: `postgresql://postgres@127.0.0.1:${proxy.port}/kourier`,
-          AGENTKOURIER_HTTP_PORT: String(port),
+          AGENTKOURIER_METRICS_PORT: String(port),
+          AGENTKOURIER_HTTP_PORT: String(httpPort),
         },
         out: () => undefined,
         logger: capturingLogger().logger,
