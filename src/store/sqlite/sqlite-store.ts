@@ -9,6 +9,7 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
+import type { TriggerStore } from '../../core/trigger-store.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import {
   parseJsonText,
@@ -19,6 +20,7 @@ import {
   toJson,
   turnFromRow,
 } from '../rows.js';
+import { SqliteTriggerStore } from './sqlite-trigger-store.js';
 
 type Params = Record<string, SQLInputValue>;
 
@@ -39,6 +41,7 @@ export class SqliteStore implements SessionStore {
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, StatementSync>();
   #claims = 0;
+  #triggers: SqliteTriggerStore | undefined;
 
   constructor(path: string) {
     let db: DatabaseSync | undefined;
@@ -86,6 +89,12 @@ export class SqliteStore implements SessionStore {
         }
       }),
     );
+  }
+
+  /** The trigger store on the same database (its tables come with migrate()). */
+  triggers(): TriggerStore {
+    this.#triggers ??= new SqliteTriggerStore(this.#db);
+    return this.#triggers;
   }
 
   async close(): Promise<void> {
