@@ -4,12 +4,14 @@ import { loadBrokerConfig } from '../config/broker.js';
 import { loadSlackConfig, slackRequested } from '../config/slack.js';
 import type { ChatSurface, EventSink } from '../core/ports.js';
 import { LiveRegistry } from '../core/registry.js';
+import { TriggerDirectory } from '../core/triggers.js';
 import { SessionEngine } from '../core/session/engine.js';
 import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
 import { createLogger, Observability, opsRoutes } from '../observability/index.js';
-import { openStore } from '../store/open.js';
-import { SurfaceRouter } from '../surfaces/router.js';
+import { openStore, triggerStoreOf } from '../store/open.js';
+import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
+import { Triggers } from '../triggers/index.js';
 import { eventsListener, listen, notFound } from './controller-http.js';
 
 /**
@@ -38,7 +40,8 @@ Settings come from the environment; a bad value stops the start with a message n
   AGENTKOURIER_STORE               sqlite:<path> (default sqlite:/var/lib/agentkourier/state.db)
                                    or a postgres:// URL (several replicas)
   AGENTKOURIER_PG_SCHEMA           PostgreSQL schema (default agentkourier)
-  AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events (default 8080)
+  AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events, and the trigger webhooks,
+                                   POST /triggers/<namespace>/<binding>/<name> (default 8080)
   AGENTKOURIER_METRICS_PORT        /healthz, /readyz, /metrics (default 9090)
   LOG_LEVEL                        fatal, error, warn, info (default), debug, trace, silent
   SLACK_BOT_TOKEN                  xoxb-…; unset: no Slack
@@ -64,7 +67,7 @@ export interface ControllerRunOptions {
 }
 
 export interface RunningController {
-  /** Slack's events (POST /slack/events). */
+  /** Slack's events (POST /slack/events) and the trigger webhooks (POST /triggers/…). */
   httpPort: number;
   /** /healthz, /readyz, /metrics. */
   metricsPort: number;
@@ -108,8 +111,11 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     // First in, last out: spans of turns still open at stop are ended and flushed after all else.
     const observability = new Observability({ env: options.env, logger });
     stops.push(() => observability.close());
-    const store = observability.store(await openStore(broker.store));
+    const opened = await openStore(broker.store);
+    const store = observability.store(opened);
     stops.push(() => store.close());
+    const triggerStore = observability.triggerStore(triggerStoreOf(opened));
+    const triggerDirectory = new TriggerDirectory();
 
     const slack = slackRequested(options.env)
       ? await SlackConnection.connect({
@@ -142,6 +148,8 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       leaseName: settings.leaseName,
       watchNamespaces: settings.watchNamespaces,
       telemetry: observability.controlPlane,
+      triggers: triggerDirectory,
+      triggerActivity: triggerStore,
       ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
     });
 
@@ -183,13 +191,30 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     }
     await engine.start();
     stops.push(() => engine.stop());
+    const triggers = new Triggers({
+      directory: triggerDirectory,
+      store: triggerStore,
+      chat: new TriggerChatRouter({ slack: slack?.triggers }),
+      engine,
+      owner: engine.owner,
+      logger,
+      observer: observability.metrics,
+      draining: () => draining,
+    });
+    triggers.start();
+    stops.push(() => triggers.stop());
     const events = await listen(
-      eventsListener({ slack: () => slack?.requestListener, draining: () => draining }),
+      eventsListener({
+        slack: () => slack?.requestListener,
+        triggers: triggers.routes,
+        draining: () => draining,
+      }),
       broker.httpPort,
     );
     stops.push(() => events.close(EVENTS_CLOSE_GRACE_MS));
     options.out(
-      `Agent Kourier controller: Slack events on port ${events.port} (POST /slack/events), ` +
+      `Agent Kourier controller: Slack events and trigger webhooks on port ${events.port} ` +
+        '(POST /slack/events, POST /triggers/<namespace>/<binding>/<name>), ' +
         `health and metrics on port ${ops.port} (/healthz, /readyz, /metrics)`,
     );
     logger.info(

@@ -49,6 +49,8 @@ export interface DeliveryInput {
   resolveAll?: boolean;
   /** The normalised delivery, for the work to compose messages from (JSON). */
   payload: unknown;
+  /** What the open work of a new storm thread carries, should this delivery start one (JSON). */
+  stormPayload: unknown;
   limits: DeliveryLimits;
   now: number;
 }
@@ -161,6 +163,8 @@ export interface TriggerStore {
   anchorSchedule(binding: string, trigger: string, fingerprint: string, now: number): Promise<ScheduleState>;
   /** Claims a tick and writes its work; false when it was claimed already (by any replica). */
   recordScheduleRun(input: ScheduleRunInput): Promise<boolean>;
+  /** Claims every tick up to `runAt` without running them (too old to catch up). */
+  skipScheduleRuns(input: Omit<ScheduleRunInput, 'payload'>): Promise<boolean>;
 
   /**
    * Leases up to `limit` groups that have pending work due (not deferred to later) and whose

@@ -31,7 +31,16 @@ function delivery(
   alerts: AlertClaim[],
   overrides: Partial<DeliveryInput> = {},
 ): DeliveryInput {
-  return { scope: SCOPE, groupKey, alerts, payload: { groupKey }, limits: LIMITS, now: T0, ...overrides };
+  return {
+    scope: SCOPE,
+    groupKey,
+    alerts,
+    payload: { groupKey },
+    stormPayload: { storm: { threadsPerMinute: LIMITS.threadsPerMinute } },
+    limits: LIMITS,
+    now: T0,
+    ...overrides,
+  };
 }
 
 export interface OpenedStores {
@@ -327,6 +336,17 @@ export function triggerStoreContract(name: string, open: () => Promise<OpenedSto
         expect(
           (await store.anchorSchedule(scope.binding, scope.trigger, 'f1', T0 + 5 * HOUR)).lastRunAt,
         ).toBe(T0 + 3 * HOUR);
+      });
+
+      it('skips ticks without running them, so they are neither run nor skipped again', async () => {
+        const scope = { ...SCOPE, trigger: 'daily' };
+        await store.anchorSchedule(scope.binding, scope.trigger, 'f1', T0);
+        const { payload: _, ...skip } = { ...run(T0 + 2 * HOUR), scope };
+        expect(await store.skipScheduleRuns(skip)).toBe(true);
+        expect(await store.skipScheduleRuns(skip)).toBe(false);
+        expect(await store.recordScheduleRun({ ...run(T0 + HOUR), scope })).toBe(false);
+        expect(await pending()).toStrictEqual([]);
+        expect((await store.triggerActivity()).find((a) => a.trigger === 'daily')?.result).toBe('skipped');
       });
 
       it('lets exactly one of several replicas claiming the same tick run it', async () => {

@@ -226,8 +226,7 @@ function* stormFor(scope: TriggerScope, id: string, input: DeliveryInput, now: n
     scope.trigger,
     now,
   );
-  const stormPayload = JSON.stringify({ storm: { threadsPerMinute: input.limits.threadsPerMinute } });
-  yield* addWork(stormId, 'open', stormId, [], false, stormPayload, now);
+  yield* addWork(stormId, 'open', stormId, [], false, JSON.stringify(input.stormPayload ?? null), now);
   return stormId;
 }
 
@@ -326,21 +325,33 @@ export function* anchorSchedule(
   };
 }
 
-export function* recordScheduleRun(input: ScheduleRunInput): Steps<boolean> {
-  const { scope, runAt, now } = input;
-  // The claim: moving last_run_at forward to this tick succeeds for one caller only, and never
-  // backwards (an older tick after a newer one ran is refused).
+/**
+ * The claim of a tick: moving last_run_at forward to it succeeds for one caller only, and never
+ * backwards (an older tick after a newer one ran is refused).
+ */
+function* claimTick(input: Omit<ScheduleRunInput, 'payload'>): Steps<boolean> {
   const claimed = yield q(
     `UPDATE @schedules SET last_run_at = $3
      WHERE binding = $1 AND trigger_name = $2 AND fingerprint = $4 AND anchor_at < $3
        AND (last_run_at IS NULL OR last_run_at < $3)
      RETURNING binding`,
-    scope.binding,
-    scope.trigger,
-    runAt,
+    input.scope.binding,
+    input.scope.trigger,
+    input.runAt,
     input.fingerprint,
   );
-  if (claimed.length === 0) return false;
+  return claimed.length === 1;
+}
+
+export function* skipScheduleRuns(input: Omit<ScheduleRunInput, 'payload'>): Steps<boolean> {
+  if (!(yield* claimTick(input))) return false;
+  yield* upsertActivity(input.scope, 'skipped', input.now);
+  return true;
+}
+
+export function* recordScheduleRun(input: ScheduleRunInput): Steps<boolean> {
+  const { scope, runAt, now } = input;
+  if (!(yield* claimTick(input))) return false;
   const id = groupIdOf(scope, scheduleGroupKey(runAt));
   yield q(
     `INSERT INTO @groups (id, workspace_id, binding, trigger_name, group_key, episode, storm, storm_of,

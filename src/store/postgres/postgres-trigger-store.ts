@@ -51,6 +51,10 @@ export class PostgresTriggerStore implements TriggerStore {
     return this.#transaction('recordScheduleRun', Q.recordScheduleRun(input), input.scope.binding);
   }
 
+  skipScheduleRuns(input: Omit<ScheduleRunInput, 'payload'>): Promise<boolean> {
+    return this.#transaction('skipScheduleRuns', Q.skipScheduleRuns(input), input.scope.binding);
+  }
+
   claimTriggerWork(owner: string, now: number, ttlMs: number, limit: number): Promise<ClaimedGroup[]> {
     return this.#transaction('claimTriggerWork', Q.claimWork(owner, now, ttlMs, limit));
   }

@@ -52,6 +52,10 @@ export class SqliteTriggerStore implements TriggerStore {
     return this.#write('recordScheduleRun', Q.recordScheduleRun(input));
   }
 
+  async skipScheduleRuns(input: Omit<ScheduleRunInput, 'payload'>): Promise<boolean> {
+    return this.#write('skipScheduleRuns', Q.skipScheduleRuns(input));
+  }
+
   async claimTriggerWork(owner: string, now: number, ttlMs: number, limit: number): Promise<ClaimedGroup[]> {
     return this.#write('claimTriggerWork', Q.claimWork(owner, now, ttlMs, limit));
   }
