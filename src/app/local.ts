@@ -3,8 +3,8 @@ import { loadBrokerConfig } from '../config/broker.js';
 import { loadSlackConfig, slackRequested } from '../config/slack.js';
 import type { EventSink } from '../core/ports.js';
 import { LiveRegistry } from '../core/registry.js';
-import { TriggerDirectory } from '../core/triggers.js';
 import { SessionEngine } from '../core/session/engine.js';
+import { TriggerDirectory } from '../core/triggers.js';
 import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
 import { startLocalManifests } from '../local/index.js';
 import { createLogger, Observability, opsRoutes } from '../observability/index.js';
@@ -108,7 +108,10 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     const triggers = new Triggers({
       directory: triggerDirectory,
       store: triggerStore,
-      chat: new TriggerChatRouter({ slack: slack?.triggers, webchat: new WebChatTriggerThreads(web.threads) }),
+      chat: new TriggerChatRouter({
+        slack: slack?.triggers,
+        webchat: new WebChatTriggerThreads(web.threads),
+      }),
       engine,
       owner: engine.owner,
       logger,
@@ -145,7 +148,8 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     for (const b of manifests.bindings()) {
       options.out(`Binding ${b.ref}: ${b.ready ? 'ready' : `not ready (${b.reason}: ${b.message})`}`);
       for (const t of b.triggers ?? []) {
-        const where = t.path === undefined ? t.kind : `${t.kind}, POST ${chat.url.replace(/\/$/, '')}${t.path}`;
+        const where =
+          t.path === undefined ? t.kind : `${t.kind}, POST ${chat.url.replace(/\/$/, '')}${t.path}`;
         options.out(`  trigger ${t.name} (${where})${t.ready ? '' : `: not ready (${t.message ?? ''})`}`);
       }
     }

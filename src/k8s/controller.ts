@@ -282,7 +282,10 @@ export class Controller {
     try {
       rows = await this.#o.triggerActivity.triggerActivity();
     } catch (error) {
-      this.#log.warn({ err: error instanceof KourierError ? error.code : 'error' }, 'could not read trigger activity');
+      this.#log.warn(
+        { err: error instanceof KourierError ? error.code : 'error' },
+        'could not read trigger activity',
+      );
       return;
     }
     const next = new Map<string, Map<string, { at: number; result: string }>>();

@@ -63,7 +63,8 @@ export class TriggerChatRouter implements TriggerChat {
   }
 
   place(trigger: TriggerConfig): TriggerPlace | undefined {
-    if (trigger.target.slackChannel !== undefined && this.#slack !== undefined) return this.#slack.place(trigger);
+    if (trigger.target.slackChannel !== undefined && this.#slack !== undefined)
+      return this.#slack.place(trigger);
     return this.#webchat?.place(trigger);
   }
 

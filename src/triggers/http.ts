@@ -91,14 +91,20 @@ export function triggerRoutes(deps: TriggerHttpDeps): (req: IncomingMessage, res
       if (found.problem !== undefined)
         throw notReady(`the trigger is not ready (${found.problem.reason}): ${found.problem.message}`);
       const place = deps.place(found);
-      if (place === undefined) throw notReady('no chat surface that can take this trigger’s threads is running');
+      if (place === undefined)
+        throw notReady('no chat surface that can take this trigger’s threads is running');
       const parsed = parse(found, await readBody(req));
       let outcome: DeliveryOutcome;
       try {
         outcome = await deps.deliver(found, place, parsed);
       } catch (error) {
-        log.error({ binding: found.binding, trigger: found.name, err: describeError(error) }, 'could not record a delivery');
-        throw new Refusal(503, 'not_stored', 'the delivery could not be stored; send it again', { 'Retry-After': '5' });
+        log.error(
+          { binding: found.binding, trigger: found.name, err: describeError(error) },
+          'could not record a delivery',
+        );
+        throw new Refusal(503, 'not_stored', 'the delivery could not be stored; send it again', {
+          'Retry-After': '5',
+        });
       }
       send(res, 200, outcome);
     })();
@@ -211,7 +217,12 @@ function resultOf(refusal: Refusal): string {
   }
 }
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const payload = JSON.stringify(body);
   res.writeHead(status, {
     'Cache-Control': 'no-store',

@@ -28,8 +28,8 @@ import { TriggerWorker, type WorkerTimings } from './worker.js';
  *   await triggers.stop();
  */
 
-export { compileSchedule } from './scheduler.js';
 export { TRIGGER_LIMITS } from './limits.js';
+export { compileSchedule } from './scheduler.js';
 
 export interface TriggersOptions {
   directory: TriggerDirectory;
@@ -103,7 +103,11 @@ export class Triggers {
   }
 
   /** Records a parsed delivery (claims and work, atomically) and wakes the worker. */
-  async deliver(trigger: TriggerConfig, place: TriggerPlace, parsed: ParsedDelivery): Promise<DeliveryOutcome> {
+  async deliver(
+    trigger: TriggerConfig,
+    place: TriggerPlace,
+    parsed: ParsedDelivery,
+  ): Promise<DeliveryOutcome> {
     const payload: WorkPayload = { type: 'alerts', place, view: parsed.view };
     const storm: WorkPayload = { type: 'storm', place, threadsPerMinute: trigger.threadsPerMinute };
     const result = await this.#o.store.recordDelivery({

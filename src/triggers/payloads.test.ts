@@ -114,7 +114,9 @@ describe('Alertmanager webhook payloads (version 4)', () => {
         notificationArb,
         fc.constantFrom('fingerprint', 'startsAt', 'version', 'status'),
         (body, broken) => {
-          const copy = structuredClone(body) as Record<string, unknown> & { alerts: Array<Record<string, unknown>> };
+          const copy = structuredClone(body) as Record<string, unknown> & {
+            alerts: Array<Record<string, unknown>>;
+          };
           const first = copy.alerts[0] ?? {};
           if (broken === 'fingerprint') delete first.fingerprint;
           if (broken === 'startsAt') first.startsAt = 'yesterday';
@@ -122,7 +124,9 @@ describe('Alertmanager webhook payloads (version 4)', () => {
           if (broken === 'status') copy.status = 'firing!';
           const refusal = refusalOf(() => parse(trigger('alertmanager'), copy));
           expect(refusal.code).toBe('invalid_payload');
-          expect(refusal.message).toContain(broken === 'fingerprint' || broken === 'startsAt' ? `alerts.0.${broken}` : broken);
+          expect(refusal.message).toContain(
+            broken === 'fingerprint' || broken === 'startsAt' ? `alerts.0.${broken}` : broken,
+          );
         },
       ),
       { numRuns: 30 },
@@ -206,7 +210,11 @@ describe('generic webhook payloads', () => {
     fc.assert(
       fc.property(webhookArb, fc.string({ minLength: 1, maxLength: 20 }), (body, extra) => {
         const first = parse(trigger('webhook'), { ...body, dedupeKey: 'disk-db-1' });
-        const changed = parse(trigger('webhook'), { ...body, title: `${body.title}${extra}`, dedupeKey: 'disk-db-1' });
+        const changed = parse(trigger('webhook'), {
+          ...body,
+          title: `${body.title}${extra}`,
+          dedupeKey: 'disk-db-1',
+        });
         expect(changed.groupKey).toBe(first.groupKey);
         expect(changed.claims[0]?.identity).not.toBe(first.claims[0]?.identity);
         const resolved = parse(trigger('webhook'), { ...body, status: 'resolved', dedupeKey: 'disk-db-1' });
@@ -216,8 +224,12 @@ describe('generic webhook payloads', () => {
   });
 
   it('refuses unknown fields and wrong types with invalid_payload, naming them', () => {
-    expect(refusalOf(() => parse(trigger('webhook'), { title: 'x', colour: 'red' })).message).toContain('colour');
-    expect(refusalOf(() => parse(trigger('webhook'), { title: 'x', fields: { a: 1 } })).message).toContain('fields.a');
+    expect(refusalOf(() => parse(trigger('webhook'), { title: 'x', colour: 'red' })).message).toContain(
+      'colour',
+    );
+    expect(refusalOf(() => parse(trigger('webhook'), { title: 'x', fields: { a: 1 } })).message).toContain(
+      'fields.a',
+    );
     expect(refusalOf(() => parse(trigger('webhook'), { fields: {} })).message).toContain('title');
     fc.assert(
       fc.property(fc.jsonValue(), (body) => {

@@ -157,7 +157,10 @@ function zeroTime(time: string | undefined): boolean {
 }
 
 export function fromAlertmanager(payload: AlertmanagerPayload): ParsedDelivery {
-  const claims = payload.alerts.map((a) => ({ identity: `${a.fingerprint}@${a.startsAt}`, status: a.status }));
+  const claims = payload.alerts.map((a) => ({
+    identity: `${a.fingerprint}@${a.startsAt}`,
+    status: a.status,
+  }));
   const detailed = payload.alerts.slice(0, L.alertsDetailed).map((a): AlertView => {
     const severity = a.labels.severity;
     const view: AlertView = {

@@ -50,7 +50,10 @@ export function compileSchedule(schedule: TriggerSchedule): Cron {
 }
 
 export function scheduleFingerprint(schedule: TriggerSchedule): string {
-  return createHash('sha256').update(JSON.stringify([schedule.cron, schedule.timeZone])).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(JSON.stringify([schedule.cron, schedule.timeZone]))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 export class Scheduler {
@@ -85,12 +88,17 @@ export class Scheduler {
     let next = Number.POSITIVE_INFINITY;
     const now = this.#o.clock.now();
     for (const trigger of this.#o.directory.list()) {
-      if (trigger.kind !== 'schedule' || trigger.schedule === undefined || trigger.problem !== undefined) continue;
+      if (trigger.kind !== 'schedule' || trigger.schedule === undefined || trigger.problem !== undefined)
+        continue;
       try {
         next = Math.min(next, await this.#schedule(trigger, trigger.schedule, now));
       } catch (error) {
         this.#log.warn(
-          { binding: trigger.binding, trigger: trigger.name, err: error instanceof Error ? error.name : 'error' },
+          {
+            binding: trigger.binding,
+            trigger: trigger.name,
+            err: error instanceof Error ? error.name : 'error',
+          },
           'could not run a schedule; will try again',
         );
       }
@@ -146,7 +154,8 @@ export class Scheduler {
           { binding: trigger.binding, trigger: trigger.name, skipped },
           'schedule ticks missed while no replica ran were too old to run; skipped',
         );
-        for (let i = 0; i < skipped; i++) this.#o.observer?.triggerDelivery(trigger.binding, 'schedule', 'skipped');
+        for (let i = 0; i < skipped; i++)
+          this.#o.observer?.triggerDelivery(trigger.binding, 'schedule', 'skipped');
       }
     }
     for (const runAt of runnable) {
@@ -157,7 +166,10 @@ export class Scheduler {
       };
       const payload: WorkPayload = { type: 'schedule', place, run };
       if (await this.#o.store.recordScheduleRun({ scope, runAt, fingerprint, payload, now })) {
-        this.#log.info({ binding: trigger.binding, trigger: trigger.name, runAt: run.scheduledFor }, 'schedule ran');
+        this.#log.info(
+          { binding: trigger.binding, trigger: trigger.name, runAt: run.scheduledFor },
+          'schedule ran',
+        );
         this.#o.observer?.triggerDelivery(trigger.binding, 'schedule', 'ran');
         this.#o.ran();
       }

@@ -54,7 +54,8 @@ function detailLines(view: DeliveryView, alerts: readonly AlertView[], omitted: 
   if (summary !== undefined) lines.push({ label: 'Summary', text: summary });
   const started = formatTime(first?.startsAt);
   if (started !== undefined) lines.push({ label: 'Started', text: started });
-  if (first?.source !== undefined) lines.push({ label: 'Source', text: cut(first.source, 300), verbatim: true });
+  if (first?.source !== undefined)
+    lines.push({ label: 'Source', text: cut(first.source, 300), verbatim: true });
   const others = alerts.slice(1, L.alertsInSummary);
   if (others.length > 0) lines.push({ label: 'Also', text: others.map(alertLine).join('; ') });
   const more = alerts.length - 1 - others.length + omitted;
@@ -63,7 +64,10 @@ function detailLines(view: DeliveryView, alerts: readonly AlertView[], omitted: 
 }
 
 /** The alerts of a delivery a piece of work is about, and how many of them have no detail kept. */
-export function selectAlerts(view: DeliveryView, identities: readonly string[]): { alerts: AlertView[]; omitted: number } {
+export function selectAlerts(
+  view: DeliveryView,
+  identities: readonly string[],
+): { alerts: AlertView[]; omitted: number } {
   if (identities.length === 0) return { alerts: view.alerts, omitted: view.omittedAlerts };
   const wanted = new Set(identities);
   const alerts = view.alerts.filter((a) => wanted.has(a.identity));
@@ -107,7 +111,10 @@ export function resolvedMessage(
 }
 
 /** The root of a storm thread: why these groups have no thread of their own. */
-export function stormMessage(trigger: Pick<TriggerConfig, 'binding' | 'name'>, threadsPerMinute: number): TriggerMessage {
+export function stormMessage(
+  trigger: Pick<TriggerConfig, 'binding' | 'name'>,
+  threadsPerMinute: number,
+): TriggerMessage {
   return {
     title: `Alert storm: more alert groups than ${trigger.binding} opens threads for`,
     lines: [
@@ -124,7 +131,11 @@ export function stormMessage(trigger: Pick<TriggerConfig, 'binding' | 'name'>, t
 }
 
 /** A throttled group's entry in the storm thread. */
-export function noteMessage(view: DeliveryView, identities: readonly string[], allResolved: boolean): TriggerMessage {
+export function noteMessage(
+  view: DeliveryView,
+  identities: readonly string[],
+  allResolved: boolean,
+): TriggerMessage {
   const { alerts, omitted } = selectAlerts(view, identities);
   const resolving = alerts.length > 0 && alerts.every((a) => a.status === 'resolved');
   if (resolving) return resolvedMessage(view, identities, allResolved);
@@ -173,7 +184,8 @@ export function alertFields(view: DeliveryView, identities: readonly string[]): 
     if (alert.startsAt !== undefined) entries.push([`alerts[${i}].startsAt`, alert.startsAt]);
     if (alert.endsAt !== undefined) entries.push([`alerts[${i}].endsAt`, alert.endsAt]);
     if (alert.source !== undefined) entries.push([`alerts[${i}].source`, alert.source]);
-    if (alert.omittedFields > 0) entries.push([`alerts[${i}].omitted`, `and ${alert.omittedFields} more fields`]);
+    if (alert.omittedFields > 0)
+      entries.push([`alerts[${i}].omitted`, `and ${alert.omittedFields} more fields`]);
     const size = entries.reduce((n, [k, v]) => n + k.length + v.length + 3, 0);
     if (left > 0 || used + size > L.turnFieldChars) {
       left += 1;
@@ -187,7 +199,10 @@ export function alertFields(view: DeliveryView, identities: readonly string[]): 
   return out;
 }
 
-export function scheduleFields(trigger: Pick<TriggerConfig, 'name'>, run: ScheduleRun): Record<string, string> {
+export function scheduleFields(
+  trigger: Pick<TriggerConfig, 'name'>,
+  run: ScheduleRun,
+): Record<string, string> {
   return {
     source: 'schedule',
     trigger: trigger.name,

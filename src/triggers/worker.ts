@@ -202,7 +202,14 @@ export class TriggerWorker {
       if (permanent || expired) {
         const reason = permanent && error instanceof KourierError ? error.code : 'gave_up';
         this.#log.error(
-          { binding, trigger: group.scope.trigger, work: work.id, kind: work.kind, reason, err: describe(error) },
+          {
+            binding,
+            trigger: group.scope.trigger,
+            work: work.id,
+            kind: work.kind,
+            reason,
+            err: describe(error),
+          },
           'trigger work failed and was given up',
         );
         this.#d.observer?.triggerWorkFailed(binding, reason);
@@ -291,7 +298,11 @@ export class TriggerWorker {
         } else {
           key = thread;
         }
-        await this.#d.chat.postInThread(key, noteMessage(payload.view, work.identities, work.allResolved), entry);
+        await this.#d.chat.postInThread(
+          key,
+          noteMessage(payload.view, work.identities, work.allResolved),
+          entry,
+        );
         return key;
       }
     }

@@ -38,7 +38,8 @@ const SECTION_MAX = 2_900;
 export function renderTriggerMessage(message: TriggerMessage): { text: string; blocks: unknown[] } {
   const title = escapeSlack(message.title);
   const lines = message.lines.map((line) => {
-    const value = line.verbatim === true ? `\`${escapeSlack(line.text.replace(/`/g, "'"))}\`` : escapeSlack(line.text);
+    const value =
+      line.verbatim === true ? `\`${escapeSlack(line.text.replace(/`/g, "'"))}\`` : escapeSlack(line.text);
     return `*${escapeSlack(line.label)}:* ${value}`;
   });
   let body = [`*${title}*`, ...lines].join('\n');
@@ -64,18 +65,32 @@ export class SlackTriggerThreads implements TriggerChat {
   place(trigger: TriggerConfig): TriggerPlace | undefined {
     const channel = trigger.target.slackChannel;
     if (channel === undefined) return undefined;
-    return { surface: SURFACE, workspaceId: trigger.target.slackTeamId ?? this.#o.teamId, channelId: channel };
+    return {
+      surface: SURFACE,
+      workspaceId: trigger.target.slackTeamId ?? this.#o.teamId,
+      channelId: channel,
+    };
   }
 
   async startThread(place: TriggerPlace, message: TriggerMessage, ref: PostRef): Promise<SessionKey> {
     const team = place.workspaceId;
     const channel = place.channelId;
-    const key = (threadId: string): SessionKey => ({ surface: SURFACE, workspaceId: team, channelId: channel, threadId });
+    const key = (threadId: string): SessionKey => ({
+      surface: SURFACE,
+      workspaceId: team,
+      channelId: channel,
+      threadId,
+    });
     if (ref.recover) {
       const found = await this.#look(ref, (cursor) =>
         this.#o.api.history(
           { team },
-          { channel, oldest: slackTs(ref.since - LOOK_BACK_MS), limit: 200, ...(cursor === undefined ? {} : { cursor }) },
+          {
+            channel,
+            oldest: slackTs(ref.since - LOOK_BACK_MS),
+            limit: 200,
+            ...(cursor === undefined ? {} : { cursor }),
+          },
         ),
       );
       if (found !== undefined) return key(found);
@@ -110,17 +125,19 @@ export class SlackTriggerThreads implements TriggerChat {
     try {
       // Only a 429 is tried again here (Slack posted nothing). A post without an answer may have
       // landed: the worker tries again later, looking for it first.
-      const { ts } = await retrying(this.#o.clock, () =>
-        this.#o.api.postMessage(
-          { team },
-          {
-            channel,
-            ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
-            text: rendered.text,
-            blocks: rendered.blocks,
-            metadata: { event_type: TRIGGER_EVENT_TYPE, event_payload: { post: ref.id } },
-          },
-        ),
+      const { ts } = await retrying(
+        this.#o.clock,
+        () =>
+          this.#o.api.postMessage(
+            { team },
+            {
+              channel,
+              ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+              text: rendered.text,
+              blocks: rendered.blocks,
+              metadata: { event_type: TRIGGER_EVENT_TYPE, event_payload: { post: ref.id } },
+            },
+          ),
         { only: 'rate-limited' },
       );
       return ts;
@@ -135,7 +152,10 @@ export class SlackTriggerThreads implements TriggerChat {
   }
 
   /** The ts of the message stamped with this post's id, if a page of the listing has it. */
-  async #look(ref: PostRef, page: (cursor: string | undefined) => Promise<RepliesPage>): Promise<string | undefined> {
+  async #look(
+    ref: PostRef,
+    page: (cursor: string | undefined) => Promise<RepliesPage>,
+  ): Promise<string | undefined> {
     let cursor: string | undefined;
     try {
       for (let round = 0; round < LOOK_PAGES; round++) {
@@ -149,7 +169,10 @@ export class SlackTriggerThreads implements TriggerChat {
       }
     } catch (error) {
       // A failed look means a second post at worst; not looking would mean the same.
-      this.#o.logger.warn({ post: ref.id, err: error instanceof Error ? error.name : 'error' }, 'could not look for an earlier trigger post');
+      this.#o.logger.warn(
+        { post: ref.id, err: error instanceof Error ? error.name : 'error' },
+        'could not look for an earlier trigger post',
+      );
     }
     return undefined;
   }

@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { SessionKey } from '../../core/store.js';
-import type { PostRef, TriggerChat, TriggerConfig, TriggerMessage, TriggerPlace } from '../../core/triggers.js';
+import type {
+  PostRef,
+  TriggerChat,
+  TriggerConfig,
+  TriggerMessage,
+  TriggerPlace,
+} from '../../core/triggers.js';
 import { type ThreadBook, WEBCHAT_SURFACE, WEBCHAT_WORKSPACE } from './threads.js';
 
 /**

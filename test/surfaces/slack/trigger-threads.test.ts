@@ -52,7 +52,10 @@ describe('SlackTriggerThreads', () => {
     const fake = await startFakeSlack({ channels: ['C0ALERTS', 'C0OTHER'] });
     const budgets = new BudgetBook(systemClock);
     open.push({ fake, budgets });
-    const api = new SlackApi(createWebClient({ token: fake.botToken, apiUrl: fake.url, logger: silent }), budgets);
+    const api = new SlackApi(
+      createWebClient({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+      budgets,
+    );
     const threads = new SlackTriggerThreads({ api, clock: systemClock, logger: silent, teamId: fake.teamId });
     return { fake, threads };
   }
@@ -70,9 +73,9 @@ describe('SlackTriggerThreads', () => {
       threadsPerMinute: 5,
     };
     expect(threads.place({ ...base, target: { slackChannel: 'C0ALERTS' } })).toStrictEqual(place);
-    expect(threads.place({ ...base, target: { slackChannel: 'C0ALERTS', slackTeamId: 'T0TWO' } })?.workspaceId).toBe(
-      'T0TWO',
-    );
+    expect(
+      threads.place({ ...base, target: { slackChannel: 'C0ALERTS', slackTeamId: 'T0TWO' } })?.workspaceId,
+    ).toBe('T0TWO');
     expect(threads.place({ ...base, target: {} })).toBeUndefined();
   });
 
@@ -111,7 +114,11 @@ describe('SlackTriggerThreads', () => {
   it('gives up on a channel Slack refuses (TriggerPostRefusedError), and waits out a 429', async () => {
     const { fake, threads } = await setup();
     await expect(
-      threads.startThread({ ...place, channelId: 'C0MISSING' }, MESSAGE, { id: 'g1.1', since: 0, recover: false }),
+      threads.startThread({ ...place, channelId: 'C0MISSING' }, MESSAGE, {
+        id: 'g1.1',
+        since: 0,
+        recover: false,
+      }),
     ).rejects.toBeInstanceOf(TriggerPostRefusedError);
     // A 429 is waited out and tried again (Slack posted nothing)…
     fake.rateLimitNext('chat.postMessage', 1);
