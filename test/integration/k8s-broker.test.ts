@@ -144,7 +144,8 @@ describe.skipIf(!HAS_GO)(
       });
       await eventually(async () => {
         const ready = await k8s.condition('bindings', 'team-a', 'alerting', 'TriggersReady');
-        if (ready?.status !== 'True') throw new Error(`triggers not ready: ${ready?.reason ?? 'no status yet'}`);
+        if (ready?.status !== 'True')
+          throw new Error(`triggers not ready: ${ready?.reason ?? 'no status yet'}`);
       }, 30_000);
       const path = '/triggers/team-a/alerting/hook';
       const deliver = (auth: string, body: unknown) =>
@@ -167,7 +168,11 @@ describe.skipIf(!HAS_GO)(
       await eventually(async () => {
         const root = slack.messages(TRIGGER_CHANNEL).find((m) => m.threadTs === undefined);
         if (root === undefined) throw new Error('no thread yet');
-        if (!slack.messages(TRIGGER_CHANNEL, root.ts).some((m) => m.ts !== root.ts && m.text.includes('Look into this')))
+        if (
+          !slack
+            .messages(TRIGGER_CHANNEL, root.ts)
+            .some((m) => m.ts !== root.ts && m.text.includes('Look into this'))
+        )
           throw new Error('no answer yet');
       }, 20_000);
       // Status lags a delivery by up to the leader's poll of the store (15 s).
@@ -177,7 +182,8 @@ describe.skipIf(!HAS_GO)(
         };
         const hook = status.triggers?.find((t) => t.name === 'hook');
         expect(hook?.path).toBe(path);
-        if (hook?.lastDelivery?.result !== 'opened') throw new Error(`last delivery: ${JSON.stringify(hook)}`);
+        if (hook?.lastDelivery?.result !== 'opened')
+          throw new Error(`last delivery: ${JSON.stringify(hook)}`);
         expect(Date.parse(hook.lastDelivery.time)).toBeGreaterThan(Date.now() - 120_000);
       }, 40_000);
       const metrics = await (await fetch(`${ops}/metrics`)).text();
