@@ -59,7 +59,10 @@ describe("the controller's events port", () => {
       draining: () => draining,
       logger: pino({ level: 'silent' }),
     });
-    server = await listen(eventsListener({ slack: () => undefined, triggers: routes, draining: () => draining }), 0);
+    server = await listen(
+      eventsListener({ slack: () => undefined, triggers: routes, draining: () => draining }),
+      0,
+    );
     const post = (path: string) =>
       fetch(`http://127.0.0.1:${server?.port}${path}`, {
         method: 'POST',

@@ -74,7 +74,7 @@ describe.skipIf(alertmanagerMissing !== undefined)(
       for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
     });
 
-    it('into Slack: a thread per group, the alert fields as untrusted data and no actor, new alerts continue it, repeats run nothing, resolving posts in it', async () => {
+    it('[S-5][S-7] into Slack: a thread per group, the alert fields as untrusted data and no actor, new alerts continue it, repeats run nothing, resolving posts in it', async () => {
       const store = new SqliteStore(':memory:');
       const h: SlackHarness = await startSlackHarness({ store });
       cleanups.push(() => h.close());
@@ -181,7 +181,7 @@ describe.skipIf(alertmanagerMissing !== undefined)(
       expect(new Set(roots().map((r) => r.metadata?.event_payload.post)).size).toBe(2);
     }, 120_000);
 
-    it('through local mode into the web chat, on the web chat’s port with the trigger’s own token', async () => {
+    it('[S-5][S-7] through local mode into the web chat, on the web chat’s port with the trigger’s own token', async () => {
       const dir = await mkdtemp(join(tmpdir(), 'ak-am-local-'));
       cleanups.push(() => rm(dir, { recursive: true, force: true }));
       const agent = await startContractAgent({ version: '1.0' });

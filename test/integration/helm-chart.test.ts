@@ -216,7 +216,9 @@ describe.skipIf(!HAS_GO)(
         [{ port: 'metrics', protocol: 'TCP' }],
         [{ port: 'http', protocol: 'TCP' }],
       ]);
-      expect(policy.ingress[1]?.from).toEqual([{ namespaceSelector: { matchLabels: { name: 'monitoring' } } }]);
+      expect(policy.ingress[1]?.from).toEqual([
+        { namespaceSelector: { matchLabels: { name: 'monitoring' } } },
+      ]);
     });
 
     it('puts no token and no wildcard in any rendered object', async () => {
