@@ -56,6 +56,12 @@ export class RecordingChat implements TriggerChat {
   refuse = false;
   available = true;
   #threads = 0;
+  readonly #prefix: string;
+
+  /** `prefix`: thread ids of this chat (two replicas' chats must not hand out the same). */
+  constructor(prefix = 't') {
+    this.#prefix = prefix;
+  }
 
   place(trigger: TriggerConfig): TriggerPlace | undefined {
     if (!this.available) return undefined;
@@ -71,7 +77,7 @@ export class RecordingChat implements TriggerChat {
       surface: place.surface,
       workspaceId: place.workspaceId,
       channelId: place.channelId,
-      threadId: `t${++this.#threads}`,
+      threadId: `${this.#prefix}${++this.#threads}`,
     };
     this.#record({ kind: 'root', key, message, ref });
     return key;
@@ -158,7 +164,7 @@ export async function startTriggerHarness(
 ): Promise<TriggerHarness> {
   const directory = new TriggerDirectory();
   directory.set(BINDING, options.configs ?? [triggerConfig()]);
-  const chat = new RecordingChat();
+  const chat = new RecordingChat(`${options.owner ?? 'replica-a'}-t`);
   const engine = new RecordingEngine();
   const observer = new CountingObserver();
   const triggers = new Triggers({

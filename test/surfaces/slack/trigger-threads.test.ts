@@ -1,7 +1,9 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/core/ports.js';
+import type { TriggerStore } from '../../../src/core/trigger-store.js';
 import { TriggerPostRefusedError } from '../../../src/core/triggers.js';
+import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { BudgetBook } from '../../../src/surfaces/slack/budget.js';
 import {
   renderTriggerMessage,
@@ -10,6 +12,7 @@ import {
 } from '../../../src/surfaces/slack/trigger-threads.js';
 import { createWebClient, SlackApi } from '../../../src/surfaces/slack/web-api.js';
 import { type FakeSlack, startFakeSlack } from '../../slack/fake-slack.js';
+import { BINDING, notification, startTriggerHarness, triggerConfig, until } from '../../triggers/harness.js';
 
 /** Threads triggers start in Slack, against the fake Web API through the real WebClient. */
 
@@ -109,6 +112,48 @@ describe('SlackTriggerThreads', () => {
     const replies = fake.messages('C0ALERTS', key.threadId).filter((m) => m.ts !== key.threadId);
     expect(replies.map((m) => m.text)).toStrictEqual(['Resolved: HighCPU']);
     expect(fake.callsOf('conversations.replies')).toHaveLength(1);
+  });
+
+  it('does not post a root twice nor lose the alert when the process dies between posting it and recording it', async () => {
+    const { fake, threads } = await setup();
+    const sqlite = new SqliteStore(':memory:');
+    await sqlite.migrate();
+    const real = sqlite.triggers();
+    // The store fails the write that records the thread once, as a crash right after the post would.
+    let crashes = 1;
+    const store = new Proxy(real, {
+      get(target, name) {
+        if (name === 'setTriggerThread')
+          return async (...args: Parameters<TriggerStore['setTriggerThread']>) => {
+            if (crashes-- > 0) throw new Error('the process died here');
+            return target.setTriggerThread(...args);
+          };
+        const value: unknown = Reflect.get(target, name);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const harness = await startTriggerHarness(store, {
+      configs: [triggerConfig({ target: { slackChannel: 'C0ALERTS' } })],
+      extra: { chat: threads },
+    });
+    try {
+      const res = await harness.post(
+        `/triggers/${BINDING}/alerts`,
+        notification('g', [{ fingerprint: 'a' }]),
+      );
+      expect(res.status).toBe(200);
+      await until('the turn', () => harness.engine.turns.length === 1);
+      await harness.triggers.worker.idle();
+      const roots = fake.messages('C0ALERTS').filter((m) => m.threadTs === undefined);
+      expect(roots).toHaveLength(1);
+      expect(harness.engine.turns[0]?.key.threadId).toBe(roots[0]?.ts);
+      // The second attempt looked for the root in the channel's history and found it.
+      expect(fake.callsOf('conversations.history')).toHaveLength(1);
+      expect(fake.callsOf('chat.postMessage')).toHaveLength(1);
+    } finally {
+      await harness.close();
+      await sqlite.close();
+    }
   });
 
   it('gives up on a channel Slack refuses (TriggerPostRefusedError), and waits out a 429', async () => {
