@@ -88,12 +88,14 @@ describe('trigger deliveries on two replicas of one PostgreSQL', () => {
     expect(sends()).toBe(before + 2);
     const roots = [...a.harness.chat.roots(), ...b.harness.chat.roots()];
     expect(roots).toHaveLength(1);
-    const [firstRun, secondRun] = agent?.rpc('SendStreamingMessage').slice(before) ?? [];
-    const contextOf = (r: typeof firstRun) =>
-      (r?.body as { params: { message: { contextId?: string } } }).params.message.contextId;
+    const runs = agent?.rpc('SendStreamingMessage').slice(before) ?? [];
+    expect(runs).toHaveLength(2);
+    const contextOf = (i: number): string | undefined =>
+      (runs[i]?.body as { params: { message: { contextId?: string } } } | undefined)?.params.message
+        .contextId;
     // The second run continues the first one's context: the same thread, the same session.
-    expect(contextOf(firstRun)).toBeUndefined();
-    expect(contextOf(secondRun)).toBeDefined();
+    expect(contextOf(0)).toBeUndefined();
+    expect(contextOf(1)).toBeDefined();
     const shown = [...a.surface.messages, ...b.surface.messages].filter(
       (m) => m.kind === 'answer' && m.final,
     );
