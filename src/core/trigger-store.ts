@@ -198,6 +198,11 @@ export interface TriggerStore {
   releaseTriggerGroup(groupId: string, owner: string): Promise<void>;
   /** The group, if it exists (tests and the storm thread's count). */
   getTriggerGroup(groupId: string): Promise<TriggerGroup | undefined>;
+  /**
+   * Deletes work done or given up before `workBefore`, and groups resolved (or storm threads
+   * last used) before `groupsBefore`, with their claims; returns how many rows of work and groups.
+   */
+  pruneTriggers(workBefore: number, groupsBefore: number): Promise<number>;
 }
 
 /** The replica no longer holds a trigger group's lease (or its work is done already): it stops. */

@@ -39,6 +39,7 @@ const TRIGGER_OPERATIONS = [
   'deferTriggerWork',
   'releaseTriggerGroup',
   'getTriggerGroup',
+  'pruneTriggers',
 ] as const satisfies ReadonlyArray<keyof TriggerStore>;
 
 /** The trigger store, measured the same way (its operations under their own names). */

@@ -283,6 +283,30 @@ export function triggerStoreContract(name: string, open: () => Promise<OpenedSto
       });
     });
 
+    describe('pruning', () => {
+      it('forgets done work and long-resolved groups with their claims, keeping what is pending or firing', async () => {
+        const DAY = 24 * HOUR;
+        const old = await store.recordDelivery(delivery('old', firing('o')));
+        await store.recordDelivery(delivery('old', resolved('o'), { now: T0 + 1 }));
+        const live = await store.recordDelivery(delivery('live', firing('l')));
+        const claimed = await store.claimTriggerWork('replica-a', T0 + 2, MINUTE, 10);
+        for (const c of claimed) {
+          for (const w of c.work)
+            await store.finishTriggerWork(w.id, c.group.id, 'replica-a', 'done', T0 + 3);
+          await store.releaseTriggerGroup(c.group.id, 'replica-a');
+        }
+        await store.recordDelivery(delivery('live', firing('l', 'm'), { now: T0 + 40 * DAY }));
+        expect(await store.pruneTriggers(T0 + 40 * DAY - 7 * DAY, T0 + 40 * DAY - 30 * DAY)).toBe(4);
+        expect(await store.getTriggerGroup(old.groupId)).toBeUndefined();
+        expect(await store.getTriggerGroup(live.groupId)).toBeDefined();
+        // The pending turn of the live group stays; the forgotten group is new again.
+        expect((await pending('replica-a', T0 + 40 * DAY)).map((w) => w.kind)).toStrictEqual(['turn']);
+        expect(
+          (await store.recordDelivery(delivery('old', firing('o'), { now: T0 + 40 * DAY }))).outcome,
+        ).toBe('opened');
+      });
+    });
+
     describe('activity', () => {
       it('keeps the last delivery of every trigger', async () => {
         await store.recordDelivery(delivery('g', firing('a')));

@@ -480,6 +480,24 @@ export function* releaseGroup(groupId: string, owner: string): Steps<void> {
   );
 }
 
+/**
+ * Forgets what no delivery can need again: work done or given up before `workBefore`, and
+ * groups (with their claims) resolved, or storm threads last used, before `groupsBefore`. A
+ * group that fires after that is a new incident anyway (reopenAfterMs is shorter).
+ */
+export function* prune(workBefore: number, groupsBefore: number): Steps<number> {
+  const work = yield q(
+    `DELETE FROM @work WHERE state <> 'pending' AND updated_at < $1 RETURNING id`,
+    workBefore,
+  );
+  const gone = `SELECT g.id FROM @groups g
+     WHERE (g.state = 'resolved' OR g.storm = 1) AND g.updated_at < $1
+       AND NOT EXISTS (SELECT 1 FROM @work w WHERE w.group_id = g.id AND w.state = 'pending')`;
+  yield q(`DELETE FROM @alerts WHERE group_id IN (${gone})`, groupsBefore);
+  const groups = yield q(`DELETE FROM @groups WHERE id IN (${gone}) RETURNING id`, groupsBefore);
+  return work.length + groups.length;
+}
+
 export function* getGroup(groupId: string): Steps<TriggerGroup | undefined> {
   const [row] = yield q('SELECT * FROM @groups WHERE id = $1', groupId);
   return row === undefined ? undefined : groupFromRow(row);

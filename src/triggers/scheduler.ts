@@ -87,6 +87,8 @@ export class Scheduler {
   async round(): Promise<number> {
     let next = Number.POSITIVE_INFINITY;
     const now = this.#o.clock.now();
+    const present = new Set(this.#o.directory.list().map((t) => `${t.binding}/${t.name}`));
+    for (const id of this.#crons.keys()) if (!present.has(id)) this.#crons.delete(id);
     for (const trigger of this.#o.directory.list()) {
       if (trigger.kind !== 'schedule' || trigger.schedule === undefined || trigger.problem !== undefined)
         continue;

@@ -62,6 +62,12 @@ export const DEFAULT_WORKER_TIMINGS: WorkerTimings = {
   giveUpAfterMs: 60 * 60_000,
 };
 
+const DAY = 24 * 60 * 60_000;
+/** Done work is kept a week (to read what happened); resolved groups a month. */
+const KEEP_WORK_MS = 7 * DAY;
+const KEEP_GROUPS_MS = 30 * DAY;
+const PRUNE_EVERY_MS = 60 * 60_000;
+
 export interface WorkerDeps {
   store: TriggerStore;
   engine: { receive(input: Inbound): Promise<ReceiveResult> };
@@ -96,6 +102,7 @@ export class TriggerWorker {
   #again = false;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  #prunedAt = Number.NEGATIVE_INFINITY;
 
   constructor(deps: WorkerDeps) {
     this.#d = deps;
@@ -158,6 +165,19 @@ export class TriggerWorker {
       }
       if (claimed.length === BATCH) this.#again = true;
     } while (this.#again && !this.#stopped);
+    await this.#prune();
+  }
+
+  /** Now and then (every replica, harmlessly at once), forgets what no delivery needs again. */
+  async #prune(): Promise<void> {
+    const now = this.#d.clock.now();
+    if (now - this.#prunedAt < PRUNE_EVERY_MS) return;
+    this.#prunedAt = now;
+    try {
+      await this.#d.store.pruneTriggers(now - KEEP_WORK_MS, now - KEEP_GROUPS_MS);
+    } catch (error) {
+      this.#log.warn({ err: describe(error) }, 'could not prune old trigger state; will try again');
+    }
   }
 
   async #release(group: TriggerGroup): Promise<void> {

@@ -105,6 +105,10 @@ export class PostgresTriggerStore implements TriggerStore {
     return this.#transaction('getTriggerGroup', Q.getGroup(groupId));
   }
 
+  pruneTriggers(workBefore: number, groupsBefore: number): Promise<number> {
+    return this.#transaction('pruneTriggers', Q.prune(workBefore, groupsBefore));
+  }
+
   async #transaction<T>(operation: string, steps: Q.Steps<T>, lockBinding?: string): Promise<T> {
     let client: pg.PoolClient | undefined;
     let broken: Error | undefined;

@@ -106,6 +106,10 @@ export class SqliteTriggerStore implements TriggerStore {
     return this.#read('getTriggerGroup', Q.getGroup(groupId));
   }
 
+  async pruneTriggers(workBefore: number, groupsBefore: number): Promise<number> {
+    return this.#write('pruneTriggers', Q.prune(workBefore, groupsBefore));
+  }
+
   #read<T>(operation: string, steps: Q.Steps<T>): T {
     try {
       return this.#run(steps);
