@@ -1,56 +1,26 @@
 import { createHash } from 'node:crypto';
 import { StoreError } from '../core/errors.js';
-import type { SessionKey } from '../core/store.js';
 import type {
-  ClaimedGroup,
   DeliveryInput,
   DeliveryOutcome,
   DeliveryResult,
   ScheduleRunInput,
   ScheduleState,
   TriggerActivity,
-  TriggerGroup,
   TriggerScope,
-  TriggerWork,
   TriggerWorkKind,
 } from '../core/trigger-store.js';
+import { integer, integerOrNull, q, type Steps, text, textOrNull, unique } from './trigger-sql.js';
+
+export * from './trigger-outbox.js';
+export { type Query, type Row, render, type Steps, TRIGGER_TABLES } from './trigger-sql.js';
 
 /**
- * The trigger store's logic, written once for both databases as generators of statements: each
- * `yield` hands a statement to the dialect's runner and gets its rows back. SQLite runs the steps
- * synchronously inside one BEGIN IMMEDIATE (nothing else can interleave), PostgreSQL awaits each
- * inside one transaction after taking the Binding's advisory lock (so two replicas counting the
- * storm limit, or creating the same group, go one after the other).
- *
- * Statements use $1, $2 … (SQLite reads them as ?1, ?2) and name tables as @groups, @alerts,
- * @work, @activity, @schedules (the runner puts in the real, schema-qualified names).
+ * The trigger store's deliveries, activity and schedules (statements as generators, see
+ * trigger-sql.ts). PostgreSQL runs a delivery and a schedule's run after taking the Binding's
+ * advisory lock, so two replicas counting the storm limit, or creating the same group, go one
+ * after the other; SQLite's write lock does the same.
  */
-
-export type Param = string | number | null;
-export type Row = Record<string, unknown>;
-export interface Query {
-  sql: string;
-  params: Param[];
-}
-export type Steps<T> = Generator<Query, T, Row[]>;
-
-export const TRIGGER_TABLES = {
-  groups: 'trigger_groups',
-  alerts: 'trigger_alerts',
-  work: 'trigger_work',
-  activity: 'trigger_activity',
-  schedules: 'trigger_schedules',
-} as const;
-
-/** Replaces @groups … with the dialect's table names and, for SQLite, $n with ?n. */
-export function render(sql: string, table: (name: string) => string, numbered: '$' | '?'): string {
-  const withTables = sql.replace(/@(groups|alerts|work|activity|schedules)\b/g, (_m, name: string) =>
-    table(TRIGGER_TABLES[name as keyof typeof TRIGGER_TABLES]),
-  );
-  return numbered === '$' ? withTables : withTables.replace(/\$(\d+)/g, '?$1');
-}
-
-const q = (sql: string, ...params: Param[]): Query => ({ sql, params });
 
 /** Group keys are kept this long in the table (the id is derived from the whole key). */
 const GROUP_KEY_KEPT = 512;
@@ -367,235 +337,4 @@ export function* recordScheduleRun(input: ScheduleRunInput): Steps<boolean> {
   yield* addWork(id, 'open', id, [], false, JSON.stringify(input.payload ?? null), now);
   yield* upsertActivity(scope, 'ran', now);
   return true;
-}
-
-// ---- the outbox ---------------------------------------------------------------------------------
-
-export function* claimWork(owner: string, now: number, ttlMs: number, limit: number): Steps<ClaimedGroup[]> {
-  const groups = yield q(
-    `UPDATE @groups SET lease_owner = $1, lease_until = $2
-     WHERE id IN (SELECT DISTINCT group_id FROM @work WHERE state = 'pending' AND next_at <= $3 LIMIT $4)
-       AND (lease_owner IS NULL OR lease_until <= $3 OR lease_owner = $1)
-     RETURNING *`,
-    owner,
-    now + ttlMs,
-    now,
-    limit,
-  );
-  const out: ClaimedGroup[] = [];
-  for (const row of groups) {
-    const group = groupFromRow(row);
-    const work = yield q(
-      `SELECT * FROM @work WHERE group_id = $1 AND state = 'pending' ORDER BY seq`,
-      group.id,
-    );
-    out.push({ group, work: work.map(workFromRow) });
-  }
-  out.sort((a, b) => a.group.createdAt - b.group.createdAt || (a.group.id < b.group.id ? -1 : 1));
-  return out;
-}
-
-/** The lease check every write of the worker carries: held by `owner`, not expired. */
-const LEASED = 'EXISTS (SELECT 1 FROM @groups WHERE id = $2 AND lease_owner = $3 AND lease_until > $4)';
-
-export function* startWork(
-  workId: string,
-  groupId: string,
-  owner: string,
-  now: number,
-  ttlMs: number,
-): Steps<boolean> {
-  const renewed = yield q(
-    `UPDATE @groups SET lease_until = $4 WHERE id = $1 AND lease_owner = $2 AND lease_until > $3 RETURNING id`,
-    groupId,
-    owner,
-    now,
-    now + ttlMs,
-  );
-  if (renewed.length === 0) return false;
-  const rows = yield q(
-    `UPDATE @work SET attempts = attempts + 1, updated_at = $4
-     WHERE id = $1 AND state = 'pending' AND ${LEASED} RETURNING id`,
-    workId,
-    groupId,
-    owner,
-    now,
-  );
-  return rows.length === 1;
-}
-
-export function* setThread(groupId: string, owner: string, thread: SessionKey, now: number): Steps<boolean> {
-  const rows = yield q(
-    `UPDATE @groups SET thread = $1, updated_at = $4 WHERE id = $2 AND lease_owner = $3 AND lease_until > $4
-     RETURNING id`,
-    JSON.stringify(thread),
-    groupId,
-    owner,
-    now,
-  );
-  return rows.length === 1;
-}
-
-export function* finishWork(
-  workId: string,
-  groupId: string,
-  owner: string,
-  outcome: 'done' | 'failed',
-  now: number,
-): Steps<boolean> {
-  const rows = yield q(
-    `UPDATE @work SET state = $5, updated_at = $4 WHERE id = $1 AND state = 'pending' AND ${LEASED} RETURNING id`,
-    workId,
-    groupId,
-    owner,
-    now,
-    outcome,
-  );
-  return rows.length === 1;
-}
-
-export function* deferWork(
-  workId: string,
-  groupId: string,
-  owner: string,
-  nextAt: number,
-  now: number,
-): Steps<boolean> {
-  const rows = yield q(
-    `UPDATE @work SET next_at = $5, updated_at = $4 WHERE id = $1 AND state = 'pending' AND ${LEASED} RETURNING id`,
-    workId,
-    groupId,
-    owner,
-    now,
-    nextAt,
-  );
-  return rows.length === 1;
-}
-
-export function* releaseGroup(groupId: string, owner: string): Steps<void> {
-  yield q(
-    'UPDATE @groups SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2',
-    groupId,
-    owner,
-  );
-}
-
-/**
- * Forgets what no delivery can need again: work done or given up before `workBefore`, and
- * groups (with their claims) resolved, or storm threads last used, before `groupsBefore`. A
- * group that fires after that is a new incident anyway (reopenAfterMs is shorter).
- */
-export function* prune(workBefore: number, groupsBefore: number): Steps<number> {
-  const work = yield q(
-    `DELETE FROM @work WHERE state <> 'pending' AND updated_at < $1 RETURNING id`,
-    workBefore,
-  );
-  const gone = `SELECT g.id FROM @groups g
-     WHERE (g.state = 'resolved' OR g.storm = 1) AND g.updated_at < $1
-       AND NOT EXISTS (SELECT 1 FROM @work w WHERE w.group_id = g.id AND w.state = 'pending')`;
-  yield q(`DELETE FROM @alerts WHERE group_id IN (${gone})`, groupsBefore);
-  const groups = yield q(`DELETE FROM @groups WHERE id IN (${gone}) RETURNING id`, groupsBefore);
-  return work.length + groups.length;
-}
-
-export function* getGroup(groupId: string): Steps<TriggerGroup | undefined> {
-  const [row] = yield q('SELECT * FROM @groups WHERE id = $1', groupId);
-  return row === undefined ? undefined : groupFromRow(row);
-}
-
-// ---- rows ---------------------------------------------------------------------------------------
-
-function groupFromRow(row: Row): TriggerGroup {
-  const thread = textOrNull(row, 'thread');
-  return {
-    id: text(row, 'id'),
-    scope: {
-      workspaceId: text(row, 'workspace_id'),
-      binding: text(row, 'binding'),
-      trigger: text(row, 'trigger_name'),
-    },
-    groupKey: text(row, 'group_key'),
-    episode: integer(row, 'episode'),
-    storm: integer(row, 'storm') === 1,
-    thread: thread === null ? null : sessionKey(parseJson(thread, 'thread')),
-    createdAt: integer(row, 'created_at'),
-  };
-}
-
-function workFromRow(row: Row): TriggerWork {
-  const identities = parseJson(text(row, 'identities'), 'identities');
-  if (!Array.isArray(identities) || !identities.every((i) => typeof i === 'string'))
-    throw new StoreError('trigger work row has invalid identities');
-  const kind = text(row, 'kind');
-  if (!WORK_KINDS.has(kind)) throw new StoreError(`trigger work row has an invalid kind (${kind})`);
-  return {
-    id: text(row, 'id'),
-    groupId: text(row, 'group_id'),
-    seq: integer(row, 'seq'),
-    kind: kind as TriggerWorkKind,
-    sourceGroupId: text(row, 'source_group_id'),
-    identities,
-    allResolved: integer(row, 'all_resolved') === 1,
-    payload: parseJson(text(row, 'payload'), 'payload'),
-    attempts: integer(row, 'attempts'),
-    nextAt: integer(row, 'next_at'),
-    createdAt: integer(row, 'created_at'),
-  };
-}
-
-const WORK_KINDS: ReadonlySet<string> = new Set<TriggerWorkKind>(['open', 'turn', 'resolved', 'note']);
-
-function sessionKey(value: unknown): SessionKey {
-  const v = value as Partial<Record<keyof SessionKey, unknown>> | null;
-  if (
-    v === null ||
-    typeof v !== 'object' ||
-    typeof v.surface !== 'string' ||
-    typeof v.workspaceId !== 'string' ||
-    typeof v.channelId !== 'string' ||
-    typeof v.threadId !== 'string'
-  )
-    throw new StoreError('trigger group row has an invalid thread');
-  return { surface: v.surface, workspaceId: v.workspaceId, channelId: v.channelId, threadId: v.threadId };
-}
-
-function parseJson(value: string, column: string): unknown {
-  try {
-    return JSON.parse(value) as unknown;
-  } catch (cause) {
-    throw new StoreError(`trigger row has invalid JSON in ${column}`, { cause });
-  }
-}
-
-function unique(values: string[]): string[] {
-  return [...new Set(values)];
-}
-
-function text(row: Row, column: string): string {
-  const value = row[column];
-  if (typeof value !== 'string')
-    throw new StoreError(`trigger row has an invalid ${column} (${typeof value})`);
-  return value;
-}
-
-function textOrNull(row: Row, column: string): string | null {
-  return row[column] === null || row[column] === undefined ? null : text(row, column);
-}
-
-/** SQLite gives numbers, PostgreSQL bigint and COUNT(*) as decimal strings. */
-function integer(row: Row, column: string): number {
-  const value = row[column];
-  const n =
-    typeof value === 'number' || typeof value === 'bigint'
-      ? Number(value)
-      : typeof value === 'string' && /^-?\d+$/.test(value)
-        ? Number(value)
-        : Number.NaN;
-  if (!Number.isSafeInteger(n))
-    throw new StoreError(`trigger row has an invalid ${column} (${typeof value})`);
-  return n;
-}
-
-function integerOrNull(row: Row, column: string): number | null {
-  return row[column] === null || row[column] === undefined ? null : integer(row, column);
 }

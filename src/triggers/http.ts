@@ -88,8 +88,8 @@ export function triggerRoutes(deps: TriggerHttpDeps): (req: IncomingMessage, res
       authenticate(req, found);
       if (deps.draining?.() === true)
         throw new Refusal(503, 'shutting_down', 'this replica is shutting down', { 'Retry-After': '5' });
-      if (found.problem !== undefined)
-        throw notReady(`the trigger is not ready (${found.problem.reason}): ${found.problem.message}`);
+      const problem = problemText(found);
+      if (problem !== undefined) throw notReady(problem);
       const place = deps.place(found);
       if (place === undefined)
         throw notReady('no chat surface that can take this trigger’s threads is running');
@@ -144,12 +144,19 @@ function lookup(directory: TriggerDirectory, path: string): TriggerConfig | unde
 function authenticate(req: IncomingMessage, trigger: TriggerConfig): void {
   const header = req.headers.authorization ?? '';
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  // Without a digest (its Secret is missing) no token can match: that is a 503 below, not a 401.
-  if (trigger.tokenDigest === undefined) return;
+  // Without a digest (its Secret is missing) no token can match, and no delivery is taken
+  // unauthenticated: the trigger is not ready (503, so the sender retries once it is fixed).
+  if (trigger.tokenDigest === undefined)
+    throw notReady(problemText(trigger) ?? 'the trigger has no token to check deliveries against');
   if (match?.[1] === undefined)
     throw new Refusal(401, 'unauthorized', 'send the trigger’s token as Authorization: Bearer <token>');
   if (!tokenMatches(match[1], trigger.tokenDigest))
     throw new Refusal(401, 'unauthorized', 'the bearer token is not this trigger’s');
+}
+
+function problemText(trigger: TriggerConfig): string | undefined {
+  const p = trigger.problem;
+  return p === undefined ? undefined : `the trigger is not ready (${p.reason}): ${p.message}`;
 }
 
 function notReady(message: string): Refusal {

@@ -88,6 +88,16 @@ describe('trigger webhooks', () => {
       expect(notReady.json).toMatchObject({
         error: { code: 'not_ready', message: expect.stringContaining('SecretNotFound') },
       });
+      // A webhook trigger with no token to compare against takes nothing, whatever is sent.
+      const { tokenDigest: _, ...tokenless } = triggerConfig();
+      harness.directory.set(BINDING, [tokenless]);
+      const noToken = await harness.post(PATH, notification('g', [{ fingerprint: 'a' }]), {
+        authorization: '',
+      });
+      expect(noToken.status).toBe(503);
+      expect(noToken.json).toMatchObject({
+        error: { code: 'not_ready', message: expect.stringContaining('no token') },
+      });
       harness.directory.set(BINDING, [triggerConfig()]);
       harness.chat.available = false;
       const noSurface = await harness.post(PATH, notification('g', [{ fingerprint: 'a' }]));
