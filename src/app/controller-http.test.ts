@@ -1,4 +1,7 @@
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { TriggerDirectory, tokenDigest } from '../core/triggers.js';
+import { triggerRoutes } from '../triggers/http.js';
 import { eventsListener, type ListeningServer, listen } from './controller-http.js';
 
 describe("the controller's events port", () => {
@@ -31,6 +34,49 @@ describe("the controller's events port", () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('5');
     expect(seen).toEqual(['/slack/events']);
+  });
+
+  it('hands /triggers/… to the trigger routes, with or without Slack, and 503s them while draining', async () => {
+    let draining = false;
+    const directory = new TriggerDirectory();
+    directory.set('team-a/ops', [
+      {
+        binding: 'team-a/ops',
+        name: 'hook',
+        kind: 'webhook',
+        instruction: 'x',
+        onResolved: 'notice',
+        target: {},
+        threadsPerMinute: 5,
+        tokenDigest: tokenDigest('hook-token'),
+      },
+    ]);
+    const routes = triggerRoutes({
+      directory,
+      place: () => undefined,
+      deliver: async () => ({ outcome: 'opened', group: 'g', newAlerts: 1, resolvedAlerts: 0 }),
+      refused: () => undefined,
+      draining: () => draining,
+      logger: pino({ level: 'silent' }),
+    });
+    server = await listen(
+      eventsListener({ slack: () => undefined, triggers: routes, draining: () => draining }),
+      0,
+    );
+    const post = (path: string) =>
+      fetch(`http://127.0.0.1:${server?.port}${path}`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer hook-token', 'content-type': 'application/json' },
+        body: '{"title":"x"}',
+      });
+    // No surface can take the threads here: the trigger answers, not the Slack fallback's 404.
+    expect((await post('/triggers/team-a/ops/hook')).status).toBe(503);
+    expect((await post('/triggers/team-a/ops/other')).status).toBe(404);
+    draining = true;
+    const refused = await post('/triggers/team-a/ops/hook');
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ error: { code: 'shutting_down' } });
+    expect(refused.headers.get('retry-after')).toBe('5');
   });
 
   it('answers 404 on the events path when Slack is not configured (Socket Mode or no Slack)', async () => {

@@ -61,15 +61,19 @@ export function notFound(res: ServerResponse): void {
 }
 
 /**
- * The events port: POST /slack/events to Bolt's receiver (HTTP mode). While the process drains,
- * events are answered 503, so Slack delivers them again (to another replica, or to this one
- * after its restart) instead of handing them to an engine that no longer starts turns.
+ * The events port: POST /slack/events to Bolt's receiver (HTTP mode), and the trigger webhooks
+ * (POST /triggers/<namespace>/<binding>/<name>). While the process drains, both are answered
+ * 503, so Slack and Alertmanager deliver again (to another replica, or to this one after its
+ * restart) instead of handing them to an engine that no longer starts turns.
  */
 export function eventsListener(options: {
   slack: () => RequestListener | undefined;
+  /** The trigger routes: true when they took the request (they answer 503 while draining). */
+  triggers?: (req: IncomingMessage, res: ServerResponse) => boolean;
   draining: () => boolean;
 }): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
+    if (options.triggers?.(req, res) === true) return;
     const path = (req.url ?? '').split('?')[0];
     const slack = options.slack();
     if (slack === undefined || req.method !== 'POST' || path !== SLACK_EVENTS_PATH) {

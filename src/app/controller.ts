@@ -5,11 +5,13 @@ import { loadSlackConfig, slackRequested } from '../config/slack.js';
 import type { ChatSurface, EventSink } from '../core/ports.js';
 import { LiveRegistry } from '../core/registry.js';
 import { SessionEngine } from '../core/session/engine.js';
+import { TriggerDirectory } from '../core/triggers.js';
 import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
 import { createLogger, Observability, opsRoutes } from '../observability/index.js';
-import { createStore, migrateWhenReachable } from '../store/open.js';
-import { SurfaceRouter } from '../surfaces/router.js';
+import { createStore, migrateWhenReachable, triggerStoreOf } from '../store/open.js';
+import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
+import { Triggers } from '../triggers/index.js';
 import { eventsListener, listen, notFound } from './controller-http.js';
 
 /**
@@ -38,7 +40,8 @@ Settings come from the environment; a bad value stops the start with a message n
   AGENTKOURIER_STORE               sqlite:<path> (default sqlite:/var/lib/agentkourier/state.db)
                                    or a postgres:// URL (several replicas)
   AGENTKOURIER_PG_SCHEMA           PostgreSQL schema (default agentkourier)
-  AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events (default 8080)
+  AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events, and the trigger webhooks,
+                                   POST /triggers/<namespace>/<binding>/<name> (default 8080)
   AGENTKOURIER_METRICS_PORT        /healthz, /readyz, /metrics (default 9090)
   LOG_LEVEL                        fatal, error, warn, info (default), debug, trace, silent
   SLACK_BOT_TOKEN                  xoxb-…; unset: no Slack
@@ -64,7 +67,7 @@ export interface ControllerRunOptions {
 }
 
 export interface RunningController {
-  /** Slack's events (POST /slack/events). */
+  /** Slack's events (POST /slack/events) and the trigger webhooks (POST /triggers/…). */
   httpPort: number;
   /** /healthz, /readyz, /metrics. */
   metricsPort: number;
@@ -109,9 +112,12 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     const observability = new Observability({ env: options.env, logger });
     stops.push(() => observability.close());
     // Migrated once the ops server is up, so /readyz can say the store is what it waits for.
-    const store = observability.store(createStore(broker.store));
+    const opened = createStore(broker.store);
+    const store = observability.store(opened);
     let storeReady = false;
     stops.push(() => store.close());
+    const triggerStore = observability.triggerStore(triggerStoreOf(opened));
+    const triggerDirectory = new TriggerDirectory();
 
     const slack = slackRequested(options.env)
       ? await SlackConnection.connect({
@@ -144,6 +150,8 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       leaseName: settings.leaseName,
       watchNamespaces: settings.watchNamespaces,
       telemetry: observability.controlPlane,
+      triggers: triggerDirectory,
+      triggerActivity: triggerStore,
       ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
     });
 
@@ -198,13 +206,30 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     }
     await engine.start();
     stops.push(() => engine.stop());
+    const triggers = new Triggers({
+      directory: triggerDirectory,
+      store: triggerStore,
+      chat: new TriggerChatRouter({ slack: slack?.triggers }),
+      engine,
+      owner: engine.owner,
+      logger,
+      observer: observability.metrics,
+      draining: () => draining,
+    });
+    triggers.start();
+    stops.push(() => triggers.stop());
     const events = await listen(
-      eventsListener({ slack: () => slack?.requestListener, draining: () => draining }),
+      eventsListener({
+        slack: () => slack?.requestListener,
+        triggers: triggers.routes,
+        draining: () => draining,
+      }),
       broker.httpPort,
     );
     stops.push(() => events.close(EVENTS_CLOSE_GRACE_MS));
     options.out(
-      `Agent Kourier controller: Slack events on port ${events.port} (POST /slack/events), ` +
+      `Agent Kourier controller: Slack events and trigger webhooks on port ${events.port} ` +
+        '(POST /slack/events, POST /triggers/<namespace>/<binding>/<name>), ' +
         `health and metrics on port ${ops.port} (/healthz, /readyz, /metrics)`,
     );
     logger.info(

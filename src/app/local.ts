@@ -4,13 +4,15 @@ import { loadSlackConfig, slackRequested } from '../config/slack.js';
 import type { EventSink } from '../core/ports.js';
 import { LiveRegistry } from '../core/registry.js';
 import { SessionEngine } from '../core/session/engine.js';
+import { TriggerDirectory } from '../core/triggers.js';
 import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
 import { startLocalManifests } from '../local/index.js';
 import { createLogger, Observability, opsRoutes } from '../observability/index.js';
-import { openStore } from '../store/open.js';
-import { SurfaceRouter } from '../surfaces/router.js';
+import { openStore, triggerStoreOf } from '../store/open.js';
+import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
-import { createWebChat, WebChatSurface } from '../surfaces/webchat/index.js';
+import { createWebChat, WebChatSurface, WebChatTriggerThreads } from '../surfaces/webchat/index.js';
+import { Triggers } from '../triggers/index.js';
 import { localBanner } from './banner.js';
 import { kagentAnswerer } from './structured-answers.js';
 
@@ -18,7 +20,10 @@ import { kagentAnswerer } from './structured-answers.js';
  * `agentkourier local` (what `npm start` runs): the broker on one laptop. Bindings come from a
  * YAML file (the CRD shapes, reloaded on edit), state lives in SQLite under ./.agentkourier/,
  * the web chat serves on loopback, a demo agent answers unless told not to, and Slack joins in
- * when its settings are in the environment.
+ * when its settings are in the environment. Trigger webhooks are served on the web chat's port
+ * (POST /triggers/<namespace>/<binding>/<name>, with their own bearer tokens, not the web chat's);
+ * their threads appear in the web chat under their Binding, or in Slack when the trigger names a
+ * Slack channel and Slack runs.
  */
 
 export interface LocalOptions {
@@ -65,17 +70,21 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       logger.info({ url: demo.url }, 'demo agent listening');
     }
     const registry = new LiveRegistry();
+    const triggerDirectory = new TriggerDirectory();
     const manifests = await startLocalManifests({
       file: options.config,
       registry,
+      triggers: triggerDirectory,
       logger,
       telemetry: observability.controlPlane,
       ...(demo === undefined ? {} : { demoAgentUrl: demo.url }),
     });
     stops.push(() => manifests.close());
 
-    const store = observability.store(await openStore(broker.store, { logger }));
+    const opened = await openStore(broker.store, { logger });
+    const store = observability.store(opened);
     stops.push(() => store.close());
+    const triggerStore = observability.triggerStore(triggerStoreOf(opened));
 
     const web = new WebChatSurface();
     const slack = slackRequested(options.env)
@@ -98,16 +107,29 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     });
     observability.metrics.countActiveSessions(() => engine.activeSessions);
     let serving = false;
+    const triggers = new Triggers({
+      directory: triggerDirectory,
+      store: triggerStore,
+      chat: new TriggerChatRouter({
+        slack: slack?.triggers,
+        webchat: new WebChatTriggerThreads(web.threads),
+      }),
+      engine,
+      owner: engine.owner,
+      logger,
+      observer: observability.metrics,
+    });
+    const ops = opsRoutes({
+      registry: observability.registry,
+      ready: () => (serving ? true : 'starting'),
+    });
     const chat = await createWebChat({
       engine,
       surface: web,
       registry,
       store,
       answerStructured: kagentAnswerer(engine, observability.metrics),
-      routes: opsRoutes({
-        registry: observability.registry,
-        ready: () => (serving ? true : 'starting'),
-      }),
+      routes: (req, res) => ops(req, res) || triggers.routes(req, res),
       host: options.host,
       port: options.port,
       ...(options.pageScript === undefined ? {} : { pageScript: options.pageScript }),
@@ -121,11 +143,18 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     }
     await engine.start();
     stops.push(() => engine.stop());
+    triggers.start();
+    stops.push(() => triggers.stop());
 
     await manifests.idle();
     serving = true;
     for (const b of manifests.bindings()) {
       options.out(`Binding ${b.ref}: ${b.ready ? 'ready' : `not ready (${b.reason}: ${b.message})`}`);
+      for (const t of b.triggers ?? []) {
+        const where =
+          t.path === undefined ? t.kind : `${t.kind}, POST ${chat.url.replace(/\/$/, '')}${t.path}`;
+        options.out(`  trigger ${t.name} (${where})${t.ready ? '' : `: not ready (${t.message ?? ''})`}`);
+      }
     }
     if (observability.tracing.enabled) options.out(`Traces: ${observability.tracing.describe}`);
     // The token is never printed: whoever set it knows it, and the URL takes it after a #.

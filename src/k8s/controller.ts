@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { InvalidConfigError, KourierError } from '../core/errors.js';
 import type { LiveRegistry } from '../core/registry.js';
+import type { TriggerActivity } from '../core/trigger-store.js';
+import type { TriggerDirectory } from '../core/triggers.js';
 import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from './card-check.js';
 import { CardCheckPool, DEFAULT_CARD_POOL } from './card-pool.js';
 import type { NamespaceChannels } from './channels.js';
@@ -44,6 +46,8 @@ export interface ControllerTimings extends LeaderTimings {
   /** Backoff of a failed watch before it is started again. */
   watchRestartBaseMs: number;
   watchRestartMaxMs: number;
+  /** How often the leader reads the triggers' last deliveries from the store, for status. */
+  triggerActivityPollMs: number;
 }
 
 export const DEFAULT_CONTROLLER_TIMINGS: ControllerTimings = {
@@ -54,6 +58,7 @@ export const DEFAULT_CONTROLLER_TIMINGS: ControllerTimings = {
   retryMaxMs: 60_000,
   watchRestartBaseMs: 1000,
   watchRestartMaxMs: 30_000,
+  triggerActivityPollMs: 15_000,
 };
 
 export interface ControllerOptions {
@@ -76,6 +81,13 @@ export interface ControllerOptions {
   concurrency?: number;
   /** Metrics and spans of reconciles, leadership and card reads; the clients' telemetry. */
   telemetry?: ControlPlaneTelemetry;
+  /** Every Binding's triggers are put here, on every replica (deliveries land on any of them). */
+  triggers?: TriggerDirectory;
+  /**
+   * Where the triggers' last deliveries are recorded (the store, written by whichever replica
+   * took them): the leader reads it every triggerActivityPollMs and writes what changed to status.
+   */
+  triggerActivity?: { triggerActivity(): Promise<TriggerActivity[]> };
 }
 
 const optionsSchema = z.object({
@@ -111,6 +123,9 @@ export class Controller {
   readonly #tracer: Tracer;
   readonly #cardPool: CardCheckPool;
   #resync: NodeJS.Timeout | undefined;
+  #activityTimer: NodeJS.Timeout | undefined;
+  /** Per Binding ref: its triggers' last deliveries, as last read (and its JSON, to see changes). */
+  #activity = new Map<string, { view: Map<string, { at: number; result: string }>; json: string }>();
   #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
 
   constructor(options: ControllerOptions) {
@@ -165,6 +180,7 @@ export class Controller {
         this.#observer?.leading(true);
         this.#reconciler.resetLeaderState();
         this.#enqueueAll();
+        void this.#readActivity();
       },
       onStoppedLeading: () => this.#observer?.leading(false),
     });
@@ -197,6 +213,10 @@ export class Controller {
       namespaceChannels: options.namespaceChannels,
       logger: this.#log,
       now: () => new Date(),
+      ...(options.triggers === undefined ? {} : { triggers: options.triggers }),
+      ...(options.triggerActivity === undefined
+        ? {}
+        : { triggerActivity: (ref: string) => this.#activity.get(ref)?.view }),
     });
   }
 
@@ -238,6 +258,10 @@ export class Controller {
     this.#leader.start();
     this.#resync = setInterval(() => this.#enqueueAll(), this.#timings.resyncMs);
     this.#resync.unref();
+    if (this.#o.triggerActivity !== undefined) {
+      this.#activityTimer = setInterval(() => void this.#readActivity(), this.#timings.triggerActivityPollMs);
+      this.#activityTimer.unref();
+    }
     const namespaces = this.#o.watchNamespaces ?? [];
     this.#log.info(
       { identity: this.#o.identity, watching: namespaces.length === 0 ? 'all namespaces' : namespaces },
@@ -255,10 +279,42 @@ export class Controller {
     this.#state = 'stopped';
     clearInterval(this.#resync);
     this.#cardPool.stop();
+    clearInterval(this.#activityTimer);
     await this.#queue.stop();
     await this.#leader.stop({ release: true });
     await Promise.all([this.#backends.stop(), this.#bindings.stop(), this.#secrets.stop()]);
     this.#log.info({ identity: this.#o.identity }, 'controller stopped');
+  }
+
+  /**
+   * The leader's read of the triggers' last deliveries: a Binding whose entries changed is
+   * reconciled (and its status written). Status thus lags a delivery by up to one poll interval.
+   */
+  async #readActivity(): Promise<void> {
+    if (!this.#leader.isLeader || this.#o.triggerActivity === undefined) return;
+    let rows: TriggerActivity[];
+    try {
+      rows = await this.#o.triggerActivity.triggerActivity();
+    } catch (error) {
+      this.#log.warn(
+        { err: error instanceof KourierError ? error.code : 'error' },
+        'could not read trigger activity',
+      );
+      return;
+    }
+    const next = new Map<string, Map<string, { at: number; result: string }>>();
+    for (const row of rows) {
+      const view = next.get(row.binding) ?? new Map<string, { at: number; result: string }>();
+      view.set(row.trigger, { at: row.at, result: row.result });
+      next.set(row.binding, view);
+    }
+    for (const [ref, view] of next) {
+      const json = JSON.stringify([...view.entries()].sort(([a], [b]) => (a < b ? -1 : 1)));
+      if (this.#activity.get(ref)?.json === json) continue;
+      this.#activity.set(ref, { view, json });
+      const [namespace = '', name = ''] = ref.split('/');
+      this.#queue.add(keyOf('Binding', namespace, name));
+    }
   }
 
   #informer(

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { LiveRegistry } from '../core/registry.js';
+import type { TriggerDirectory } from '../core/triggers.js';
 import type { CardChecker } from './card-check.js';
 import type { CardCheckPool } from './card-pool.js';
 import {
@@ -20,6 +21,7 @@ import type { LiveClients } from './live-clients.js';
 import { agentBackendStatus, type BackendBinding, resolveBackendHeaders } from './reconcile/agent-backend.js';
 import { bindingStatus, type CardState, planBinding } from './reconcile/binding.js';
 import type { SecretLookup } from './reconcile/secrets.js';
+import type { TriggerActivityView } from './reconcile/triggers.js';
 import { backendSecretRefs, bindingSecretRefs, parseAgentBackend, parseBinding } from './resources.js';
 import type { SecretWatch } from './secret-watch.js';
 import {
@@ -61,6 +63,10 @@ export interface ReconcilerDeps {
   namespaceChannels: NamespaceChannels | undefined;
   logger: Logger;
   now: () => Date;
+  /** Where every replica's triggers are served from: each Binding's triggers go here. */
+  triggers?: TriggerDirectory;
+  /** The last delivery of a Binding's triggers, as the leader last read them from the store. */
+  triggerActivity?: (ref: string) => TriggerActivityView | undefined;
 }
 
 interface Written<S> {
@@ -147,6 +153,7 @@ export class Reconciler {
       d.clients.remove(ref);
       d.cards.forget(ref);
       d.cardPool.forget(ref);
+      d.triggers?.remove(ref);
       this.#writtenBindings.delete(key);
       this.#refreshConflicts(ref);
       await d.secrets.prune(this.referencedSecrets());
@@ -155,6 +162,7 @@ export class Reconciler {
     }
     if (!parsed.ok) {
       d.clients.remove(ref);
+      d.triggers?.remove(ref);
       this.#refreshConflicts(ref);
       await this.#writeInvalid(this.#writtenBindings, 'bindings', key, parsed);
       return;
@@ -179,6 +187,7 @@ export class Reconciler {
       d.cards.forget(ref);
       d.cardPool.forget(ref);
     }
+    d.triggers?.set(ref, plan.triggers.configs);
     this.#refreshConflicts(ref);
     await d.secrets.prune(this.referencedSecrets());
     if (!d.isLeader()) return;
@@ -201,6 +210,7 @@ export class Reconciler {
       conflicts: this.#conflicts.get(ref) ?? [],
       previous,
       now: d.now(),
+      ...(d.triggerActivity === undefined ? {} : { triggerActivity: d.triggerActivity(ref) ?? new Map() }),
     });
     const wrote = await this.#write(
       this.#writtenBindings,

@@ -45,8 +45,11 @@ export function backendSecretRefs(backend: AgentBackend): string[] {
   );
 }
 
-/** Secrets (namespace/name) a Binding reads: its token. */
+/** Secrets (namespace/name) a Binding reads: its token, and its triggers' tokens. */
 export function bindingSecretRefs(b: Binding): string[] {
-  const ref = b.spec.identity.tokenSecretRef;
-  return ref === undefined ? [] : [`${b.metadata.namespace}/${ref.name}`];
+  const names = [
+    b.spec.identity.tokenSecretRef?.name,
+    ...(b.spec.triggers ?? []).map((t) => t.tokenSecretRef?.name),
+  ].filter((n): n is string => n !== undefined);
+  return [...new Set(names)].map((name) => `${b.metadata.namespace}/${name}`);
 }

@@ -42,6 +42,7 @@ export const ConditionTypes = {
   HeadersResolved: 'HeadersResolved',
   CardAccepted: 'CardAccepted',
   ChannelsAssigned: 'ChannelsAssigned',
+  TriggersReady: 'TriggersReady',
 } as const;
 
 export type ConditionType = (typeof ConditionTypes)[keyof typeof ConditionTypes];

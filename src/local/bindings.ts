@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { LiveRegistry } from '../core/registry.js';
+import type { TriggerDirectory } from '../core/triggers.js';
 import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../k8s/card-check.js';
 import { type ClaimConflict, conflictsByBinding } from '../k8s/channels.js';
 import type { Binding, BindingStatus } from '../k8s/crds/binding.js';
@@ -28,6 +29,8 @@ export interface LocalBindingsOptions {
   clientFactory?: ClientFactory;
   telemetry?: ControlPlaneTelemetry;
   now?: () => Date;
+  /** Each Binding's triggers go here (the trigger routes and the scheduler read it). */
+  triggers?: TriggerDirectory;
 }
 
 interface Entry {
@@ -46,12 +49,14 @@ export class LocalBindings {
   readonly #now: () => Date;
   readonly #entries = new Map<string, Entry>();
   readonly #observer: ControlPlaneObserver | undefined;
+  readonly #triggers: TriggerDirectory | undefined;
   #conflicts = new Map<string, ClaimConflict[]>();
 
   constructor(options: LocalBindingsOptions) {
     this.#log = options.logger;
     this.#registry = options.registry;
     this.#observer = options.telemetry?.observer;
+    this.#triggers = options.triggers;
     // One process reads every card and keeps every status: it leads, always.
     this.#observer?.leading(true);
     this.#clients = new LiveClients(
@@ -94,6 +99,7 @@ export class LocalBindings {
         this.#cards.forget(ref);
       }
       this.#entries.set(ref, { binding, plan, live, status: this.#entries.get(ref)?.status });
+      this.#triggers?.set(ref, plan.triggers.configs);
       this.#observer?.reconciled('Binding', 'ok', (performance.now() - started) / 1000);
     }
     for (const ref of [...this.#entries.keys()]) {
@@ -136,6 +142,7 @@ export class LocalBindings {
     this.#cards.forget(ref);
     this.#queue.forget(ref);
     this.#entries.delete(ref);
+    this.#triggers?.remove(ref);
     this.#log.info({ binding: ref }, 'binding removed');
   }
 

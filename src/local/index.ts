@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { LiveRegistry } from '../core/registry.js';
+import type { TriggerDirectory } from '../core/triggers.js';
 import type { CardTimings } from '../k8s/card-check.js';
 import type { ClientFactory } from '../k8s/live-clients.js';
 import type { ControlPlaneTelemetry } from '../k8s/telemetry.js';
@@ -58,6 +59,8 @@ export interface LocalManifestsOptions {
   telemetry?: ControlPlaneTelemetry;
   /** After every reload the watcher ran, good or bad (tests, and surfaces that list Bindings). */
   onReload?: (outcome: ReloadOutcome) => void;
+  /** Each Binding's triggers go here (the trigger routes and the scheduler read it). */
+  triggers?: TriggerDirectory;
 }
 
 export interface LocalManifestsHandle {
@@ -102,6 +105,7 @@ export async function startLocalManifests(options: LocalManifestsOptions): Promi
     ...(options.cardTimings === undefined ? {} : { cardTimings: options.cardTimings }),
     ...(options.clientFactory === undefined ? {} : { clientFactory: options.clientFactory }),
     ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
+    ...(options.triggers === undefined ? {} : { triggers: options.triggers }),
   });
   const validate = { demoAgentUrl: options.demoAgentUrl };
   let lastText: string | undefined;

@@ -22,6 +22,8 @@ export interface LocalBindingStatus {
   card?: CardSummary;
   /** Ready and one condition per aspect, as `kubectl get -o yaml` would show them. */
   conditions: Condition[];
+  /** Its triggers: kind, path (webhooks), whether ready and why not. */
+  triggers?: NonNullable<BindingStatus['triggers']>;
 }
 
 export function localStatus(namespace: string, name: string, status: BindingStatus): LocalBindingStatus {
@@ -37,5 +39,6 @@ export function localStatus(namespace: string, name: string, status: BindingStat
   };
   if (status.backend !== undefined) out.backend = status.backend;
   if (status.card !== undefined) out.card = status.card;
+  if (status.triggers !== undefined) out.triggers = status.triggers;
   return out;
 }

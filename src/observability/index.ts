@@ -4,10 +4,11 @@ import { Registry } from 'prom-client';
 import type { ClientTelemetry } from '../a2a/telemetry.js';
 import type { EventSink } from '../core/ports.js';
 import type { SessionStore } from '../core/store.js';
+import type { TriggerStore } from '../core/trigger-store.js';
 import type { ControlPlaneTelemetry } from '../k8s/telemetry.js';
 import type { SlackTelemetry } from '../surfaces/slack/web-api.js';
 import { BrokerMetrics, fanOut } from './metrics.js';
-import { measuredStore } from './store-metrics.js';
+import { measuredStore, measuredTriggerStore } from './store-metrics.js';
 import { startTracing, type Tracing } from './tracing.js';
 import { TurnLog } from './turn-log.js';
 import { OtelTurnTracer } from './turn-tracer.js';
@@ -65,6 +66,11 @@ export class Observability {
   /** The store, with every operation counted and timed. */
   store(store: SessionStore): SessionStore {
     return measuredStore(store, this.metrics);
+  }
+
+  /** The trigger store, with every operation counted and timed like the session store's. */
+  triggerStore(store: TriggerStore): TriggerStore {
+    return measuredTriggerStore(store, this.metrics);
   }
 
   /** A Binding's client telemetry: call spans, and calls counted under the Binding. */

@@ -2,6 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 
 import type { CallReport } from '../a2a/telemetry.js';
 import type { EngineEvent } from '../core/events.js';
 import type { EventSink } from '../core/ports.js';
+import type { TriggerObserver } from '../core/triggers.js';
 
 /**
  * Every `agentkourier_*` metric, on the one prom-client Registry the composition root builds
@@ -227,6 +228,29 @@ function defineMetrics(registry: Registry) {
       CALL_BUCKETS,
     ),
 
+    // ---- triggers -------------------------------------------------------------------------------------
+
+    triggerDeliveries: counter(
+      'agentkourier_trigger_deliveries_total',
+      'Trigger deliveries and schedule runs, by kind (alertmanager, webhook, schedule) and result (opened, continued, resolved, throttled, duplicate, ignored, ran, skipped, invalid, unauthorized, not_ready, unknown, …).',
+      ['binding', 'kind', 'result'],
+    ),
+    triggerThreads: counter(
+      'agentkourier_trigger_threads_opened_total',
+      'Threads triggers started (a root posted and recorded), by kind.',
+      ['binding', 'kind'],
+    ),
+    triggerThrottled: counter(
+      'agentkourier_trigger_throttled_total',
+      'Alert groups beyond their Binding’s storm limit: listed in the storm thread, without a thread or an agent run of their own.',
+      ['binding'],
+    ),
+    triggerWorkFailures: counter(
+      'agentkourier_trigger_work_failures_total',
+      'Trigger work given up (a root, turn or resolution that could not be done), by reason.',
+      ['binding', 'reason'],
+    ),
+
     // ---- control plane and store ----------------------------------------------------------------------
 
     reconciles: counter(
@@ -261,7 +285,7 @@ function defineMetrics(registry: Registry) {
 
 export type MetricSet = ReturnType<typeof defineMetrics>;
 
-export class BrokerMetrics implements EventSink, StoreObserver {
+export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver {
   readonly registry: Registry;
   /** The metrics themselves (tests read them through the Registry's text, as Prometheus does). */
   readonly m: MetricSet;
@@ -400,6 +424,22 @@ export class BrokerMetrics implements EventSink, StoreObserver {
 
   approvalRefused(binding: string, reason: string): void {
     this.m.approvalRefusals.inc({ binding, reason });
+  }
+
+  triggerDelivery(binding: string, kind: string, result: string): void {
+    this.m.triggerDeliveries.inc({ binding, kind, result });
+  }
+
+  triggerThreadOpened(binding: string, kind: string): void {
+    this.m.triggerThreads.inc({ binding, kind });
+  }
+
+  triggerThrottled(binding: string): void {
+    this.m.triggerThrottled.inc({ binding });
+  }
+
+  triggerWorkFailed(binding: string, reason: string): void {
+    this.m.triggerWorkFailures.inc({ binding, reason });
   }
 
   reconciled(kind: string, result: 'ok' | 'error', seconds: number): void {

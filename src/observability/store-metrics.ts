@@ -1,4 +1,5 @@
 import type { SessionStore } from '../core/store.js';
+import type { TriggerStore } from '../core/trigger-store.js';
 import type { StoreObserver } from './metrics.js';
 
 /**
@@ -24,9 +25,46 @@ const OPERATIONS = [
   'releaseLease',
 ] as const satisfies ReadonlyArray<keyof SessionStore>;
 
+const TRIGGER_OPERATIONS = [
+  'recordDelivery',
+  'recordTriggerActivity',
+  'triggerActivity',
+  'anchorSchedule',
+  'recordScheduleRun',
+  'skipScheduleRuns',
+  'claimTriggerWork',
+  'startTriggerWork',
+  'setTriggerThread',
+  'finishTriggerWork',
+  'deferTriggerWork',
+  'releaseTriggerGroup',
+  'getTriggerGroup',
+  'pruneTriggers',
+] as const satisfies ReadonlyArray<keyof TriggerStore>;
+
+/** The trigger store, measured the same way (its operations under their own names). */
+export function measuredTriggerStore(store: TriggerStore, observer: StoreObserver): TriggerStore {
+  return measure(store, TRIGGER_OPERATIONS, observer) as unknown as TriggerStore;
+}
+
 export function measuredStore(store: SessionStore, observer: StoreObserver): SessionStore {
+  const measured = measure(store, OPERATIONS, observer);
+  return {
+    ...(measured as Omit<SessionStore, 'sharedByReplicas' | 'close'>),
+    get sharedByReplicas() {
+      return store.sharedByReplicas;
+    },
+    close: () => store.close(),
+  } as SessionStore;
+}
+
+function measure<T extends object>(
+  store: T,
+  operations: ReadonlyArray<keyof T & string>,
+  observer: StoreObserver,
+): Record<string, unknown> {
   const measured: Record<string, unknown> = {};
-  for (const operation of OPERATIONS) {
+  for (const operation of operations) {
     const call = (store[operation] as (...args: unknown[]) => Promise<unknown>).bind(store);
     measured[operation] = async (...args: unknown[]): Promise<unknown> => {
       const started = performance.now();
@@ -40,11 +78,5 @@ export function measuredStore(store: SessionStore, observer: StoreObserver): Ses
       }
     };
   }
-  return {
-    ...(measured as Omit<SessionStore, 'sharedByReplicas' | 'close'>),
-    get sharedByReplicas() {
-      return store.sharedByReplicas;
-    },
-    close: () => store.close(),
-  } as SessionStore;
+  return measured;
 }

@@ -155,7 +155,97 @@ export const migrations: readonly Migration[] = [
     sqlite: `ALTER TABLE turns ADD COLUMN trace_context TEXT;`,
     postgres: `ALTER TABLE turns ADD COLUMN trace_context jsonb;`,
   },
+  {
+    version: 3,
+    // Triggers (src/store/trigger-queries.ts reads and writes these; one text for both dialects).
+    name: 'triggers: alert groups, alert claims, work, activity, schedules',
+    sqlite: triggerTables('INTEGER', ' STRICT'),
+    postgres: triggerTables('bigint', ''),
+  },
 ];
+
+/**
+ * The trigger tables, the same in both dialects but for the integer type and SQLite's STRICT.
+ * JSON is kept as text in both: nothing queries inside it, and one text of every statement then
+ * serves both (trigger-queries.ts).
+ * - trigger_groups: an alert group (or a schedule's run, or a storm thread) and its thread.
+ *   `opened_at` is when its current thread was opened: the storm limit counts those. A lease
+ *   (owner, until) says which replica is doing its work.
+ * - trigger_alerts: one row per alert claimed, unique per group and identity: the claim.
+ * - trigger_work: the outbox, in seq order per group; partial indexes hold the pending rows.
+ * - trigger_activity: each trigger's last delivery, for status.
+ * - trigger_schedules: each schedule's anchor and last tick run; the tick is claimed by moving
+ *   last_run_at forward in one conditional update.
+ */
+function triggerTables(int: string, strict: string): string {
+  return `
+    CREATE TABLE trigger_groups (
+      id TEXT PRIMARY KEY,
+      workspace_id TEXT NOT NULL,
+      binding TEXT NOT NULL,
+      trigger_name TEXT NOT NULL,
+      group_key TEXT NOT NULL,
+      episode ${int} NOT NULL,
+      storm ${int} NOT NULL,
+      storm_of TEXT,
+      thread TEXT,
+      state TEXT NOT NULL,
+      resolved_at ${int},
+      opened_at ${int} NOT NULL,
+      work_seq ${int} NOT NULL DEFAULT 0,
+      lease_owner TEXT,
+      lease_until ${int},
+      created_at ${int} NOT NULL,
+      updated_at ${int} NOT NULL
+    )${strict};
+    CREATE INDEX trigger_groups_opened ON trigger_groups (binding, opened_at) WHERE storm = 0 AND storm_of IS NULL;
+    CREATE INDEX trigger_groups_storm ON trigger_groups (workspace_id, binding, trigger_name, updated_at) WHERE storm = 1;
+
+    CREATE TABLE trigger_alerts (
+      group_id TEXT NOT NULL,
+      identity TEXT NOT NULL,
+      state TEXT NOT NULL,
+      created_at ${int} NOT NULL,
+      PRIMARY KEY (group_id, identity)
+    )${strict};
+
+    CREATE TABLE trigger_work (
+      id TEXT PRIMARY KEY,
+      group_id TEXT NOT NULL,
+      seq ${int} NOT NULL,
+      kind TEXT NOT NULL,
+      source_group_id TEXT NOT NULL,
+      identities TEXT NOT NULL,
+      all_resolved ${int} NOT NULL,
+      payload TEXT NOT NULL,
+      state TEXT NOT NULL,
+      attempts ${int} NOT NULL,
+      next_at ${int} NOT NULL,
+      created_at ${int} NOT NULL,
+      updated_at ${int} NOT NULL,
+      UNIQUE (group_id, seq)
+    )${strict};
+    CREATE INDEX trigger_work_due ON trigger_work (next_at) WHERE state = 'pending';
+    CREATE INDEX trigger_work_pending ON trigger_work (group_id, seq) WHERE state = 'pending';
+
+    CREATE TABLE trigger_activity (
+      binding TEXT NOT NULL,
+      trigger_name TEXT NOT NULL,
+      at ${int} NOT NULL,
+      result TEXT NOT NULL,
+      PRIMARY KEY (binding, trigger_name)
+    )${strict};
+
+    CREATE TABLE trigger_schedules (
+      binding TEXT NOT NULL,
+      trigger_name TEXT NOT NULL,
+      fingerprint TEXT NOT NULL,
+      anchor_at ${int} NOT NULL,
+      last_run_at ${int},
+      PRIMARY KEY (binding, trigger_name)
+    )${strict};
+  `;
+}
 
 /** How long an inbound event key is remembered: Slack retries within minutes, not days. */
 export const INBOUND_EVENT_TTL_MS = 24 * 60 * 60 * 1000;

@@ -2,7 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { StoreConfig } from '../config/broker.js';
+import { InvalidConfigError } from '../core/errors.js';
 import type { SessionStore } from '../core/store.js';
+import type { TriggerStore } from '../core/trigger-store.js';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
@@ -68,4 +70,10 @@ export async function openStore(config: StoreConfig, wait: StoreWait = {}): Prom
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/** The trigger store on the same database as a store `openStore` opened (migrated with it). */
+export function triggerStoreOf(store: SessionStore): TriggerStore {
+  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.triggers();
+  throw new InvalidConfigError('this session store keeps no trigger state');
 }

@@ -1,4 +1,6 @@
 import type { AnswerSink, ChatSurface, ChatTarget, Notice, QuestionPrompt, ToolStep } from '../core/ports.js';
+import type { SessionKey } from '../core/store.js';
+import type { PostRef, TriggerChat, TriggerConfig, TriggerMessage, TriggerPlace } from '../core/triggers.js';
 
 /** A session whose surface is not running in this process (say, Slack settings removed). */
 export class UnknownSurfaceError extends Error {
@@ -43,5 +45,40 @@ export class SurfaceRouter implements ChatSurface {
 
   showToolStep(target: ChatTarget, turnId: string, step: ToolStep): Promise<void> {
     return this.#for(target).showToolStep(target, turnId, step);
+  }
+}
+
+/**
+ * The trigger port over the running surfaces: a trigger that names a Slack channel starts its
+ * threads in Slack when Slack runs; otherwise in the web chat when it runs (local mode); else
+ * nowhere (the trigger answers 503 until a surface can take its threads).
+ */
+export class TriggerChatRouter implements TriggerChat {
+  readonly #slack: TriggerChat | undefined;
+  readonly #webchat: TriggerChat | undefined;
+
+  constructor(surfaces: { slack?: TriggerChat | undefined; webchat?: TriggerChat | undefined }) {
+    this.#slack = surfaces.slack;
+    this.#webchat = surfaces.webchat;
+  }
+
+  place(trigger: TriggerConfig): TriggerPlace | undefined {
+    if (trigger.target.slackChannel !== undefined && this.#slack !== undefined)
+      return this.#slack.place(trigger);
+    return this.#webchat?.place(trigger);
+  }
+
+  startThread(place: TriggerPlace, message: TriggerMessage, ref: PostRef): Promise<SessionKey> {
+    return this.#for(place.surface).startThread(place, message, ref);
+  }
+
+  postInThread(key: SessionKey, message: TriggerMessage, ref: PostRef): Promise<void> {
+    return this.#for(key.surface).postInThread(key, message, ref);
+  }
+
+  #for(surface: string): TriggerChat {
+    const chat = surface === 'slack' ? this.#slack : surface === 'webchat' ? this.#webchat : undefined;
+    if (chat === undefined) throw new UnknownSurfaceError(surface);
+    return chat;
   }
 }

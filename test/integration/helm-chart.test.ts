@@ -228,6 +228,24 @@ describe.skipIf(!HAS_GO)(
       ]);
     });
 
+    it('opens the http port in Socket Mode too, for the trigger webhooks', async () => {
+      const objects = await renderChart(await helmBinary(), {
+        'slack.mode': 'socket',
+        'networkPolicy.enabled': 'true',
+        'networkPolicy.http.from[0].namespaceSelector.matchLabels.name': 'monitoring',
+      });
+      const policy = only(objects, 'NetworkPolicy').spec as {
+        ingress: Array<{ ports: unknown; from?: unknown }>;
+      };
+      expect(policy.ingress.map((r) => r.ports)).toEqual([
+        [{ port: 'metrics', protocol: 'TCP' }],
+        [{ port: 'http', protocol: 'TCP' }],
+      ]);
+      expect(policy.ingress[1]?.from).toEqual([
+        { namespaceSelector: { matchLabels: { name: 'monitoring' } } },
+      ]);
+    });
+
     it('puts no token and no wildcard in any rendered object', async () => {
       const helm = await helmBinary();
       const variants: Array<Record<string, string>> = [

@@ -13,6 +13,7 @@ import { type FakeSlack, startFakeSlack } from '../slack/fake-slack.js';
 const HAS_GO = goAvailable();
 const SIGNING_SECRET = 'signing-secret-for-tests';
 const CHANNEL = 'C0BROKER1';
+const TRIGGER_CHANNEL = 'C0ALERTS1';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -121,5 +122,77 @@ describe.skipIf(!HAS_GO)(
       expect((await fetch(`${base}/healthz`)).status).toBe(404);
       expect((await fetch(`${ops}/slack/events`, { method: 'POST', body: '{}' })).status).toBe(404);
     });
+
+    it('serves a Binding’s webhook trigger on the events port, and the leader shows its last delivery in status', async () => {
+      const base = `http://127.0.0.1:${broker.httpPort}`;
+      const ops = `http://127.0.0.1:${broker.metricsPort}`;
+      const token = 'hook-token-0123456789abcdef';
+      await k8s.secret('team-a', 'hook-token', { token });
+      await k8s.create('bindings', 'team-a', 'alerting', {
+        backendRef: { name: 'agents' },
+        slack: { channels: [TRIGGER_CHANNEL] },
+        identity: { userId: 'broker-test' },
+        triggers: [
+          {
+            name: 'hook',
+            kind: 'webhook',
+            instruction: 'Look into this.',
+            tokenSecretRef: { name: 'hook-token', key: 'token' },
+            slack: { channel: TRIGGER_CHANNEL },
+          },
+        ],
+      });
+      await eventually(async () => {
+        const ready = await k8s.condition('bindings', 'team-a', 'alerting', 'TriggersReady');
+        if (ready?.status !== 'True')
+          throw new Error(`triggers not ready: ${ready?.reason ?? 'no status yet'}`);
+      }, 30_000);
+      const path = '/triggers/team-a/alerting/hook';
+      const deliver = (auth: string, body: unknown) =>
+        fetch(`${base}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: auth },
+          body: JSON.stringify(body),
+        });
+      expect((await deliver('Bearer wrong', { title: 'x' })).status).toBe(401);
+      // Nothing but the metrics port's own paths there.
+      expect((await fetch(`${ops}${path}`, { method: 'POST', body: '{}' })).status).toBe(404);
+      const res = await deliver(`Bearer ${token}`, {
+        title: 'Disk almost full on db-1',
+        severity: 'warning',
+        fields: { host: 'db-1', used: '93%' },
+        dedupeKey: 'disk-db-1',
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ outcome: 'opened' });
+      await eventually(async () => {
+        const root = slack.messages(TRIGGER_CHANNEL).find((m) => m.threadTs === undefined);
+        if (root === undefined) throw new Error('no thread yet');
+        if (
+          !slack
+            .messages(TRIGGER_CHANNEL, root.ts)
+            .some((m) => m.ts !== root.ts && m.text.includes('Look into this'))
+        )
+          throw new Error('no answer yet');
+      }, 20_000);
+      // Status lags a delivery by up to the leader's poll of the store (15 s).
+      await eventually(async () => {
+        const status = (await k8s.get('bindings', 'team-a', 'alerting')).status as {
+          triggers?: Array<{ name: string; path?: string; lastDelivery?: { time: string; result: string } }>;
+        };
+        const hook = status.triggers?.find((t) => t.name === 'hook');
+        expect(hook?.path).toBe(path);
+        if (hook?.lastDelivery?.result !== 'opened')
+          throw new Error(`last delivery: ${JSON.stringify(hook)}`);
+        expect(Date.parse(hook.lastDelivery.time)).toBeGreaterThan(Date.now() - 120_000);
+      }, 40_000);
+      const metrics = await (await fetch(`${ops}/metrics`)).text();
+      expect(metrics).toContain(
+        'agentkourier_trigger_deliveries_total{binding="team-a/alerting",kind="webhook",result="opened"} 1',
+      );
+      expect(metrics).toContain(
+        'agentkourier_trigger_deliveries_total{binding="team-a/alerting",kind="webhook",result="unauthorized"} 1',
+      );
+    }, 90_000);
   },
 );

@@ -47,6 +47,9 @@ const CHANNEL = 'C0OBSERVE';
 const AGENT_TOKEN = 'tok-obs-7f3a9c-SECRET-never-logged';
 const A2A = 'default/agents';
 const KAGENT = 'default/helper';
+/** A Binding with a webhook trigger; its token, like the agent's, must reach no log line. */
+const ALERTS = 'default/alerts';
+const HOOK_TOKEN = 'hook-obs-4d1e2b-SECRET-never-logged';
 const TOOLS = [
   { id: 'adk-conf-1', callId: 'call_a', name: 'add_numbers', args: { a: 2, b: 3 } },
   { id: 'adk-conf-2', callId: 'call_b', name: 'check_status', args: { service: 'api' } },
@@ -171,6 +174,20 @@ spec:
   agent: {namespace: demo, name: helper}
   identity: {userId: obs-test}
   interactions: {toolApprovals: {enabled: true}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: hook-token}
+stringData: {token: ${HOOK_TOKEN}}
+---
+apiVersion: agentkourier.dev/v1alpha1
+kind: Binding
+metadata: {name: alerts}
+spec:
+  backendRef: {name: agents}
+  identity: {userId: obs-test}
+  triggers:
+    - {name: hook, kind: webhook, instruction: Look into it., tokenSecretRef: {name: hook-token, key: token}}
 `,
       );
       const sink = new Writable({
@@ -267,6 +284,18 @@ spec:
           .messages(CHANNEL, root.ts)
           .some((m) => m.user !== 'U0ADA' && m.text.includes('hello from Slack')),
       );
+      // 9. A webhook trigger: a delivery that opens a thread (one trigger turn), its repeat, and
+      // one with the wrong token.
+      const hook = (token: string) =>
+        fetch(`${base()}/triggers/default/alerts/hook`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify({ title: 'Queue backlog', fields: { queue: 'orders' }, dedupeKey: 'orders' }),
+        });
+      expect((await hook(HOOK_TOKEN)).status).toBe(200);
+      expect((await hook(HOOK_TOKEN)).status).toBe(200);
+      expect((await hook('wrong-token')).status).toBe(401);
+      await until('the trigger turn', async () => (await settledTurns()) >= 11);
       scrape = await metricsText();
       samples = parseExposition(scrape);
     }, 120_000);
@@ -289,7 +318,26 @@ spec:
       expect(settled(A2A, 'input-required')).toBe(1);
       expect(settled(KAGENT, 'input-required')).toBe(1);
       expect(settled(KAGENT, 'completed')).toBe(1);
-      expect(samples.filter((s) => s.name === 'agentkourier_turns_settled_total')).toHaveLength(6);
+      expect(settled(ALERTS, 'completed')).toBe(1);
+      expect(samples.filter((s) => s.name === 'agentkourier_turns_settled_total')).toHaveLength(7);
+      // The trigger: one thread and one turn for two deliveries of the same group, a 401 counted.
+      const delivered = (result: string): number =>
+        sampleValue(samples, 'agentkourier_trigger_deliveries_total', {
+          binding: ALERTS,
+          kind: 'webhook',
+          result,
+        });
+      expect([delivered('opened'), delivered('duplicate'), delivered('unauthorized')]).toEqual([1, 1, 1]);
+      expect(
+        sampleValue(samples, 'agentkourier_trigger_threads_opened_total', {
+          binding: ALERTS,
+          kind: 'webhook',
+        }),
+      ).toBe(1);
+      expect(
+        sampleValue(samples, 'agentkourier_turns_received_total', { binding: ALERTS, kind: 'trigger' }),
+      ).toBe(1);
+      expect(sampleValue(samples, 'agentkourier_trigger_throttled_total', { binding: ALERTS })).toBe(0);
       // The reply to the text question is a message turn too (a text question takes the next reply).
       expect(
         sampleValue(samples, 'agentkourier_turns_received_total', { binding: A2A, kind: 'message' }),
@@ -363,7 +411,13 @@ spec:
       expect(sampleValue(samples, 'agentkourier_active_sessions')).toBe(0);
       expect(
         sampleValue(samples, 'agentkourier_store_operations_total', { operation: 'addTurn', result: 'ok' }),
-      ).toBe(10);
+      ).toBe(11);
+      expect(
+        sampleValue(samples, 'agentkourier_store_operations_total', {
+          operation: 'recordDelivery',
+          result: 'ok',
+        }),
+      ).toBe(2);
     });
 
     it('labels no series with a thread, user, task or message id, a token or a URL', () => {
@@ -372,6 +426,7 @@ spec:
           if (label === 'le') continue; // a histogram's bucket bound
           expect(['thread', 'user', 'task', 'message', 'session', 'url', 'endpoint']).not.toContain(label);
           expect(value).not.toContain(AGENT_TOKEN);
+          expect(value).not.toContain(HOOK_TOKEN);
           expect(value).not.toMatch(/https?:\/\//);
           expect(value).not.toMatch(/^\d+\.\d+$/); // a Slack ts
         }
@@ -474,7 +529,7 @@ spec:
       const lines = logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
       const settled = lines.filter((l) => l.msg === 'turn settled');
       const failed = lines.filter((l) => l.msg === 'turn failed');
-      expect(settled).toHaveLength(8);
+      expect(settled).toHaveLength(9);
       expect(failed.map((l) => [l.level, l.binding, l.outcome, l.category])).toEqual([
         [40, A2A, 'failed', 'rate limit'],
         [40, A2A, 'error:credentials_rejected', 'credentials_rejected'],
@@ -499,6 +554,7 @@ spec:
           expect(text).not.toContain(said);
       }
       expect(logLines.join('\n')).not.toContain(AGENT_TOKEN);
+      expect(logLines.join('\n')).not.toContain(HOOK_TOKEN);
       expect(logLines.join('\n')).not.toContain('xoxb-test');
       expect(logLines.join('\n')).not.toContain(SIGNING_SECRET);
     });

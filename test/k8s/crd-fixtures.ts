@@ -46,7 +46,29 @@ export const VALID: Fixture[] = [
         questionTimeout: '1h30m',
         toolApprovals: { enabled: true, approverGroups: ['S0SRE'] },
       },
-      triggers: [{ name: 'alertmanager', instruction: 'Investigate this alert and suggest a fix.' }],
+      triggers: [
+        {
+          name: 'alertmanager',
+          instruction: 'Investigate this alert and suggest a fix.',
+          tokenSecretRef: { name: 'alert-token', key: 'token' },
+          slack: { channel: 'C0123ABCD' },
+          onResolved: 'turn',
+        },
+        {
+          name: 'hook',
+          kind: 'webhook',
+          instruction: 'Look into this.',
+          tokenSecretRef: { name: 'alert-token', key: 'hook' },
+        },
+        {
+          name: 'mornings',
+          kind: 'schedule',
+          instruction: 'Summarise the night’s incidents.',
+          schedule: { cron: '0 9 * * 1-5', timeZone: 'Europe/Berlin' },
+          slack: { channel: 'G0456EFGH' },
+        },
+      ],
+      triggerLimits: { threadsPerMinute: 10 },
     }),
   },
 ];
@@ -132,6 +154,58 @@ export const INVALID: Fixture[] = [
     kind: 'Binding',
     spec: binding({ slack: { channels: ['#general'] } }),
     refusedWith: 'channels',
+  },
+  {
+    title: 'a webhook trigger without a token',
+    kind: 'Binding',
+    spec: binding({ triggers: [{ name: 'alerts', instruction: 'Look.' }] }),
+    refusedWith: 'a webhook trigger needs tokenSecretRef',
+  },
+  {
+    title: 'a schedule trigger with a token',
+    kind: 'Binding',
+    spec: binding({
+      triggers: [
+        {
+          name: 'daily',
+          kind: 'schedule',
+          instruction: 'Summarise.',
+          schedule: { cron: '0 9 * * *' },
+          tokenSecretRef: { name: 't', key: 'k' },
+        },
+      ],
+    }),
+    refusedWith: 'a schedule trigger needs schedule',
+  },
+  {
+    title: 'a trigger in a channel the Binding does not list',
+    kind: 'Binding',
+    spec: binding({
+      slack: { channels: ['C0123ABCD'] },
+      triggers: [
+        {
+          name: 'alerts',
+          instruction: 'Look.',
+          tokenSecretRef: { name: 't', key: 'k' },
+          slack: { channel: 'C0999ZZZZ' },
+        },
+      ],
+    }),
+    refusedWith: 'must be one of spec.slack.channels',
+  },
+  {
+    title: 'a cron expression of six fields',
+    kind: 'Binding',
+    spec: binding({
+      triggers: [{ name: 'daily', kind: 'schedule', instruction: 'Go.', schedule: { cron: '0 0 9 * * *' } }],
+    }),
+    refusedWith: 'cron',
+  },
+  {
+    title: 'a storm limit of zero',
+    kind: 'Binding',
+    spec: binding({ triggerLimits: { threadsPerMinute: 0 } }),
+    refusedWith: 'threadsPerMinute',
   },
   {
     title: 'no backendRef',

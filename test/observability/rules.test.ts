@@ -19,7 +19,7 @@ describe.skipIf(prometheusMissing !== undefined)(
   () => {
     it('pass promtool check rules', async () => {
       const result = await promtool(['check', 'rules', RULES]);
-      expect(result.stdout).toContain('SUCCESS: 7 rules found');
+      expect(result.stdout).toContain('SUCCESS: 8 rules found');
       expect(result.code).toBe(0);
     });
 

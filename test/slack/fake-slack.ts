@@ -153,6 +153,7 @@ export const DEFAULT_RATE_LIMITS: Readonly<Record<string, number>> = {
   'views.open': 100, // Tier 4
   'conversations.replies': 50, // Tier 3 (internal apps; 1/min for distributed non-Marketplace apps)
   'conversations.info': 50, // Tier 3
+  'conversations.history': 50, // Tier 3 (internal apps; 1/min for distributed non-Marketplace apps)
   // auth.test is "special" with no published number: not limited. chat.update: see workspaceUpdatesPerMinute.
 };
 /** chat.update is Tier 3: 50 per minute for the whole workspace, shared by every thread editing messages. */
@@ -1336,6 +1337,58 @@ class FakeSlackServer implements FakeSlack {
               },
             }
           : {}),
+      };
+    },
+
+    // conversations.history (addition): docs.slack.dev/reference/methods/conversations.history — the
+    // channel's own messages (thread replies are not in it, their roots are), newest first; `oldest` and
+    // `latest` bound it (exclusive unless `inclusive`), `limit` defaults to 100 and is capped at 999, and
+    // the cursor continues with older messages.
+    'conversations.history': (args) => {
+      const channel = this.checkChannel(args);
+      const withMetadata = flag(args, 'include_all_metadata');
+      const inclusive = flag(args, 'inclusive');
+      const bound = (v: string | undefined): string | undefined =>
+        v === undefined ? undefined : v.includes('.') ? v : `${v}.000000`;
+      const oldest = bound(str(args, 'oldest'));
+      const latest = bound(str(args, 'latest'));
+      const all = (this.store.get(channel) ?? [])
+        .filter((m) => !m.deleted && (m.threadTs === undefined || m.threadTs === m.ts))
+        .filter((m) => {
+          if (oldest !== undefined) {
+            const c = compareTs(m.ts, oldest);
+            if (c < 0 || (c === 0 && !inclusive)) return false;
+          }
+          if (latest !== undefined) {
+            const c = compareTs(m.ts, latest);
+            if (c > 0 || (c === 0 && !inclusive)) return false;
+          }
+          return true;
+        })
+        .sort((a, b) => compareTs(b.ts, a.ts));
+      let start = 0;
+      const cursor = str(args, 'cursor');
+      if (cursor) {
+        const m = /^next_ts:(\d+)$/.exec(Buffer.from(cursor, 'base64').toString('utf8'));
+        if (!m?.[1]) throw new SlackRefusal('invalid_cursor');
+        const before = BigInt(m[1]);
+        start = all.findIndex((x) => tsToMicros(x.ts) <= before);
+        if (start < 0) start = all.length;
+      }
+      const asked = Number(str(args, 'limit') ?? 100);
+      const limit = Math.max(1, Math.min(Number.isFinite(asked) ? asked : 100, 999));
+      const page = all.slice(start, start + limit);
+      const next = all[start + limit];
+      return {
+        messages: page.map((m) => this.messageJson(m, withMetadata)),
+        has_more: next !== undefined,
+        ...(next === undefined
+          ? {}
+          : {
+              response_metadata: {
+                next_cursor: Buffer.from(`next_ts:${tsToMicros(next.ts)}`).toString('base64'),
+              },
+            }),
       };
     },
 

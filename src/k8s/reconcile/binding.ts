@@ -23,6 +23,7 @@ import {
 import { type HeadersResolution, resolveBackendHeaders } from './agent-backend.js';
 import type { CardOutcome } from './card.js';
 import { resolveSecretKey, type SecretLookup } from './secrets.js';
+import { planTriggers, type TriggerActivityView, type TriggersPlan, triggerStatuses } from './triggers.js';
 
 /**
  * Binding reconcile, pure: from the Binding, its AgentBackend and Secrets (all in its own
@@ -68,6 +69,8 @@ export interface BindingPlan {
   refusedChannels: string[];
   /** The Binding asks for direct messages the namespace may not take (not served either). */
   refusedDirectMessages: boolean;
+  /** Its triggers, for the trigger directory (every replica) and status. */
+  triggers: TriggersPlan;
 }
 
 export function bindingRef(binding: Binding): string {
@@ -149,6 +152,24 @@ function questionTimeoutMs(binding: Binding): number | null {
 }
 
 export function planBinding(observed: BindingObservation): BindingPlan {
+  const plan = planClient(observed);
+  const blocking = [plan.backendCondition, plan.credentialsCondition].find((c) => c.status !== 'True');
+  plan.triggers = planTriggers({
+    binding: observed.binding,
+    secrets: observed.secrets,
+    bindingProblem:
+      plan.live === undefined
+        ? {
+            reason: blocking?.reason ?? Reasons.Pending,
+            message: `the Binding is not ready: ${blocking?.message ?? 'it cannot be served'}`,
+          }
+        : undefined,
+    grantedChannels: plan.live?.slack.channels ?? [],
+  });
+  return plan;
+}
+
+function planClient(observed: BindingObservation): BindingPlan {
   const { binding, secrets } = observed;
   const claims = splitClaims(binding.spec.slack?.channels ?? [], observed.allowedChannels);
   // DMs are an allowlist entry of their own: a namespace allowed no DMs neither receives the
@@ -190,6 +211,7 @@ export function planBinding(observed: BindingObservation): BindingPlan {
     credentialsCondition,
     refusedChannels: claims.refused,
     refusedDirectMessages: wantsDirectMessages && !directMessages,
+    triggers: { configs: [], condition: undefined },
   };
   if (!backend.ok || !identity.ok || !headers.ok) return plan;
 
@@ -244,6 +266,8 @@ export interface BindingStatusInput {
   conflicts: readonly ClaimConflict[];
   previous: BindingStatus | undefined;
   now: Date;
+  /** The last delivery of each of its triggers (from the store), when known. */
+  triggerActivity?: TriggerActivityView;
 }
 
 function cardCondition(plan: BindingPlan, card: CardState | undefined): ConditionState {
@@ -320,6 +344,7 @@ export function bindingStatus(input: BindingStatusInput): BindingStatus {
     plan.credentialsCondition,
     cardState,
     channelsCondition(binding, plan, conflicts),
+    ...(plan.triggers.condition === undefined ? [] : [plan.triggers.condition]),
   ];
   const ready = readyCondition(parts, 'the agent is reachable and every claimed channel is served');
   const generation = binding.metadata.generation;
@@ -328,6 +353,8 @@ export function bindingStatus(input: BindingStatusInput): BindingStatus {
     conditions: stampConditions(previous?.conditions, [ready, ...parts], generation, now),
   };
   if (plan.backend !== undefined) status.backend = { ...plan.backend };
+  if (plan.triggers.configs.length > 0)
+    status.triggers = triggerStatuses(plan.triggers.configs, input.triggerActivity);
   if (plan.live !== undefined) {
     const conflicted = new Set(conflicts.map((c) => c.what));
     status.channels = plan.live.slack.channels.filter((c) => !conflicted.has(c));

@@ -4,6 +4,7 @@ import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres
 import { InvalidConfigError, StoreError } from '../../core/errors.js';
 import { storeContract } from '../contract.js';
 import { migrations } from '../migrations.js';
+import { triggerStoreContract } from '../trigger-contract.js';
 import { PostgresStore } from './postgres-store.js';
 
 // One throwaway cluster for the file; every store gets a schema of its own, so tests start empty.
@@ -35,6 +36,11 @@ storeContract(
   async () =>
     new PostgresStore({ connectionString: connectionString(), schema: freshSchema(), leaseClock: 'caller' }),
 );
+
+triggerStoreContract('postgres', async () => {
+  const sessions = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+  return { sessions, triggers: sessions.triggers() };
+});
 
 describe('PostgresStore', () => {
   const T0 = 1_700_000_000_000;

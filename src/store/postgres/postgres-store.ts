@@ -10,6 +10,7 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
+import type { TriggerStore } from '../../core/trigger-store.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import {
   parsedJson,
@@ -20,6 +21,7 @@ import {
   toJson,
   turnFromRow,
 } from '../rows.js';
+import { PostgresTriggerStore } from './postgres-trigger-store.js';
 import { type PostgresSql, postgresSql, SCHEMA_NAME } from './sql.js';
 
 export interface PostgresStoreOptions {
@@ -62,6 +64,7 @@ export class PostgresStore implements SessionStore {
   readonly #callerClock: boolean;
   #claims = 0;
   #closed = false;
+  #triggers: PostgresTriggerStore | undefined;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'public';
@@ -119,6 +122,12 @@ export class PostgresStore implements SessionStore {
         }
       }),
     );
+  }
+
+  /** The trigger store on the same pool and schema (its tables come with migrate()). */
+  triggers(): TriggerStore {
+    this.#triggers ??= new PostgresTriggerStore(this.#pool, this.#schema);
+    return this.#triggers;
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,7 @@ import { StoreError } from '../../core/errors.js';
 import { sessionIdOf } from '../../core/store.js';
 import { storeContract } from '../contract.js';
 import { migrations } from '../migrations.js';
+import { triggerStoreContract } from '../trigger-contract.js';
 import { SqliteStore } from './sqlite-store.js';
 
 const dirs: string[] = [];
@@ -21,6 +22,10 @@ afterAll(() => {
 
 storeContract('sqlite file', async () => new SqliteStore(freshPath()));
 storeContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
+triggerStoreContract('sqlite file', async () => {
+  const sessions = new SqliteStore(freshPath());
+  return { sessions, triggers: sessions.triggers() };
+});
 
 describe('SqliteStore', () => {
   const open: SqliteStore[] = [];

@@ -10,6 +10,7 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
+import type { TriggerStore } from '../../core/trigger-store.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import {
   parseJsonText,
@@ -21,6 +22,7 @@ import {
   turnFromRow,
 } from '../rows.js';
 import { GroupCommit } from './group-commit.js';
+import { SqliteTriggerStore } from './sqlite-trigger-store.js';
 
 type Params = Record<string, SQLInputValue>;
 
@@ -54,6 +56,7 @@ export class SqliteStore implements SessionStore {
   readonly #statements = new Map<string, StatementSync>();
   readonly #writes: GroupCommit;
   #claims = 0;
+  #triggers: SqliteTriggerStore | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     let db: DatabaseSync | undefined;
@@ -107,6 +110,12 @@ export class SqliteStore implements SessionStore {
         }
       }),
     );
+  }
+
+  /** The trigger store on the same database (its tables come with migrate()). */
+  triggers(): TriggerStore {
+    this.#triggers ??= new SqliteTriggerStore(this.#db);
+    return this.#triggers;
   }
 
   async close(): Promise<void> {

@@ -28,6 +28,7 @@ import { People, type PeopleOptions } from './people.js';
 import { PromptTokens } from './prompt-token.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-view.js';
 import { SlackSurface } from './surface.js';
+import { SlackTriggerThreads } from './trigger-threads.js';
 import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
 
 /**
@@ -96,6 +97,8 @@ export interface ListenOptions {
 
 export class SlackConnection {
   readonly surface: SlackSurface;
+  /** Threads that triggers (alerts, schedules) start in Slack. */
+  readonly triggers: SlackTriggerThreads;
   /** kagent's prompts: `onDecision` for audit listeners. */
   readonly approvals: PromptDesk;
   readonly api: SlackApi;
@@ -140,6 +143,12 @@ export class SlackConnection {
     });
     const onDecision = options.approvals?.onDecision;
     if (onDecision !== undefined) this.approvals.onDecision(onDecision);
+    this.triggers = new SlackTriggerThreads({
+      api: init.api,
+      clock: this.#clock,
+      logger: options.logger,
+      teamId: init.teamId,
+    });
     this.surface = new SlackSurface({
       api: init.api,
       clock: this.#clock,

@@ -196,6 +196,8 @@ export const DEFAULT_METHOD_BUDGETS: Readonly<Record<string, MethodBudget>> = {
   'reactions.remove': { scope: 'workspace', perMinute: 16, burst: 4 },
   'users.info': { scope: 'workspace', perMinute: 90, burst: 10 },
   'conversations.replies': { scope: 'workspace', perMinute: 45, burst: 5 },
+  // Tier 3 (internal apps); only a trigger's post retried after a crash calls it.
+  'conversations.history': { scope: 'workspace', perMinute: 45, burst: 5 },
   // Tier 2; cached per group, so only a press after the cache expires calls it.
   'usergroups.users.list': { scope: 'workspace', perMinute: 16, burst: 4 },
   // Tier 4: a modal opens in answer to a press, within the press's 3-second trigger.

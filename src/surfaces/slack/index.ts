@@ -16,4 +16,5 @@ export {
 } from './errors.js';
 export type { SlackBindings } from './inbound.js';
 export { SlackSurface } from './surface.js';
+export { renderTriggerMessage, SlackTriggerThreads, TRIGGER_EVENT_TYPE } from './trigger-threads.js';
 export type { SlackApiObserver, SlackTelemetry } from './web-api.js';

@@ -23,13 +23,15 @@ export const METHOD_SCOPES: Readonly<Record<string, string | null>> = {
   'views.open': null,
   // Public channels, private channels and DMs: history of each kind of conversation.
   'conversations.replies': 'channels:history',
+  // A trigger's thread root, looked for after a crash before it is posted again.
+  'conversations.history': 'channels:history',
 };
 
 /** Scopes a method needs beyond its own, depending on where it is used. */
 export const EXTRA_SCOPES: readonly string[] = [
   // users.info returns profile.email only with it: the label line names the person's email.
   'users:read.email',
-  // conversations.replies in private channels and DMs.
+  // conversations.replies and conversations.history in private channels and DMs.
   'groups:history',
   'im:history',
 ];

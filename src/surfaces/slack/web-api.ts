@@ -265,6 +265,14 @@ export class SlackApi {
     return this.#call('conversations.replies', ctx, { ...args, include_all_metadata: true }, replies);
   }
 
+  /** A channel's messages since `oldest` (a Slack ts), newest first, with their metadata. */
+  history(
+    ctx: CallContext,
+    args: { channel: string; oldest: string; cursor?: string; limit: number },
+  ): Promise<RepliesPage> {
+    return this.#call('conversations.history', ctx, { ...args, include_all_metadata: true }, replies);
+  }
+
   async #call<T>(
     method: string,
     ctx: CallContext,
@@ -370,13 +378,17 @@ export function mapError(method: string, error: unknown): Error {
 export async function retrying<T>(
   clock: { sleep(ms: number, signal?: AbortSignal): Promise<void> },
   call: () => Promise<T>,
-  attempts = 4,
+  options: { attempts?: number; only?: 'rate-limited' } = {},
 ): Promise<T> {
+  const attempts = options.attempts ?? 4;
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
     } catch (error) {
-      const transient = error instanceof SlackRateLimitedError || error instanceof SlackUnavailableError;
+      // 'rate-limited': a call that must not be made twice (Slack may have done one that went unanswered).
+      const transient =
+        error instanceof SlackRateLimitedError ||
+        (options.only === undefined && error instanceof SlackUnavailableError);
       if (!transient || attempt >= attempts) throw error;
       if (error instanceof SlackUnavailableError) await clock.sleep(500 * 2 ** attempt);
     }

@@ -5,4 +5,5 @@ export { WebChatBuildError, WebChatRequestError } from './errors.js';
 export { createWebChat, DEFAULT_ACTOR, type WebChat, type WebChatOptions } from './server.js';
 export { WebChatSurface, type WebChatSurfaceOptions } from './surface.js';
 export { WEBCHAT_SURFACE, WEBCHAT_WORKSPACE } from './threads.js';
+export { WebChatTriggerThreads } from './trigger-threads.js';
 export type * from './view.js';

@@ -60,6 +60,11 @@ export class Thread {
     return this.#byId.get(id);
   }
 
+  /** Names a thread that no person started (a trigger's): its title is not a person's message. */
+  entitle(title: string): void {
+    if (this.#title === '') this.#title = titleOf(title);
+  }
+
   /** Changes a message in place and tells followers (they replace it by id). */
   change(id: string, apply: (message: MessageView) => void): void {
     const message = this.#byId.get(id);
