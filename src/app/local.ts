@@ -95,7 +95,8 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
           approvals: { counters: observability.metrics },
         })
       : undefined;
-    const sinks: EventSink[] = [];
+    // The web chat shows the agent working from the engine's events, as Slack does.
+    const sinks: EventSink[] = [web.activity];
     if (slack !== undefined) sinks.push(slack.surface.activity);
     const engine = new SessionEngine({
       store,

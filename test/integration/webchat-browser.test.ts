@@ -2,17 +2,22 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answer, script } from '../agents/contract-agent.js';
 import { startWebChatHarness, TOKEN, type WebChatHarness } from '../surfaces/webchat/harness.js';
 
 /**
- * The web chat in a real browser: Debian's Chromium driven by playwright-core. It opens the page
- * with the token in the URL fragment, starts a thread, watches the answer stream in, approves one
- * tool and denies the other, and sees the result. A screenshot lands in test-output/.
+ * The web chat in a real browser: Debian's Chromium driven by playwright-core. On a desktop-sized
+ * window it opens the page with the token in the URL fragment, starts a thread, sees the agent
+ * working before its first text, watches the answer stream in, approves one tool and denies the
+ * other. An agent's Markdown is rendered, and its HTML shown as text. At 390×844 (a phone) a
+ * thread is started, answered and replied to with nothing wider than the screen. Screenshots of
+ * both layouts land in test-output/ (docs/images/webchat.png is the desktop one, copied by hand).
  */
 
 const CHROMIUM = '/usr/bin/chromium';
+const OUT = 'test-output';
 const playwright = await import('playwright-core').catch(() => undefined);
 const skipReason =
   playwright === undefined
@@ -31,6 +36,41 @@ const APPROVAL = {
   ],
 };
 
+/** An agent's answer with most of Markdown: headings, emphasis, code, a list, a table, links. */
+const MARKDOWN_ANSWER = [
+  '## Checkout and payments\n\nThe **checkout** pods are _healthy_; `payments` restarted 12 times in the last hour.\n\n',
+  '- checkout: 3/3 ready\n- payments: 2/2 ready, restarting\n\n',
+  '| pod | ready | restarts |\n| --- | :---: | ---: |\n| checkout-7c9f | 3/3 | 0 |\n| payments-5d2a | 2/2 | 12 |\n\n',
+  'The last restart says why:\n\n```sh\nkubectl logs deploy/payments --since=1h --previous\n```\n\n',
+  'See [the runbook](https://runbooks.example.com/payments) or https://status.example.com.',
+];
+
+/** An agent that writes HTML and links that must not work. */
+const HOSTILE_ANSWER = [
+  '<script>window.__agentScript = true</script> and <img src=x onerror="window.__agentImg = true">\n\n',
+  '[click me](javascript:window.__agentLink=true) and [data](data:text/html,hi)',
+];
+
+/** Everything on the page fits the window's width: nothing scrolls sideways. */
+async function sidewaysOverflow(page: Page): Promise<{ page: number; messages: number; window: number }> {
+  return page.evaluate(() => {
+    const messages = document.getElementById('messages');
+    return {
+      page: document.documentElement.scrollWidth,
+      messages: messages === null ? 0 : messages.scrollWidth - messages.clientWidth,
+      window: window.innerWidth,
+    };
+  });
+}
+
+/** The element is on screen, whole, without scrolling the page. */
+async function inView(page: Page, selector: string): Promise<boolean> {
+  const box = await page.locator(selector).boundingBox();
+  const size = page.viewportSize();
+  if (box === null || size === null) return false;
+  return box.x >= 0 && box.y >= 0 && box.x + box.width <= size.width && box.y + box.height <= size.height;
+}
+
 describe.skipIf(skipReason !== undefined)(
   'web chat in Chromium (skipped only without Debian chromium or playwright-core, saying which)',
   () => {
@@ -42,6 +82,7 @@ describe.skipIf(skipReason !== undefined)(
       if (playwright === undefined) return;
       h = await startWebChatHarness({ token: TOKEN, answerIntervalMs: 50 });
       profile = await mkdtemp(join(tmpdir(), 'webchat-chromium-'));
+      await mkdir(OUT, { recursive: true });
       // A fresh profile each run; playwright takes it as the persistent context's user data dir.
       browser = await playwright.chromium.launchPersistentContext(profile, {
         executablePath: CHROMIUM,
@@ -65,30 +106,95 @@ describe.skipIf(skipReason !== undefined)(
       if (profile !== undefined) await rm(profile, { recursive: true, force: true });
     });
 
-    it('starts a thread, streams the answer, and decides an approval per tool', async () => {
+    async function openPage(width: number, height: number): Promise<{ page: Page; problems: string[] }> {
       const page = await browser.newPage();
+      await page.setViewportSize({ width, height });
       const problems: string[] = [];
       page.on('pageerror', (error) => problems.push(error.message));
-
-      const chunks = ['The ', 'pods ', 'in ', 'payments ', 'are ', 'all ', 'healthy.'];
-      h.agent.enqueueFor('SendStreamingMessage', answer({ chunks, chunkDelayMs: 200 }));
+      page.on('console', (message) => {
+        if (message.type() === 'error') problems.push(message.text());
+      });
       await page.goto(`${h.chat.url}#token=${TOKEN}`);
       // The token leaves the address bar at once (it stays in this tab's sessionStorage).
       expect(new URL(page.url()).hash).toBe('');
       await page.locator('#new-binding option').first().waitFor({ state: 'attached' });
+      return { page, problems };
+    }
+
+    it('shows no reply box before a thread is open, and says what to do', async () => {
+      const { page, problems } = await openPage(1200, 860);
+      expect(await page.locator('#composer').isVisible()).toBe(false);
+      expect(await page.locator('#composer-text').isVisible()).toBe(false);
+      expect(await page.locator('#thread-head').textContent()).toBe(
+        'No thread open. Start one, or pick one from the list.',
+      );
+      expect(await page.locator('#new-thread button[type=submit]').isVisible()).toBe(true);
+      expect(problems).toEqual([]);
+      // The page's policy makes the browser refuse any HTML string put into it: the script
+      // makes elements, so an agent's text can never be parsed as markup by mistake.
+      const refused = await page.evaluate(() => {
+        try {
+          document.body.insertAdjacentHTML('beforeend', '<b>markup</b>');
+          return 'accepted';
+        } catch (error) {
+          return error instanceof TypeError ? 'refused' : String(error);
+        }
+      });
+      expect(refused).toBe('refused');
+      expect(problems).toEqual([
+        "This document requires 'TrustedHTML' assignment. The action has been blocked.",
+      ]);
+      await page.close();
+    });
+
+    it('starts a thread, shows the agent working, streams the answer, and decides an approval per tool', async () => {
+      const { page, problems } = await openPage(1200, 860);
+      h.agent.enqueueFor(
+        'SendStreamingMessage',
+        script([
+          { event: 'task' },
+          { event: 'working' },
+          // No text for a while: the page must still show that something happens.
+          { waitMs: 2_000 },
+          { event: 'chunk', text: 'The ' },
+          ...['pods ', 'in ', 'payments ', 'are ', 'all ', 'healthy.'].flatMap((text) => [
+            { waitMs: 150 },
+            { event: 'chunk' as const, text, append: true },
+          ]),
+          { event: 'completed' },
+          { event: 'task' },
+        ]),
+      );
       await page.fill('#new-text', 'How are the payments pods?');
       await page.click('#new-thread button[type=submit]');
+
+      const activity = page.locator('#activity');
+      await activity.waitFor({ state: 'visible', timeout: 5_000 });
+      await expect.poll(() => activity.textContent()).toMatch(/^The agent is working · \d+ s$/);
+      expect(await page.locator('li.msg.answer').count()).toBe(0);
+      expect(await page.locator('#composer').isVisible()).toBe(true);
 
       const answerItem = page.locator('li.msg.answer').first();
       // Seen while it streams: part of the text, still marked as streaming.
       await page.locator('li.msg.answer.streaming', { hasText: 'pods' }).waitFor({ timeout: 5_000 });
       const partial = await answerItem.locator('.text').textContent();
-      expect(partial).not.toBe(chunks.join(''));
+      expect(partial).not.toBe('The pods in payments are all healthy.');
       await page
         .locator('li.msg.answer:not(.streaming)', { hasText: 'healthy.' })
         .waitFor({ timeout: 10_000 });
-      expect(await answerItem.locator('.text').textContent()).toBe(chunks.join(''));
+      expect(await answerItem.locator('.text').textContent()).toBe('The pods in payments are all healthy.');
+      await activity.waitFor({ state: 'hidden', timeout: 5_000 });
       await expect.poll(() => page.locator('#bindings a[data-thread]').count()).toBe(1);
+
+      // Every message says when it was written, as the server stamped it.
+      const threadId = new URL(page.url()).searchParams.get('thread') ?? '';
+      const first = h.surface.threads.get(threadId)?.view().messages[0];
+      expect(await page.locator('li.msg').first().locator('.who time').getAttribute('datetime')).toBe(
+        first?.createdAt,
+      );
+      expect(await page.locator('li.msg').first().locator('.who time').textContent()).toMatch(
+        /\d{1,2}:\d{2}/,
+      );
 
       h.agent.enqueueFor(
         'SendStreamingMessage',
@@ -98,7 +204,7 @@ describe.skipIf(skipReason !== undefined)(
             event: 'working',
             parts: [
               {
-                data: { name: 'list_files', args: { dir: '/tmp' } },
+                data: { name: 'search_docs', args: { query: '[Web chat: Local user]\nclean up' } },
                 metadata: { adk_type: 'function_call' },
               },
             ],
@@ -111,7 +217,12 @@ describe.skipIf(skipReason !== undefined)(
       await page.press('#composer-text', 'Enter');
       const approval = page.locator('li.msg.approval');
       await approval.waitFor({ timeout: 10_000 });
-      await expect.poll(() => page.locator('li.msg.tool-step').textContent()).toContain('list_files');
+      const step = page.locator('li.msg.tool-step');
+      expect(await step.locator('.name').textContent()).toBe('search_docs');
+      // The argument reads as pretty JSON whose newline is a new line, not a literal \n.
+      expect(await step.locator('pre.args').textContent()).toBe(
+        '{\n  "query": "[Web chat: Local user]\nclean up"\n}',
+      );
       expect(await approval.locator('.tool[data-tool=delete_file] pre').textContent()).toBe(
         '{\n  "path": "/tmp/old"\n}',
       );
@@ -120,7 +231,7 @@ describe.skipIf(skipReason !== undefined)(
         'SendStreamingMessage',
         script([
           { event: 'working' },
-          { event: 'chunk', text: 'Deleted /tmp/old. The deployment was not restarted.' },
+          { event: 'chunk', text: 'Deleted /tmp/old. The deployment was **not** restarted.' },
           { event: 'completed' },
         ]),
       );
@@ -152,9 +263,155 @@ describe.skipIf(skipReason !== undefined)(
         .evaluateAll((items) => items.map((i) => i.getAttribute('data-kind')));
       expect(kinds).toEqual(['message', 'answer', 'message', 'tool-step', 'approval', 'message', 'answer']);
 
-      await mkdir('test-output', { recursive: true });
-      await page.screenshot({ path: 'test-output/webchat.png', fullPage: true });
       expect(problems).toEqual([]);
+      await page.close();
+    });
+
+    it("renders an agent's Markdown, and shows its HTML as text, never as markup", async () => {
+      const { page, problems } = await openPage(1200, 860);
+      h.agent.enqueueFor(
+        'SendStreamingMessage',
+        script([
+          { event: 'task' },
+          {
+            event: 'working',
+            parts: [
+              {
+                data: {
+                  name: 'get_pods',
+                  args: { namespace: 'shop', selector: 'app in (checkout, payments)' },
+                },
+                metadata: { adk_type: 'function_call' },
+              },
+            ],
+          },
+          ...MARKDOWN_ANSWER.map((text, i) => ({ event: 'chunk' as const, text, append: i > 0 })),
+          { event: 'completed' },
+          { event: 'task' },
+        ]),
+      );
+      await page.fill('#new-text', 'How are the checkout and payments pods doing?');
+      await page.click('#new-thread button[type=submit]');
+      const md = page.locator('li.msg.answer:not(.streaming) .md');
+      await md.waitFor({ timeout: 10_000 });
+
+      expect(await md.locator('h2').textContent()).toBe('Checkout and payments');
+      expect(await md.locator('strong').first().textContent()).toBe('checkout');
+      expect(await md.locator('em').first().textContent()).toBe('healthy');
+      expect(await md.locator('p > code').first().textContent()).toBe('payments');
+      expect(await md.locator('ul > li').allTextContents()).toEqual([
+        'checkout: 3/3 ready',
+        'payments: 2/2 ready, restarting',
+      ]);
+      expect(await md.locator('table th').allTextContents()).toEqual(['pod', 'ready', 'restarts']);
+      expect(await md.locator('table td').allTextContents()).toEqual([
+        'checkout-7c9f',
+        '3/3',
+        '0',
+        'payments-5d2a',
+        '2/2',
+        '12',
+      ]);
+      const block = md.locator('pre code');
+      expect(await block.textContent()).toBe('kubectl logs deploy/payments --since=1h --previous');
+      const font = await block.evaluate((node) => getComputedStyle(node).fontFamily);
+      expect(font).toMatch(/monospace/);
+
+      // A named link shows where it goes; a bare address is its own text.
+      const runbook = md.getByRole('link', { name: 'the runbook' });
+      expect(await runbook.getAttribute('href')).toBe('https://runbooks.example.com/payments');
+      expect(await runbook.getAttribute('rel')).toBe('noopener noreferrer');
+      expect(await md.locator('.link-target').textContent()).toBe(' (https://runbooks.example.com/payments)');
+      expect(await md.locator('a[href="https://status.example.com/"]').textContent()).toBe(
+        'https://status.example.com',
+      );
+      await page.screenshot({ path: `${OUT}/webchat-desktop.png` });
+
+      h.agent.enqueueFor('SendStreamingMessage', answer({ chunks: HOSTILE_ANSWER, chunkDelayMs: 60 }));
+      await page.fill('#composer-text', 'And **now**, <b>with</b> HTML?');
+      await page.press('#composer-text', 'Enter');
+      const hostile = page.locator('li.msg.answer:not(.streaming) .md', { hasText: 'click me' });
+      await hostile.waitFor({ timeout: 10_000 });
+      const text = await hostile.textContent();
+      // The agent's HTML is text on the page: no element, no handler, nothing ran.
+      expect(text).toContain('<script>window.__agentScript = true</script>');
+      expect(text).toContain('<img src=x onerror="window.__agentImg = true">');
+      expect(await page.locator('.messages script, .messages img').count()).toBe(0);
+      // Only http(s) and mailto links: the javascript: and data: ones stay text.
+      expect(text).toContain('[click me](javascript:window.__agentLink=true) and [data](data:text/html,hi)');
+      expect(await hostile.locator('a').count()).toBe(0);
+      const ran = await page.evaluate(() => {
+        const w = window as unknown as Record<string, unknown>;
+        return [w.__agentScript, w.__agentImg, w.__agentLink];
+      });
+      expect(ran).toEqual([undefined, undefined, undefined]);
+      // A person's message is shown as typed.
+      expect(await page.locator('li.msg.person .text').last().textContent()).toBe(
+        'And **now**, <b>with</b> HTML?',
+      );
+      expect(problems).toEqual([]);
+      await page.close();
+    });
+
+    it('works on a 390×844 phone: start, answer and reply, nothing wider than the screen', async () => {
+      const { page, problems } = await openPage(390, 844);
+      // The list is the first screen: "Start thread" is there; no thread pane, no reply box.
+      expect(await inView(page, '#new-thread button[type=submit]')).toBe(true);
+      expect(await page.locator('#thread').isVisible()).toBe(false);
+      expect(await page.locator('#composer').isVisible()).toBe(false);
+
+      h.agent.enqueueFor(
+        'SendStreamingMessage',
+        answer({
+          chunks: [
+            'A long line: ',
+            'https://example.com/a/very/long/path/that/does/not/fit/on/a/phone/screen/at/all/really ',
+            'and a wide table:\n\n| namespace | deployment | replicas | restarts | age |\n',
+            '| --- | --- | --- | --- | --- |\n| payments-production | checkout-service-v2 | 3/3 | 0 | 12d |\n\n',
+            '```\nkubectl -n payments-production rollout status deployment/checkout-service-v2 --timeout=120s\n```',
+          ],
+          chunkDelayMs: 40,
+        }),
+      );
+      await page.fill('#new-text', 'Tell me about checkout on my phone');
+      await page.click('#new-thread button[type=submit]');
+      // The thread is its own screen now, with a way back and a true header.
+      await page.locator('li.msg.answer:not(.streaming) table').waitFor({ timeout: 10_000 });
+      expect(await page.locator('.sidebar').isVisible()).toBe(false);
+      expect(await page.locator('#thread-head').textContent()).toContain(
+        'Tell me about checkout on my phone',
+      );
+      expect(await inView(page, '#back')).toBe(true);
+      expect(await inView(page, '#composer-text')).toBe(true);
+      expect(await inView(page, '#composer button[type=submit]')).toBe(true);
+      let overflow = await sidewaysOverflow(page);
+      expect(overflow.page).toBeLessThanOrEqual(overflow.window);
+      expect(overflow.messages).toBe(0);
+
+      h.agent.enqueueFor('SendStreamingMessage', answer({ chunks: ['Replied ', 'on the phone.'] }));
+      await page.fill('#composer-text', 'Thanks, and the payments pods?');
+      await page.click('#composer button[type=submit]');
+      await page
+        .locator('li.msg.answer:not(.streaming)', { hasText: 'Replied on the phone.' })
+        .waitFor({ timeout: 10_000 });
+      expect(await inView(page, '#composer-text')).toBe(true);
+      overflow = await sidewaysOverflow(page);
+      expect(overflow.page).toBeLessThanOrEqual(overflow.window);
+      expect(overflow.messages).toBe(0);
+      await page.screenshot({ path: `${OUT}/webchat-phone.png` });
+
+      // Back to the list: the thread is there, and the reply box is gone with the thread.
+      await page.click('#back');
+      expect(await page.locator('.sidebar').isVisible()).toBe(true);
+      expect(await page.locator('#composer').isVisible()).toBe(false);
+      await expect
+        .poll(() => page.locator('#bindings a[data-thread]').allTextContents())
+        .toContainEqual(expect.stringContaining('Tell me about checkout on my phone'));
+      await page.screenshot({ path: `${OUT}/webchat-phone-list.png` });
+      overflow = await sidewaysOverflow(page);
+      expect(overflow.page).toBeLessThanOrEqual(overflow.window);
+      expect(problems).toEqual([]);
+      await page.close();
     });
   },
 );

@@ -7,6 +7,7 @@ import type {
   QuestionPrompt,
   ToolStep,
 } from '../../core/ports.js';
+import { WebChatActivity } from './activity.js';
 import { CoalescedAnswer, DEFAULT_ANSWER_INTERVAL_MS } from './answer-sink.js';
 import { readStructured } from './structured.js';
 import { type Thread, ThreadBook } from './threads.js';
@@ -20,14 +21,17 @@ export interface WebChatSurfaceOptions {
 
 /**
  * The web chat's side of the chat port: everything the engine shows lands in an in-memory
- * thread (threads per Binding), which the HTTP API reads and streams to the page.
+ * thread (threads per Binding), which the HTTP API reads and streams to the page. `activity`
+ * is an EventSink for the engine's events: it tells each thread what the engine is doing.
  */
 export class WebChatSurface implements ChatSurface {
   readonly threads: ThreadBook;
+  readonly activity: WebChatActivity;
   readonly #answerIntervalMs: number;
 
   constructor(options: WebChatSurfaceOptions = {}) {
     this.threads = new ThreadBook(options.now);
+    this.activity = new WebChatActivity(this.threads);
     this.#answerIntervalMs = options.answerIntervalMs ?? DEFAULT_ANSWER_INTERVAL_MS;
   }
 

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { SessionKey } from '../../core/store.js';
-import { cutWithMark } from '../../core/text.js';
-import type { MessageView, PromptStatus, ThreadEvent, ThreadSummary, ThreadView } from './view.js';
+import { titleOf } from './title.js';
+import type {
+  ActivityView,
+  MessageView,
+  PromptStatus,
+  ThreadEvent,
+  ThreadSummary,
+  ThreadView,
+} from './view.js';
 
 /**
  * The web chat's threads, in memory: what each thread shows, in order. The engine's store keeps
@@ -11,7 +18,6 @@ import type { MessageView, PromptStatus, ThreadEvent, ThreadSummary, ThreadView 
 
 export const WEBCHAT_SURFACE = 'webchat';
 export const WEBCHAT_WORKSPACE = 'local';
-const TITLE_MAX = 80;
 
 export type ThreadListener = (event: ThreadEvent) => void;
 
@@ -23,6 +29,7 @@ export class Thread {
   readonly createdAt: string;
   #updatedAt: string;
   #title = '';
+  #activity: ActivityView | null = null;
   readonly #messages: MessageView[] = [];
   readonly #byId = new Map<string, MessageView>();
   readonly #listeners = new Set<ThreadListener>();
@@ -99,6 +106,17 @@ export class Thread {
     });
   }
 
+  get activity(): ActivityView | null {
+    return this.#activity;
+  }
+
+  /** What the engine does for this thread now (null: nothing); followers are told of a change. */
+  setActivity(activity: ActivityView | null): void {
+    if (sameActivity(this.#activity, activity)) return;
+    this.#activity = activity;
+    this.#emit({ event: 'activity', data: { activity } });
+  }
+
   /** Follows changes; the caller reads `view()` first, in the same tick, so nothing is missed. */
   subscribe(listener: ThreadListener): () => void {
     this.#listeners.add(listener);
@@ -113,6 +131,7 @@ export class Thread {
       createdAt: this.createdAt,
       updatedAt: this.#updatedAt,
       messageCount: this.#messages.length,
+      activity: this.#activity,
     };
   }
 
@@ -136,13 +155,13 @@ export class Thread {
   }
 }
 
-export function promptStatus(message: MessageView): PromptStatus | undefined {
-  return message.question?.status ?? message.approval?.status;
+function sameActivity(a: ActivityView | null, b: ActivityView | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.state === b.state && a.turnId === b.turnId && a.retryAt === b.retryAt;
 }
 
-function titleOf(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return cutWithMark(line, TITLE_MAX);
+export function promptStatus(message: MessageView): PromptStatus | undefined {
+  return message.question?.status ?? message.approval?.status;
 }
 
 /** All threads, by id; a thread the engine names that is not here (after a restart) is made. */

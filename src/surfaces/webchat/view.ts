@@ -87,14 +87,41 @@ export interface MessageView {
   step?: StepView;
 }
 
+/**
+ * What the engine is doing for the thread, read from its events (activity.ts):
+ * - queued: the message is stored and waits to be sent (behind a turn still running, maybe);
+ * - sending: it is being sent to the agent;
+ * - working: the agent accepted it as a task and works on it (text may be streaming);
+ * - retrying: the send failed or the agent said it is busy; it is sent again at `retryAt`;
+ * - checking: the send may or may not have reached the agent; the broker finds out;
+ * - following: the stream to the task broke; the broker follows the task again.
+ */
+export type ActivityState = 'queued' | 'sending' | 'working' | 'retrying' | 'checking' | 'following';
+
+export interface ActivityView {
+  state: ActivityState;
+  /** The turn it is about, when the engine named one. */
+  turnId?: string;
+  /** When the engine began on this turn: the page counts the time from here. */
+  startedAt: string;
+  /** When this state began. */
+  since: string;
+  /** retrying: when the next attempt is due. */
+  retryAt?: string;
+  /** retrying: the agent said it is busy (rather than a failed send). */
+  busy?: boolean;
+}
+
 export interface ThreadSummary {
   id: string;
   binding: string;
-  /** The first person message, cut short. */
+  /** The first person message, cut short at a word. */
   title: string;
   createdAt: string;
   updatedAt: string;
   messageCount: number;
+  /** null while the engine does nothing for this thread. */
+  activity: ActivityView | null;
 }
 
 export interface ThreadView extends ThreadSummary {
@@ -109,12 +136,14 @@ export interface BindingView {
 /**
  * What the events endpoint streams, one JSON object per SSE `data:` line, named by `event:`.
  * snapshot: the whole thread (first event of every connection). message: a message was added
- * or changed (replace it by id). append: an answer grew by `text` at offset `at`.
+ * or changed (replace it by id). append: an answer grew by `text` at offset `at`. activity:
+ * what the engine does for the thread changed.
  */
 export type ThreadEvent =
   | { event: 'snapshot'; data: ThreadView }
   | { event: 'message'; data: MessageView }
-  | { event: 'append'; data: { id: string; at: number; text: string; updatedAt: string } };
+  | { event: 'append'; data: { id: string; at: number; text: string; updatedAt: string } }
+  | { event: 'activity'; data: { activity: ActivityView | null } };
 
 export interface ApiErrorBody {
   error: { code: string; message: string };

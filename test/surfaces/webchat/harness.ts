@@ -115,7 +115,13 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     slack: { channels: [], allowDirectMessages: false },
     toolApprovals: { enabled: true, approverGroups: [] },
   });
-  const engine = new SessionEngine({ store, registry, surface, timings: FAST_TIMINGS });
+  const engine = new SessionEngine({
+    store,
+    registry,
+    surface,
+    events: surface.activity,
+    timings: FAST_TIMINGS,
+  });
   await engine.start();
   const answered: StructuredAnswerRequest[] = [];
   const chat = await createWebChat({

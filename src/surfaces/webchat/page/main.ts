@@ -1,34 +1,51 @@
 /// <reference lib="dom" />
-import type { BindingView, MessageView, ThreadEvent, ThreadSummary, ThreadView } from '../view.js';
+import type {
+  ActivityView,
+  BindingView,
+  MessageView,
+  ThreadEvent,
+  ThreadSummary,
+  ThreadView,
+} from '../view.js';
+import { activityText } from './activity.js';
 import { Api, ApiError, takeTokenFromUrl } from './api.js';
 import { el, must } from './dom.js';
 import { follow } from './follow.js';
 import { type AnswerBody, type Rendered, renderMessage } from './render.js';
+import { bindingOptions, markCurrent, markRunning, threadList } from './sidebar.js';
 
 /**
- * The web chat page: threads per Binding on the left, the open thread on the right, following
- * the thread's events so answers grow in place. No framework: the state is a few variables and
- * each message is its own list item, replaced when it changes.
+ * The web chat page: threads per Binding in a list, the open thread beside it (on a phone, one
+ * screen at a time), following the thread's events so answers grow in place. No framework: the
+ * state is a few variables and each message is its own list item, replaced when it changes.
  */
 
 const SIDEBAR_REFRESH_MS = 5_000;
+const EMPTY_HEAD = 'No thread open. Start one, or pick one from the list.';
 
 const api = new Api();
 const ui = {
+  app: must('app', HTMLElement),
   bindings: must('bindings', HTMLElement),
   newThread: must('new-thread', HTMLFormElement),
   newBinding: must('new-binding', HTMLSelectElement),
   newText: must('new-text', HTMLTextAreaElement),
+  back: must('back', HTMLButtonElement),
   head: must('thread-head', HTMLElement),
   messages: must('messages', HTMLOListElement),
+  activity: must('activity', HTMLElement),
   composer: must('composer', HTMLFormElement),
   composerText: must('composer-text', HTMLTextAreaElement),
   status: must('status', HTMLElement),
 };
+/** Side by side (not a phone's one screen at a time): the same width as the stylesheet's. */
+const wide = window.matchMedia('(min-width: 721px)');
 
 let current: { id: string; stop: () => void } | undefined;
 const shown = new Map<string, Rendered & { view: MessageView }>();
 let statusTimer: number | undefined;
+let activity: ActivityView | null = null;
+let activityTimer: number | undefined;
 
 function showError(error: unknown): void {
   ui.status.textContent = error instanceof Error ? error.message : 'Something went wrong.';
@@ -45,45 +62,34 @@ async function refreshSidebar(): Promise<void> {
     api.get<{ bindings: BindingView[] }>('/api/bindings'),
     api.get<{ threads: ThreadSummary[] }>('/api/threads'),
   ]);
-  const selected = ui.newBinding.value;
-  ui.newBinding.replaceChildren(
-    ...bindings.map((b) => el('option', { text: b.ref, attrs: { value: b.ref } })),
-  );
-  if (bindings.some((b) => b.ref === selected)) ui.newBinding.value = selected;
-  const known = new Set(bindings.map((b) => b.ref));
-  // Threads of a Binding that is gone stay listed under their Binding's name.
-  for (const t of threads) known.add(t.binding);
-  ui.bindings.replaceChildren(
-    ...[...known].sort().map((ref) => {
-      const mine = threads.filter((t) => t.binding === ref);
-      const list = el(
-        'ul',
-        {},
-        mine.map((t) => {
-          const link = el('a', {
-            text: t.title === '' ? '(untitled thread)' : t.title,
-            attrs: { href: `?thread=${encodeURIComponent(t.id)}`, 'data-thread': t.id },
-          });
-          if (t.id === current?.id) link.setAttribute('aria-current', 'page');
-          link.addEventListener('click', (event) => {
-            event.preventDefault();
-            openThread(t.id, true);
-          });
-          return el('li', {}, [link]);
-        }),
-      );
-      if (mine.length === 0) list.append(el('li', { className: 'empty', text: 'No threads yet' }));
-      return el('section', { className: 'binding' }, [el('h2', { text: ref }), list]);
-    }),
-  );
+  bindingOptions(ui.newBinding, bindings);
+  ui.bindings.replaceChildren(...threadList(bindings, threads, current?.id, (id) => openThread(id, true)));
+  // The list was read before the open thread's latest activity, maybe: the stream knows better.
+  if (current !== undefined) markRunning(ui.bindings, current.id, activity !== null);
 }
 
 // ---- the open thread --------------------------------------------------------------------------
 
-function nearBottom(): boolean {
+/**
+ * Whether the thread follows its newest message: true until the person scrolls up, true again
+ * once they scroll back down. Content that grows later (a throttled Markdown render) keeps
+ * the view at the bottom through the observer below.
+ */
+let stuck = true;
+ui.messages.addEventListener('scroll', () => {
   const m = ui.messages;
-  return m.scrollHeight - m.scrollTop - m.clientHeight < 80;
-}
+  stuck = m.scrollHeight - m.scrollTop - m.clientHeight < 80;
+});
+const keepAtBottom = (): void => {
+  if (stuck) ui.messages.scrollTop = ui.messages.scrollHeight;
+};
+new MutationObserver(keepAtBottom).observe(ui.messages, {
+  childList: true,
+  subtree: true,
+  characterData: true,
+});
+// A narrower window (a phone turned, the keyboard opening) changes the height too.
+new ResizeObserver(keepAtBottom).observe(ui.messages);
 
 function place(view: MessageView): void {
   const rendered = renderMessage(view, { answer });
@@ -94,25 +100,26 @@ function place(view: MessageView): void {
 }
 
 function apply(event: ThreadEvent): void {
-  const stick = nearBottom();
   if (event.event === 'snapshot') {
     shown.clear();
     ui.messages.replaceChildren();
     showHead(event.data);
     for (const m of event.data.messages) place(m);
+    showActivity(event.data.activity);
   } else if (event.event === 'message') {
     place(event.data);
+  } else if (event.event === 'activity') {
+    showActivity(event.data.activity);
   } else {
     const target = shown.get(event.data.id);
     if (target === undefined || target.view.text.length !== event.data.at) {
       void resync();
       return;
     }
-    // The answer grows in place: one text node, appended to, no re-render.
-    target.text.appendData(event.data.text);
+    // The answer grows in place by the new text only (see MarkdownText for its rendering).
+    target.grow(event.data.text);
     target.view.text += event.data.text;
   }
-  if (stick) ui.messages.scrollTop = ui.messages.scrollHeight;
 }
 
 function showHead(thread: ThreadSummary): void {
@@ -120,6 +127,27 @@ function showHead(thread: ThreadSummary): void {
     el('span', { text: thread.title === '' ? 'Thread' : thread.title }),
     el('span', { className: 'state', text: ` · ${thread.binding}` }),
   );
+  ui.head.title = thread.title;
+}
+
+/** The agent at work: what the engine does for the thread, and for how long, every second. */
+function showActivity(next: ActivityView | null): void {
+  activity = next;
+  // The list refreshes every few seconds; the open thread's mark follows at once.
+  if (current !== undefined) markRunning(ui.bindings, current.id, next !== null);
+  window.clearInterval(activityTimer);
+  activityTimer = undefined;
+  ui.activity.hidden = next === null;
+  if (next === null) {
+    ui.activity.textContent = '';
+    return;
+  }
+  ui.activity.setAttribute('data-state', next.state);
+  const tick = (): void => {
+    if (activity !== null) ui.activity.textContent = activityText(activity);
+  };
+  tick();
+  activityTimer = window.setInterval(tick, 1_000);
 }
 
 async function resync(): Promise<void> {
@@ -133,16 +161,33 @@ function openThread(id: string, push: boolean): void {
   if (push) history.pushState(null, '', `?thread=${encodeURIComponent(id)}`);
   shown.clear();
   ui.messages.replaceChildren();
+  showActivity(null);
+  stuck = true;
+  ui.app.setAttribute('data-screen', 'thread');
   ui.composer.hidden = false;
   const stop = follow(api, id, apply, (state) => {
-    ui.head.classList.toggle('reconnecting', state === 'reconnecting');
+    ui.head.parentElement?.classList.toggle('reconnecting', state === 'reconnecting');
   });
   current = { id, stop };
-  for (const link of ui.bindings.querySelectorAll('a[data-thread]')) {
-    if (link.getAttribute('data-thread') === id) link.setAttribute('aria-current', 'page');
-    else link.removeAttribute('aria-current');
-  }
-  ui.composerText.focus();
+  markCurrent(ui.bindings, id);
+  // On a phone the keyboard would cover the thread just opened: focus only side by side.
+  if (wide.matches) ui.composerText.focus();
+}
+
+/** Back to no open thread (on a phone: back to the list). */
+function closeThread(push: boolean): void {
+  current?.stop();
+  current = undefined;
+  if (push) history.pushState(null, '', location.pathname);
+  shown.clear();
+  ui.messages.replaceChildren();
+  showActivity(null);
+  ui.head.textContent = EMPTY_HEAD;
+  ui.head.removeAttribute('title');
+  ui.composer.hidden = true;
+  ui.app.setAttribute('data-screen', 'list');
+  markCurrent(ui.bindings, undefined);
+  refreshSidebar().catch(() => undefined);
 }
 
 async function answer(messageId: string, body: AnswerBody): Promise<void> {
@@ -198,9 +243,12 @@ ui.composer.addEventListener('submit', (event) => {
 sendOnEnter(ui.newText, ui.newThread);
 sendOnEnter(ui.composerText, ui.composer);
 
+ui.back.addEventListener('click', () => closeThread(true));
+
 window.addEventListener('popstate', () => {
   const id = new URLSearchParams(location.search).get('thread');
   if (id !== null) openThread(id, false);
+  else closeThread(false);
 });
 
 // ---- start ---------------------------------------------------------------------------------------

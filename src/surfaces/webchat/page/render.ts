@@ -1,10 +1,14 @@
 /// <reference lib="dom" />
-import type { ApprovalView, DecisionView, MessageView, QuestionView } from '../view.js';
+import type { ApprovalView, DecisionView, MessageView, QuestionView, StepView } from '../view.js';
 import { button, el } from './dom.js';
+import { MarkdownText } from './markdown-dom.js';
+import { readableJson, showNewlines } from './readable.js';
+import { fullTime, shortTime } from './time.js';
 
 /**
- * One thread message as a list item. Every text is set as text; prompts get their controls
- * (choices, the ask_user form, Approve/Deny per tool call) while they are open.
+ * One thread message as a list item. Every text is set as text (the agent's Markdown through
+ * markdown.ts, which makes elements, never HTML); prompts get their controls (choices, the
+ * ask_user form, Approve/Deny per tool call) while they are open.
  */
 
 export type AnswerBody = { text: string } | { answers: string[][] } | { decisions: DecisionView[] };
@@ -16,25 +20,55 @@ export interface Actions {
 
 export interface Rendered {
   item: HTMLLIElement;
-  /** The answer's text node, appended to in place while it streams. */
-  text: Text;
+  /** Adds text at the answer's end while it streams (O(text); the Markdown re-renders throttled). */
+  grow(text: string): void;
 }
 
 const WHO: Record<MessageView['author'], string> = { person: 'You', agent: 'Agent', broker: 'Agent Kourier' };
 
+/** The agent's words are Markdown; a person's message and the broker's notices are shown as typed. */
+const MARKDOWN_KINDS = new Set<MessageView['kind']>(['answer', 'question', 'approval']);
+
 export function renderMessage(m: MessageView, actions: Actions): Rendered {
-  const text = document.createTextNode(m.text);
   const classes = ['msg', m.author, m.kind];
   if (m.kind === 'answer' && m.final !== true) classes.push('streaming');
   if (m.failed === true) classes.push('failed');
-  const who = m.kind === 'tool-step' ? 'Tool step' : WHO[m.author];
+  let who =
+    m.kind === 'tool-step' ? (m.step?.kind === 'result' ? 'Tool result' : 'Tool call') : WHO[m.author];
+  if (m.failed === true) who = `${who} · not sent`;
   const item = el('li', { className: classes.join(' '), attrs: { 'data-id': m.id, 'data-kind': m.kind } }, [
-    el('div', { className: 'who', text: m.failed === true ? `${who} · not sent` : who }),
-    el('div', { className: 'text' }, [text]),
+    el('div', { className: 'who' }, [who, ' · ', timeOf(m.createdAt)]),
   ]);
+  let grow: (text: string) => void = () => undefined;
+  if (m.kind === 'tool-step' && m.step !== undefined) {
+    item.append(stepPart(m.step));
+  } else if (MARKDOWN_KINDS.has(m.kind)) {
+    const body = new MarkdownText(m.text, 'text md');
+    item.append(body.element);
+    grow = (text) => body.append(text);
+  } else {
+    const text = document.createTextNode(m.text);
+    item.append(el('div', { className: 'text' }, [text]));
+    grow = (more) => text.appendData(more);
+  }
   if (m.question !== undefined) item.append(questionPart(m.id, m.question, actions));
   if (m.approval !== undefined) item.append(approvalPart(m.id, m.approval, actions));
-  return { item, text };
+  return { item, grow };
+}
+
+export function timeOf(iso: string): HTMLTimeElement {
+  return el('time', { text: shortTime(iso), attrs: { datetime: iso, title: fullTime(iso) } });
+}
+
+/** A tool call or result: the tool's name, and its arguments (or result) readable. */
+function stepPart(step: StepView): HTMLElement {
+  return el('div', { className: 'step', attrs: { 'data-step': step.kind } }, [
+    el('div', { className: 'step-head' }, [
+      el('code', { className: 'name', text: step.toolName }),
+      el('span', { className: 'state', text: step.kind === 'call' ? ' called with' : ' returned' }),
+    ]),
+    el('pre', { className: 'args', text: readableJson(step.summary) }),
+  ]);
 }
 
 function closedNote(status: QuestionView['status']): HTMLElement | undefined {
@@ -143,7 +177,7 @@ function approvalPart(id: string, a: ApprovalView, actions: Actions): HTMLElemen
   for (const tool of a.tools) {
     const box = el('div', { className: 'tool', attrs: { 'data-tool': tool.name } }, [
       el('div', { className: 'name', text: tool.name }),
-      el('pre', { text: tool.args }),
+      el('pre', { text: showNewlines(tool.args) }),
     ]);
     if (tool.argsTruncated)
       box.append(el('div', { className: 'state', text: '(arguments cut for display)' }));
