@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CardChecker } from '../../src/control/card-check.js';
+import { LiveClients } from '../../src/control/live-clients.js';
+import type { LiveSpec } from '../../src/control/reconcile/binding.js';
 import { LiveRegistry } from '../../src/core/registry.js';
-import { CardChecker } from '../../src/k8s/card-check.js';
-import { LiveClients } from '../../src/k8s/live-clients.js';
-import type { LiveSpec } from '../../src/k8s/reconcile/binding.js';
 import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 
 /** Live clients and card checks against the contract agent over real HTTP. */

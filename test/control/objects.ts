@@ -1,7 +1,7 @@
-import type { AgentBackend } from '../../src/k8s/crds/agent-backend.js';
-import type { Binding, BindingSpec } from '../../src/k8s/crds/binding.js';
-import { API_VERSION } from '../../src/k8s/crds/common.js';
-import type { SecretLookup, SecretView } from '../../src/k8s/reconcile/secrets.js';
+import type { AgentBackend } from '../../src/control/crds/agent-backend.js';
+import type { Binding, BindingSpec } from '../../src/control/crds/binding.js';
+import { API_VERSION } from '../../src/control/crds/common.js';
+import type { SecretLookup, SecretView } from '../../src/control/reconcile/secrets.js';
 
 /** Plain objects for the pure reconcile tests. */
 

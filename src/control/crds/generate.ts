@@ -8,8 +8,8 @@ import { CRD_DEFINITIONS, crdFileName, crdYaml } from './manifest.js';
  * `kubectl apply -f crds/`) and the Helm chart's crds/ (Helm installs those before the
  * templates). With --check, only compares and exits 1 on drift.
  *
- *   npx tsx src/k8s/crds/generate.ts          # regenerate
- *   npx tsx src/k8s/crds/generate.ts --check  # CI: fail when either copy is stale
+ *   npx tsx src/control/crds/generate.ts          # regenerate
+ *   npx tsx src/control/crds/generate.ts --check  # CI: fail when either copy is stale
  */
 
 export const CRD_DIRS = [
@@ -39,7 +39,7 @@ if (import.meta.main) {
   for (const file of stale) process.stdout.write(`${check ? 'stale' : 'wrote'}: ${file}\n`);
   if (check && stale.length > 0) {
     process.stderr.write(
-      'crds/ or charts/agentkourier/crds/ is out of date: run `npx tsx src/k8s/crds/generate.ts`\n',
+      'crds/ or charts/agentkourier/crds/ is out of date: run `npx tsx src/control/crds/generate.ts`\n',
     );
     process.exitCode = 1;
   }

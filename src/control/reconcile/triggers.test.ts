@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backendObject, bindingObject, secrets } from '../../../test/k8s/objects.js';
+import { backendObject, bindingObject, secrets } from '../../../test/control/objects.js';
 import { tokenDigest, tokenMatches } from '../../core/triggers.js';
 import type { BindingSpec } from '../crds/binding.js';
 import { findCondition } from '../status.js';

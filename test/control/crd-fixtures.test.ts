@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { agentBackendSpec } from '../../src/k8s/crds/agent-backend.js';
-import { bindingSpec } from '../../src/k8s/crds/binding.js';
+import { agentBackendSpec } from '../../src/control/crds/agent-backend.js';
+import { bindingSpec } from '../../src/control/crds/binding.js';
 import { INVALID, VALID } from './crd-fixtures.js';
 
 /** The zod half of the CRD agreement; test/integration/k8s-crds.test.ts runs the API server half. */

@@ -17,7 +17,7 @@ describe('CRDs generated from the zod schemas', () => {
     ),
   )('%s holds exactly the generated %s CRD', async (dir, _kind, def) => {
     const committed = await readFile(new URL(`../../../${dir}${crdFileName(def)}`, import.meta.url), 'utf8');
-    // On failure: run `npx tsx src/k8s/crds/generate.ts` and commit crds/ and the chart's crds/.
+    // On failure: run `npx tsx src/control/crds/generate.ts` and commit crds/ and the chart's crds/.
     expect(committed).toBe(crdYaml(def));
   });
 

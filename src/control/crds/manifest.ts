@@ -121,7 +121,7 @@ export function crdManifest(def: CrdDefinition): OpenApiSchema {
 }
 
 export const GENERATED_HEADER =
-  '# Generated from src/k8s/crds/*.ts by `npx tsx src/k8s/crds/generate.ts`. Do not edit by hand.\n';
+  '# Generated from src/control/crds/*.ts by `npx tsx src/control/crds/generate.ts`. Do not edit by hand.\n';
 
 /** The YAML file of one CRD, byte for byte what is committed in crds/. */
 export function crdYaml(def: CrdDefinition): string {

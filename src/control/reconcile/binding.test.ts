@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backendObject, bindingObject, secrets } from '../../../test/k8s/objects.js';
+import { backendObject, bindingObject, secrets } from '../../../test/control/objects.js';
 import { StreamingNotAdvertisedError } from '../../core/agent/errors.js';
 import { KAGENT_HITL_EXTENSION } from '../../dialects/index.js';
 import { conflictsByBinding, DIRECT_MESSAGES_ENTRY } from '../channels.js';

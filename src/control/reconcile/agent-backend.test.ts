@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backendObject, secrets } from '../../../test/k8s/objects.js';
+import { backendObject, secrets } from '../../../test/control/objects.js';
 import type { BindingStatus } from '../crds/binding.js';
 import { findCondition } from '../status.js';
 import { agentBackendStatus, resolveBackendHeaders } from './agent-backend.js';
