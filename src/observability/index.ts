@@ -15,7 +15,7 @@ import { OtelTurnTracer } from './turn-tracer.js';
 
 /**
  * Metrics, traces and logs of one broker process, built once in the composition root
- * (app/controller.ts, app/local.ts) and handed to each piece as the small interface it asks for:
+ * (app/broker.ts, for both modes) and handed to each piece as the small interface it asks for:
  * the engine gets an event sink and a turn tracer, the store is wrapped, each Binding's client
  * gets its call telemetry, Slack and the control plane their observers and tracers.
  */
