@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { storeContract } from '../../../test/store/session-contract.js';
+import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
 import { StoreError } from '../../core/errors.js';
 import { sessionIdOf } from '../../core/store.js';
-import { storeContract } from '../contract.js';
 import { migrations } from '../migrations.js';
-import { triggerStoreContract } from '../trigger-contract.js';
 import { SqliteStore } from './sqlite-store.js';
 
 const dirs: string[] = [];

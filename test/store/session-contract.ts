@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LeaseLostError, StaleWriteError, StoreError } from '../core/errors.js';
+import { LeaseLostError, StaleWriteError, StoreError } from '../../src/core/errors.js';
 import {
   type NewTurn,
   type PendingQuestion,
@@ -11,11 +11,11 @@ import {
   type TurnKind,
   type TurnRecord,
   type TurnState,
-} from '../core/store.js';
+} from '../../src/core/store.js';
 
 /**
  * The behaviour every SessionStore must have, as one suite both implementations run
- * (sqlite-store.test.ts, postgres-store.test.ts). `open` returns a store on an empty database;
+^ * (src/store/sqlite/sqlite-store.test.ts, src/store/postgres/postgres-store.test.ts). `open` returns a store on an empty database;
  * the suite migrates it itself, since migrate() is part of the port.
  */
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SessionStore } from '../core/store.js';
+import type { SessionStore } from '../../src/core/store.js';
 import {
   type AlertClaim,
   type DeliveryInput,
@@ -7,13 +7,13 @@ import {
   TriggerLeaseLostError,
   type TriggerScope,
   type TriggerStore,
-} from '../core/trigger-store.js';
-import { groupIdOf } from './trigger-queries.js';
+} from '../../src/core/trigger-store.js';
+import { groupIdOf } from '../../src/store/trigger-queries.js';
 
 /**
  * The behaviour every TriggerStore must have, as one suite both databases run (beside the
- * session store's: sqlite-store.test.ts, postgres-store.test.ts). `open` returns the stores of an
- * empty database; the suite migrates it.
+ * session store's, ./session-contract.ts, run by the same store tests). `open` returns the
+ * stores of an empty database; the suite migrates it.
  */
 
 const T0 = 1_700_000_000_000;
