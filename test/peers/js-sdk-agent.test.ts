@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { parseSseStream, Role, type SendMessageRequest, type StreamResponse, TaskState } from '@a2a-js/sdk';
+import { parseSseStream, type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sdkRequest } from '../../testkit/a2a-sdk.js';
 import { type SdkAgent, startSdkAgent } from './js-sdk-agent.js';
 
 const V1 = { 'A2A-Version': '1.0' };
@@ -74,24 +75,6 @@ function kind1(frame: SseFrame): string {
 
 function msg1(text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra };
-}
-
-function sdkRequest(text: string): SendMessageRequest {
-  return {
-    tenant: '',
-    message: {
-      messageId: randomUUID(),
-      contextId: '',
-      taskId: '',
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: undefined,
-    metadata: undefined,
-  };
 }
 
 describe.each([false, true])('legacyCompat %s', (legacyCompat) => {
