@@ -3,24 +3,10 @@ import { parseSseStream, type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdkRequest } from '../../testkit/a2a-sdk.js';
+import { at, str } from '../helpers/json-path.js';
 import { type SdkAgent, startSdkAgent } from './js-sdk-agent.js';
 
 const V1 = { 'A2A-Version': '1.0' };
-
-/** Walks a path through parsed JSON; undefined when any step is missing. */
-function at(value: unknown, ...path: Array<string | number>): unknown {
-  let cur: unknown = value;
-  for (const key of path) {
-    if (typeof cur !== 'object' || cur === null) return undefined;
-    cur = (cur as Record<string | number, unknown>)[key];
-  }
-  return cur;
-}
-
-function str(value: unknown): string {
-  if (typeof value !== 'string') throw new Error(`expected a string, got ${JSON.stringify(value)}`);
-  return value;
-}
 
 function post(url: string, body: unknown, headers: Record<string, string>): Promise<Response> {
   return fetch(url, {
