@@ -329,7 +329,7 @@ describe('options', () => {
       const closing = Date.now();
       await agent.close();
       expect(Date.now() - closing).toBeLessThan(1000);
-      await expect(collect(slow)).rejects.toThrow();
+      await expect(collect(slow)).rejects.toMatchObject({ name: 'TypeError', message: 'terminated' });
     } finally {
       await agent.close();
     }

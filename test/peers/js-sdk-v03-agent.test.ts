@@ -409,7 +409,7 @@ describe('js-sdk 0.3 peer options', () => {
       const closing = Date.now();
       await agent.close();
       expect(Date.now() - closing).toBeLessThan(1000);
-      await expect(collect(slow.frames)).rejects.toThrow();
+      await expect(collect(slow.frames)).rejects.toMatchObject({ name: 'TypeError', message: 'terminated' });
     } finally {
       await agent.close();
     }

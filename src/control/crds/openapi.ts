@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { KourierError } from '../../core/errors.js';
 
 /**
  * Turns the zod schemas into a CRD's structural OpenAPI v3 schema. zod writes OpenAPI 3.0;
@@ -9,10 +10,14 @@ import { z } from 'zod';
 
 export type OpenApiSchema = { [key: string]: unknown };
 
-export class NotStructuralError extends Error {
-  constructor(path: string, problem: string) {
-    super(`schema at ${path === '' ? '(root)' : path} cannot be a CRD schema: ${problem}`);
-    this.name = 'NotStructuralError';
+/** A zod schema that no structural CRD schema can express: a bug in src/control/crds/, caught by the generator. */
+export class NotStructuralError extends KourierError {
+  constructor(
+    /** Where in the schema, dotted ('' for the root). */
+    readonly path: string,
+    problem: string,
+  ) {
+    super('not_structural', `schema at ${path === '' ? '(root)' : path} cannot be a CRD schema: ${problem}`);
   }
 }
 
