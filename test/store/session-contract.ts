@@ -12,6 +12,7 @@ import {
   type TurnRecord,
   type TurnState,
 } from '../../src/core/store.js';
+import { queuedTurn } from '../../testkit/turns.js';
 
 /**
  * The behaviour every SessionStore must have, as one suite both implementations run
@@ -29,24 +30,15 @@ function key(threadId: string, overrides: Partial<SessionKey> = {}): SessionKey 
 }
 
 function newTurn(sessionId: string, id: string, overrides: Partial<NewTurn> = {}): NewTurn {
-  return {
+  return queuedTurn({
     id,
     sessionId,
-    kind: 'message',
     chatMessageId: `chat-${id}`,
     text: `text of ${id}`,
     metadata: { actor: { id: 'U01', name: 'Ada' } },
-    taskId: null,
-    state: 'queued',
-    outcome: null,
-    attempts: 0,
-    firstSentAt: null,
-    busyNoticeAt: null,
-    answerRef: null,
-    traceContext: null,
     now: T0,
     ...overrides,
-  };
+  });
 }
 
 function task(turnId: string): RecordedTask {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RESERVED_HEADER_NAMES } from '../../a2a/options.js';
 import { withRules } from './cel.js';
-import { API_VERSION, cardSummary, conditions, objectMeta, secretKeyRef } from './common.js';
+import { cardSummary, conditions, resourceSchema, secretKeyRef } from './common.js';
 
 /**
  * AgentBackend: where and how to reach agents (docs/architecture.md, "Custom resources"). This file
@@ -130,12 +130,6 @@ export const agentBackendStatus = z.object({
 
 export type AgentBackendStatus = z.output<typeof agentBackendStatus>;
 
-export const agentBackend = z.object({
-  apiVersion: z.literal(API_VERSION),
-  kind: z.literal('AgentBackend'),
-  metadata: objectMeta,
-  spec: agentBackendSpec,
-  status: agentBackendStatus.optional(),
-});
+export const agentBackend = resourceSchema('AgentBackend', agentBackendSpec, agentBackendStatus);
 
 export type AgentBackend = z.output<typeof agentBackend>;

@@ -3,12 +3,11 @@ import { TRIGGER_KINDS } from '../../core/triggers.js';
 import { DIALECTS } from './agent-backend.js';
 import { keyedList, uniqueList, withRules } from './cel.js';
 import {
-  API_VERSION,
   cardSummary,
   conditions,
   namespaceName,
-  objectMeta,
   objectName,
+  resourceSchema,
   secretKeyRef,
 } from './common.js';
 import { DURATION_PATTERN, parseDuration } from './duration.js';
@@ -303,12 +302,6 @@ export const bindingStatus = z.object({
 
 export type BindingStatus = z.output<typeof bindingStatus>;
 
-export const binding = z.object({
-  apiVersion: z.literal(API_VERSION),
-  kind: z.literal('Binding'),
-  metadata: objectMeta,
-  spec: bindingSpec,
-  status: bindingStatus.optional(),
-});
+export const binding = resourceSchema('Binding', bindingSpec, bindingStatus);
 
 export type Binding = z.output<typeof binding>;

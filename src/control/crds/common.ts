@@ -93,3 +93,18 @@ export const objectMeta = z.object({
 });
 
 export type ObjectMeta = z.output<typeof objectMeta>;
+
+/** A whole object of one of our kinds, as the API server stores it: apiVersion, kind, metadata, spec, status. */
+export function resourceSchema<const K extends string, S extends z.ZodType, T extends z.ZodType>(
+  kind: K,
+  spec: S,
+  status: T,
+) {
+  return z.object({
+    apiVersion: z.literal(API_VERSION),
+    kind: z.literal(kind),
+    metadata: objectMeta,
+    spec,
+    status: status.optional(),
+  });
+}
