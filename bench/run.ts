@@ -17,12 +17,12 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Role, type SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { A2AClient } from '../src/a2a/client.js';
 import { decodeResponse } from '../src/a2a/jsonrpc.js';
 import { SseParser } from '../src/a2a/sse.js';
 import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
+import { sdkRequest } from '../testkit/a2a-sdk.js';
 import { benchEngine } from './engine.js';
 import { benchSqliteDurability } from './sqlite-durability.js';
 
@@ -174,24 +174,6 @@ async function startStreamServer(): Promise<StreamServer> {
       chunks = n;
     },
     close: () => new Promise((resolve) => server?.close(() => resolve())),
-  };
-}
-
-function sdkRequest(text: string): SendMessageRequest {
-  return {
-    tenant: '',
-    message: {
-      messageId: randomUUID(),
-      contextId: '',
-      taskId: '',
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: undefined,
-    metadata: undefined,
   };
 }
 

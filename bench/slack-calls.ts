@@ -16,7 +16,7 @@ import { systemClock } from '../src/core/ports.js';
 import { BudgetBook } from '../src/surfaces/slack/budget.js';
 import { SlackSurface } from '../src/surfaces/slack/surface.js';
 import { createWebClient, SlackApi } from '../src/surfaces/slack/web-api.js';
-import { startFakeSlack } from '../test/slack/fake-slack.js';
+import { startFakeSlack } from '../testkit/slack/index.js';
 
 const ANSWER = Array.from({ length: 48 }, (_, i) => `Sentence ${i} of the answer, about fifty chars. `).join(
   '',

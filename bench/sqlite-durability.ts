@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionStore, TurnRecord } from '../src/core/store.js';
 import { SqliteStore, type SqliteStoreOptions } from '../src/store/sqlite/sqlite-store.js';
+import { queuedTurn } from '../testkit/turns.js';
 
 /**
  * What durable guarding writes cost: the writes of one turn as the engine makes them (store the
@@ -22,23 +23,7 @@ async function oneTurn(store: SessionStore, i: number): Promise<void> {
     now,
   });
   const { turn } = await store.addTurn(
-    {
-      id: `turn-${i}`,
-      sessionId: session.id,
-      kind: 'message',
-      chatMessageId: `m${i}`,
-      text: 'hello',
-      metadata: null,
-      taskId: null,
-      state: 'queued',
-      outcome: null,
-      attempts: 0,
-      firstSentAt: null,
-      busyNoticeAt: null,
-      answerRef: null,
-      traceContext: null,
-      now,
-    },
+    queuedTurn({ id: `turn-${i}`, sessionId: session.id, chatMessageId: `m${i}`, text: 'hello', now }),
     { inboundEvent: `bench:${i}` },
   );
   const sending: TurnRecord = { ...turn, state: 'sending', attempts: 1, firstSentAt: now };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type Io, run } from './main.js';
+import { KourierError } from './core/errors.js';
+import { type Io, run, UsageError } from './main.js';
 
 function io(): Io & { lines: string[]; errors: string[] } {
   const lines: string[] = [];
@@ -38,6 +39,9 @@ describe('agentkourier binary', () => {
     expect(a.errors[1]).toContain('--port must be a port number');
     expect(await run(['demo-agent', '--bogus'], a)).toBe(2);
     expect(a.lines).toEqual([]);
+    // What main.ts throws for a bad command line is a typed error like every other.
+    expect(new UsageError('x')).toBeInstanceOf(KourierError);
+    expect(new UsageError('x').code).toBe('usage');
   });
 
   it('refuses local mode off loopback without a web chat token, saying how to give one', async () => {

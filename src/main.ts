@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { CONTROLLER_HELP, startController } from './app/controller.js';
 import { startLocal } from './app/local.js';
 import { runCheck } from './check/index.js';
+import { KourierError } from './core/errors.js';
 import { startDemoAgent } from './demo/demo-agent.js';
 import { isLoopback } from './surfaces/webchat/security.js';
 
@@ -35,7 +36,11 @@ Commands:
   help                               print this help`;
 
 /** Thrown for a bad command line: the message is shown with the usage, exit code 2. */
-export class UsageError extends Error {}
+export class UsageError extends KourierError {
+  constructor(message: string) {
+    super('usage', message);
+  }
+}
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

@@ -13,6 +13,7 @@ import {
 import type { OutgoingMessage, StreamEvent, Task, TaskPage } from '../core/agent/model.js';
 import { type AgentCardInfo, cardUrl, readCard } from './card.js';
 import { classifyNetworkError, discard, type HttpResponse, header, readBounded, send } from './http.js';
+import { identityHeaders } from './identity.js';
 import {
   type CallKind,
   decodeResponse,
@@ -317,10 +318,7 @@ export class A2AClient {
    * and the call span's trace context when it has one.
    */
   #baseHeaders(trace: TraceHeaders | undefined): Record<string, string> {
-    const o = this.#options;
-    const headers: Record<string, string> = { ...o.headers };
-    if (o.identity.kind === 'bearer') headers.authorization = `Bearer ${o.identity.token}`;
-    else headers['x-user-id'] = o.identity.userId;
+    const headers = identityHeaders(this.#options.identity, this.#options.headers);
     if (trace !== undefined) {
       headers.traceparent = trace.traceparent;
       if (trace.tracestate !== undefined && trace.tracestate !== '') headers.tracestate = trace.tracestate;

@@ -115,7 +115,7 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
 
 /** Maps a network-level failure to our errors. `eventsSeen` says how far a stream got. */
 export function classifyNetworkError(error: unknown, eventsSeen: number): Error {
-  const code = errorCode(error);
+  const code = unreachableCode(error);
   if (code !== undefined && UNREACHABLE.has(code)) {
     return new NotSentError(`the agent could not be reached (${code})`, {
       code: 'unreachable',
@@ -137,7 +137,8 @@ export function classifyNetworkError(error: unknown, eventsSeen: number): Error 
   return new LostConnectionError('connection-dropped', eventsSeen, { cause: error });
 }
 
-function errorCode(error: unknown): string | undefined {
+/** The network code (ECONNREFUSED, ENOTFOUND, …) of a failure that reached nobody, if it is one. */
+export function unreachableCode(error: unknown): string | undefined {
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && UNREACHABLE.has(code)) return code;

@@ -84,7 +84,7 @@ export const DEFAULT_LIST_TASKS: ListTasksSettings = { pageSize: 50, maxPages: 1
 
 /**
  * Headers the client sets itself; a static header may not replace them. The AgentBackend CRD
- * refuses the same names at admission (src/k8s/crds/agent-backend.ts reads this list).
+ * refuses the same names at admission (src/control/crds/agent-backend.ts reads this list).
  */
 export const RESERVED_HEADER_NAMES = [
   'authorization',

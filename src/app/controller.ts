@@ -1,23 +1,19 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadBrokerConfig } from '../config/broker.js';
-import { loadSlackConfig, slackRequested } from '../config/slack.js';
-import type { ChatSurface, EventSink } from '../core/ports.js';
 import { LiveRegistry } from '../core/registry.js';
-import { SessionEngine } from '../core/session/engine.js';
 import { TriggerDirectory } from '../core/triggers.js';
 import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
-import { createLogger, Observability, opsRoutes } from '../observability/index.js';
-import { createStore, migrateWhenReachable, triggerStoreOf } from '../store/open.js';
-import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
-import { SlackConnection } from '../surfaces/slack/index.js';
-import { Triggers } from '../triggers/index.js';
+import { opsRoutes } from '../observability/index.js';
+import { createStore, migrateWhenReachable } from '../store/open.js';
+import { type Env, openBroker } from './broker.js';
 import { eventsListener, listen, notFound } from './controller-http.js';
 
 /**
  * `agentkourier controller`: one process in the cluster — the control plane (AgentBackends and
- * Bindings into live clients), the Slack surface and the engine. /healthz, /readyz and /metrics
- * on the metrics port; Slack's HTTP events on the HTTP port.
+ * Bindings into live clients) added to the broker both modes share (./broker.ts: the store,
+ * Slack, the engine, triggers). /healthz, /readyz and /metrics on the metrics port; Slack's HTTP
+ * events and the trigger webhooks on the HTTP port.
  *
  * Stopping (SIGTERM) drains in this order: /readyz says so and new Slack events are refused
  * with 503 (Slack delivers them again), the engine stops starting turns, cuts its streams, lets
@@ -54,7 +50,7 @@ The Kubernetes credentials are the pod's service account, or KUBECONFIG outside 
 SIGTERM drains: no new turns, writes in flight finish, session leases and the Lease released.`;
 
 export interface ControllerRunOptions {
-  env: Readonly<Record<string, string | undefined>>;
+  env: Env;
   out(line: string): void;
   logger?: Logger;
   /** Tests pass their own; in a pod it is loaded from the service account. */
@@ -80,66 +76,43 @@ const EVENTS_CLOSE_GRACE_MS = 3_000;
 
 export async function startController(options: ControllerRunOptions): Promise<RunningController> {
   const settings = loadControllerSettings(options.env);
-  const broker = loadBrokerConfig(options.env, {
+  const config = loadBrokerConfig(options.env, {
     store: { kind: 'sqlite', path: '/var/lib/agentkourier/state.db' },
     httpPort: 8080,
   });
-  if (broker.httpPort === settings.metricsPort) {
+  if (config.httpPort === settings.metricsPort) {
     throw new ControllerConfigError(
       'AGENTKOURIER_METRICS_PORT',
-      `must differ from AGENTKOURIER_HTTP_PORT (both are ${broker.httpPort})`,
+      `must differ from AGENTKOURIER_HTTP_PORT (both are ${config.httpPort})`,
     );
   }
-  const logger = options.logger ?? createLogger({ level: broker.logLevel, format: broker.logFormat });
   let draining = false;
-  // Pushed in start order, run in reverse: the order of the drain described above.
-  const stops: Array<() => Promise<void>> = [];
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
+  const broker = openBroker({
+    env: options.env,
+    config,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    onStop: () => {
       draining = true;
-      logger.info('controller draining');
-      for (const s of stops.splice(0).reverse())
-        await s().catch((error: unknown) => logger.error({ err: error }, 'stop failed'));
-    })();
-    return stopping;
-  };
+      broker.logger.info('controller draining');
+    },
+  });
+  const { logger, observability, stop } = broker;
   try {
     const kubeConfig = options.kubeConfig ?? new KubeConfig();
     if (options.kubeConfig === undefined) kubeConfig.loadFromDefault();
     const registry = new LiveRegistry();
-    // First in, last out: spans of turns still open at stop are ended and flushed after all else.
-    const observability = new Observability({ env: options.env, logger });
-    stops.push(() => observability.close());
-    // Migrated once the ops server is up, so /readyz can say the store is what it waits for.
-    const opened = createStore(broker.store);
-    const store = observability.store(opened);
-    let storeReady = false;
-    stops.push(() => store.close());
-    const triggerStore = observability.triggerStore(triggerStoreOf(opened));
     const triggerDirectory = new TriggerDirectory();
-
-    const slack = slackRequested(options.env)
-      ? await SlackConnection.connect({
-          config: loadSlackConfig(options.env),
-          logger,
-          telemetry: observability.slack,
-          approvals: { counters: observability.metrics },
-        })
-      : undefined;
-    if (slack === undefined) logger.warn('SLACK_BOT_TOKEN is not set: running without Slack');
-    const surfaces: Record<string, ChatSurface> = slack === undefined ? {} : { slack: slack.surface };
-    const sinks: EventSink[] = [];
-    if (slack !== undefined) sinks.push(slack.surface.activity);
-    const engine = new SessionEngine({
-      store,
+    // Migrated once the ops server is up, so /readyz can say the store is what it waits for.
+    const core = await broker.compose({
+      store: createStore(config.store),
       registry,
-      surface: new SurfaceRouter(surfaces),
-      events: observability.events(...sinks),
-      tracer: observability.turns,
-      owner: broker.replicaName ?? settings.podName,
+      triggerDirectory,
+      owner: config.replicaName ?? settings.podName,
+      draining: () => draining,
     });
-    observability.metrics.countActiveSessions(() => engine.activeSessions);
+    const { slack, store } = core;
+    if (slack === undefined) logger.warn('SLACK_BOT_TOKEN is not set: running without Slack');
+    let storeReady = false;
 
     const controller = new Controller({
       kubeConfig,
@@ -151,7 +124,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       watchNamespaces: settings.watchNamespaces,
       telemetry: observability.controlPlane,
       triggers: triggerDirectory,
-      triggerActivity: triggerStore,
+      triggerActivity: core.triggerStore,
       ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
     });
 
@@ -177,7 +150,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     const ops = await listen((req, res) => {
       if (!routes(req, res)) notFound(res);
     }, settings.metricsPort);
-    stops.push(() => ops.close());
+    broker.defer(() => ops.close());
 
     const abandon = (): void => void stop();
     options.signal?.addEventListener('abort', abandon, { once: true });
@@ -193,40 +166,23 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       },
     );
     storeReady = !storeAbandoned;
-    stops.push(() => controller.stop());
+    broker.defer(() => controller.stop());
     if (!storeAbandoned) await controller.start();
     options.signal?.removeEventListener('abort', abandon);
     if (options.signal?.aborted) {
       await stop();
       return { httpPort: 0, metricsPort: ops.port, stop };
     }
-    if (slack !== undefined) {
-      await slack.listen({ engine, store, bindings: registry });
-      stops.push(() => slack.stop());
-    }
-    await engine.start();
-    stops.push(() => engine.stop());
-    const triggers = new Triggers({
-      directory: triggerDirectory,
-      store: triggerStore,
-      chat: new TriggerChatRouter({ slack: slack?.triggers }),
-      engine,
-      owner: engine.owner,
-      logger,
-      observer: observability.metrics,
-      draining: () => draining,
-    });
-    triggers.start();
-    stops.push(() => triggers.stop());
+    await broker.serve(core);
     const events = await listen(
       eventsListener({
         slack: () => slack?.requestListener,
-        triggers: triggers.routes,
+        triggers: core.triggers.routes,
         draining: () => draining,
       }),
-      broker.httpPort,
+      config.httpPort,
     );
-    stops.push(() => events.close(EVENTS_CLOSE_GRACE_MS));
+    broker.defer(() => events.close(EVENTS_CLOSE_GRACE_MS));
     options.out(
       `Agent Kourier controller: Slack events and trigger webhooks on port ${events.port} ` +
         '(POST /slack/events, POST /triggers/<namespace>/<binding>/<name>), ' +

@@ -1,29 +1,25 @@
 import type { Logger } from 'pino';
 import { loadBrokerConfig } from '../config/broker.js';
-import { loadSlackConfig, slackRequested } from '../config/slack.js';
-import type { EventSink } from '../core/ports.js';
 import { LiveRegistry } from '../core/registry.js';
-import { SessionEngine } from '../core/session/engine.js';
 import { TriggerDirectory } from '../core/triggers.js';
 import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
 import { startLocalManifests } from '../local/index.js';
-import { createLogger, Observability, opsRoutes } from '../observability/index.js';
-import { openStore, triggerStoreOf } from '../store/open.js';
-import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
-import { SlackConnection } from '../surfaces/slack/index.js';
+import { opsRoutes } from '../observability/index.js';
+import { openStore } from '../store/open.js';
 import { createWebChat, WebChatSurface, WebChatTriggerThreads } from '../surfaces/webchat/index.js';
-import { Triggers } from '../triggers/index.js';
 import { localBanner } from './banner.js';
+import { type Env, openBroker } from './broker.js';
 import { kagentAnswerer } from './structured-answers.js';
 
 /**
- * `agentkourier local` (what `npm start` runs): the broker on one laptop. Bindings come from a
- * YAML file (the CRD shapes, reloaded on edit), state lives in SQLite under ./.agentkourier/,
- * the web chat serves on loopback, a demo agent answers unless told not to, and Slack joins in
- * when its settings are in the environment. Trigger webhooks are served on the web chat's port
- * (POST /triggers/<namespace>/<binding>/<name>, with their own bearer tokens, not the web chat's);
- * their threads appear in the web chat under their Binding, or in Slack when the trigger names a
- * Slack channel and Slack runs.
+ * `agentkourier local` (what `npm start` runs): the broker on one laptop. The start-up both modes
+ * share is ./broker.ts; this file adds local mode's part: Bindings from a YAML file (the CRD
+ * shapes, reloaded on edit), the demo agent unless told not to, and the web chat on loopback,
+ * which serves /metrics, /healthz and /readyz too. State lives in SQLite under ./.agentkourier/,
+ * and Slack joins in when its settings are in the environment. Trigger webhooks are served on the
+ * web chat's port (POST /triggers/<namespace>/<binding>/<name>, with their own bearer tokens, not
+ * the web chat's); their threads appear in the web chat under their Binding, or in Slack when the
+ * trigger names a Slack channel and Slack runs.
  */
 
 export interface LocalOptions {
@@ -33,7 +29,7 @@ export interface LocalOptions {
   /** The web chat's bearer token; required off loopback (the web chat refuses to start otherwise). */
   token?: string;
   demo: boolean;
-  env: Readonly<Record<string, string | undefined>>;
+  env: Env;
   /** Where the URL to open is printed. */
   out(line: string): void;
   logger?: Logger;
@@ -47,26 +43,23 @@ export interface RunningLocal {
 }
 
 export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
-  const broker = loadBrokerConfig(options.env, {
+  const config = loadBrokerConfig(options.env, {
     store: { kind: 'sqlite', path: '.agentkourier/state.db' },
     httpPort: 8081,
     // A person at a terminal reads these lines; LOG_FORMAT=json gives the cluster's lines.
     logFormat: 'pretty',
   });
-  const logger = options.logger ?? createLogger({ level: broker.logLevel, format: broker.logFormat });
-  const stops: Array<() => Promise<void>> = [];
-  const stop = async (): Promise<void> => {
-    for (const s of stops.splice(0).reverse())
-      await s().catch((error: unknown) => logger.error({ err: error }, 'stop failed'));
-  };
+  const broker = openBroker({
+    env: options.env,
+    config,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  });
+  const { logger, observability, stop } = broker;
   try {
-    // First in, last out: spans of turns still open at stop are ended and flushed after all else.
-    const observability = new Observability({ env: options.env, logger });
-    stops.push(() => observability.close());
     let demo: DemoAgent | undefined;
     if (options.demo) {
       demo = await startDemoAgent({ host: '127.0.0.1', port: 0 });
-      stops.push(() => (demo as DemoAgent).close());
+      broker.defer(() => (demo as DemoAgent).close());
       logger.info({ url: demo.url }, 'demo agent listening');
     }
     const registry = new LiveRegistry();
@@ -79,47 +72,20 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       telemetry: observability.controlPlane,
       ...(demo === undefined ? {} : { demoAgentUrl: demo.url }),
     });
-    stops.push(() => manifests.close());
-
-    const opened = await openStore(broker.store, { logger });
-    const store = observability.store(opened);
-    stops.push(() => store.close());
-    const triggerStore = observability.triggerStore(triggerStoreOf(opened));
+    broker.defer(() => manifests.close());
 
     const web = new WebChatSurface();
-    const slack = slackRequested(options.env)
-      ? await SlackConnection.connect({
-          config: loadSlackConfig(options.env),
-          logger,
-          telemetry: observability.slack,
-          approvals: { counters: observability.metrics },
-        })
-      : undefined;
-    // The web chat shows the agent working from the engine's events, as Slack does.
-    const sinks: EventSink[] = [web.activity];
-    if (slack !== undefined) sinks.push(slack.surface.activity);
-    const engine = new SessionEngine({
-      store,
+    const core = await broker.compose({
+      store: await openStore(config.store, { logger }),
       registry,
-      surface: new SurfaceRouter({ webchat: web, ...(slack === undefined ? {} : { slack: slack.surface }) }),
-      events: observability.events(...sinks),
-      tracer: observability.turns,
-      ...(broker.replicaName === undefined ? {} : { owner: broker.replicaName }),
+      triggerDirectory,
+      surfaces: { webchat: web },
+      webchatTriggers: new WebChatTriggerThreads(web.threads),
+      sinks: [web.activity],
+      owner: config.replicaName,
     });
-    observability.metrics.countActiveSessions(() => engine.activeSessions);
+    const { engine, triggers } = core;
     let serving = false;
-    const triggers = new Triggers({
-      directory: triggerDirectory,
-      store: triggerStore,
-      chat: new TriggerChatRouter({
-        slack: slack?.triggers,
-        webchat: new WebChatTriggerThreads(web.threads),
-      }),
-      engine,
-      owner: engine.owner,
-      logger,
-      observer: observability.metrics,
-    });
     const ops = opsRoutes({
       registry: observability.registry,
       ready: () => (serving ? true : 'starting'),
@@ -128,7 +94,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       engine,
       surface: web,
       registry,
-      store,
+      store: core.store,
       answerStructured: kagentAnswerer(engine, observability.metrics),
       routes: (req, res) => ops(req, res) || triggers.routes(req, res),
       host: options.host,
@@ -137,15 +103,8 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       ...(options.token === undefined ? {} : { token: options.token }),
       logger,
     });
-    stops.push(() => chat.close());
-    if (slack !== undefined) {
-      await slack.listen({ engine, store, bindings: registry, port: broker.httpPort });
-      stops.push(() => slack.stop());
-    }
-    await engine.start();
-    stops.push(() => engine.stop());
-    triggers.start();
-    stops.push(() => triggers.stop());
+    broker.defer(() => chat.close());
+    await broker.serve(core, { slackPort: config.httpPort });
 
     await manifests.idle();
     serving = true;

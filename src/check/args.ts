@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Identity } from '../a2a/index.js';
+import { parseDuration } from '../control/crds/duration.js';
 import { type AgentRef, type DialectName, dialectSpec } from '../dialects/index.js';
-import { parseDuration } from '../k8s/crds/duration.js';
 import { CheckArgumentError } from './errors.js';
 
 /**

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { identityHeaders } from '../a2a/identity.js';
 import { type A2AClient, type AgentCardInfo, cardUrl, isTerminal, type Task } from '../a2a/index.js';
 import { decodeResponse } from '../a2a/jsonrpc.js';
 import { v0_3 } from '../a2a/wire/v0_3/codec.js';
@@ -14,7 +15,7 @@ import type {
   SubscribeObservation,
   UnsupportedMethodProbe,
 } from './observations.js';
-import { identityHeaders, probe } from './probe.js';
+import { probe } from './probe.js';
 import { summarize, turnTask } from './summary.js';
 import { followUp, sendTurn } from './turn.js';
 

@@ -4,7 +4,7 @@ import type { SessionKey } from './store.js';
 /**
  * The durable state of triggers (docs/triggers.md) and the port that keeps it. SQLite and
  * PostgreSQL implement it beside the session store, on the same database, and pass one shared
- * suite (src/store/trigger-contract.ts).
+ * suite (test/store/trigger-contract.ts).
  *
  * The model: an alert *group* (Alertmanager's groupKey, a webhook's dedupe key, a schedule's run)
  * maps to one thread, per workspace, Binding and trigger. The *alerts* of a group are claimed by

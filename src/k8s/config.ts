@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { DIRECT_MESSAGES_ENTRY, type NamespaceChannels } from '../control/channels.js';
+import { namespaceName, objectName } from '../control/crds/common.js';
 import { InvalidConfigError } from '../core/errors.js';
-import { DIRECT_MESSAGES_ENTRY, type NamespaceChannels } from './channels.js';
-import { namespaceName, objectName } from './crds/common.js';
 
 /**
  * The controller's settings from its environment, validated once at start. An error names the

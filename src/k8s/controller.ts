@@ -2,27 +2,27 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../control/card-check.js';
+import { CardCheckPool, DEFAULT_CARD_POOL } from '../control/card-pool.js';
+import type { NamespaceChannels } from '../control/channels.js';
+import { namespaceName } from '../control/crds/common.js';
+import { clientFactory, LiveClients } from '../control/live-clients.js';
+import { KeyedQueue } from '../control/queue.js';
+import type { Transition } from '../control/status.js';
+import type { ControlPlaneObserver, ControlPlaneTelemetry } from '../control/telemetry.js';
 import { InvalidConfigError, KourierError } from '../core/errors.js';
 import type { LiveRegistry } from '../core/registry.js';
 import type { TriggerActivity } from '../core/trigger-store.js';
 import type { TriggerDirectory } from '../core/triggers.js';
-import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from './card-check.js';
-import { CardCheckPool, DEFAULT_CARD_POOL } from './card-pool.js';
-import type { NamespaceChannels } from './channels.js';
 import { DEFAULT_LEASE_NAME, MAX_WATCH_NAMESPACES } from './config.js';
-import { namespaceName } from './crds/common.js';
 import { EventRecorder } from './events.js';
 import { InformerSet } from './informer-set.js';
 import { keyOf, parseKey } from './keys.js';
 import { KubeApi, type ResourcePlural } from './kube-api.js';
 import { checkLeaderTimings, DEFAULT_LEADER_TIMINGS, LeaderElector, type LeaderTimings } from './leader.js';
 import { KubeLeaseStore } from './lease-store.js';
-import { clientFactory, LiveClients } from './live-clients.js';
-import { KeyedQueue } from './queue.js';
 import { Reconciler } from './reconciler.js';
 import { SecretWatch } from './secret-watch.js';
-import type { Transition } from './status.js';
-import type { ControlPlaneObserver, ControlPlaneTelemetry } from './telemetry.js';
 
 /**
  * `agentkourier controller`'s control plane: informers on AgentBackends, Bindings and the

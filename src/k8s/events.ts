@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import { API_VERSION } from './crds/common.js';
+import { API_VERSION } from '../control/crds/common.js';
+import type { Transition } from '../control/status.js';
 import type { KubeApi } from './kube-api.js';
-import type { Transition } from './status.js';
 
 /**
  * Kubernetes Events for status transitions (`kubectl describe` shows them). Best effort: a

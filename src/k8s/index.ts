@@ -1,6 +1,6 @@
 /** The control plane's public face, for src/main.ts (`agentkourier controller`). */
 
-export type { NamespaceChannels } from './channels.js';
+export type { NamespaceChannels } from '../control/channels.js';
 export { ControllerConfigError, type ControllerSettings, loadControllerSettings } from './config.js';
 export {
   Controller,

@@ -13,9 +13,9 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { GROUP, VERSION } from '../control/crds/common.js';
 import { KourierError } from '../core/errors.js';
 import { cutText } from '../core/text.js';
-import { GROUP, VERSION } from './crds/common.js';
 
 /**
  * The few Kubernetes API calls the controller makes, behind one small class so the rest of

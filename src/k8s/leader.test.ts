@@ -4,6 +4,7 @@ import type { Clock } from '../core/ports.js';
 import {
   checkLeaderTimings,
   LeaderElector,
+  LeaderTimingsError,
   type LeaseRecord,
   type LeaseStore,
   type VersionedLease,
@@ -162,11 +163,13 @@ describe('LeaderElector', () => {
   });
 
   it('checks its timings as client-go does', () => {
-    expect(() =>
-      checkLeaderTimings({ leaseDurationMs: 2000, renewDeadlineMs: 2000, retryPeriodMs: 500 }),
-    ).toThrow(/leaseDurationMs/);
-    expect(() =>
-      checkLeaderTimings({ leaseDurationMs: 3000, renewDeadlineMs: 1000, retryPeriodMs: 900 }),
-    ).toThrow(/1.2/);
+    const longerLease = () =>
+      checkLeaderTimings({ leaseDurationMs: 2000, renewDeadlineMs: 2000, retryPeriodMs: 500 });
+    expect(longerLease).toThrow(LeaderTimingsError);
+    expect(longerLease).toThrow(/leaseDurationMs/);
+    const jitter = () =>
+      checkLeaderTimings({ leaseDurationMs: 3000, renewDeadlineMs: 1000, retryPeriodMs: 900 });
+    expect(jitter).toThrow(LeaderTimingsError);
+    expect(jitter).toThrow(/1.2/);
   });
 });

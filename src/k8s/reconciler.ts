@@ -1,29 +1,25 @@
 import type { Logger } from 'pino';
-import type { LiveRegistry } from '../core/registry.js';
-import type { TriggerDirectory } from '../core/triggers.js';
-import type { CardChecker } from './card-check.js';
-import type { CardCheckPool } from './card-pool.js';
+import type { CardChecker } from '../control/card-check.js';
+import type { CardCheckPool } from '../control/card-pool.js';
 import {
   allowedChannels,
   type ClaimConflict,
   changedConflicts,
   conflictsByBinding,
   type NamespaceChannels,
-} from './channels.js';
-import type { AgentBackend, AgentBackendStatus } from './crds/agent-backend.js';
-import type { Binding, BindingStatus } from './crds/binding.js';
-import type { Condition, ObjectMeta } from './crds/common.js';
-import type { EventRecorder, EventTarget } from './events.js';
-import { keyOf } from './keys.js';
-import type { KubeApi, ResourcePlural } from './kube-api.js';
-import { KubeApiError } from './kube-api.js';
-import type { LiveClients } from './live-clients.js';
-import { agentBackendStatus, type BackendBinding, resolveBackendHeaders } from './reconcile/agent-backend.js';
-import { bindingStatus, type CardState, planBinding } from './reconcile/binding.js';
-import type { SecretLookup } from './reconcile/secrets.js';
-import type { TriggerActivityView } from './reconcile/triggers.js';
-import { backendSecretRefs, bindingSecretRefs, parseAgentBackend, parseBinding } from './resources.js';
-import type { SecretWatch } from './secret-watch.js';
+} from '../control/channels.js';
+import type { AgentBackend, AgentBackendStatus } from '../control/crds/agent-backend.js';
+import type { Binding, BindingStatus } from '../control/crds/binding.js';
+import type { Condition, ObjectMeta } from '../control/crds/common.js';
+import type { LiveClients } from '../control/live-clients.js';
+import {
+  agentBackendStatus,
+  type BackendBinding,
+  resolveBackendHeaders,
+} from '../control/reconcile/agent-backend.js';
+import { bindingStatus, type CardState, planBinding } from '../control/reconcile/binding.js';
+import type { SecretLookup } from '../control/reconcile/secrets.js';
+import type { TriggerActivityView } from '../control/reconcile/triggers.js';
 import {
   ConditionTypes,
   falseCondition,
@@ -32,7 +28,15 @@ import {
   readyTransition,
   sameJson,
   stampConditions,
-} from './status.js';
+} from '../control/status.js';
+import type { LiveRegistry } from '../core/registry.js';
+import type { TriggerDirectory } from '../core/triggers.js';
+import type { EventRecorder, EventTarget } from './events.js';
+import { keyOf } from './keys.js';
+import type { KubeApi, ResourcePlural } from './kube-api.js';
+import { KubeApiError } from './kube-api.js';
+import { backendSecretRefs, bindingSecretRefs, parseAgentBackend, parseBinding } from './resources.js';
+import type { SecretWatch } from './secret-watch.js';
 
 /**
  * The two reconciles with their I/O: read the caches, run the pure functions of reconcile/,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { type AgentBackend, agentBackend } from './crds/agent-backend.js';
-import { type Binding, binding } from './crds/binding.js';
-import { type ObjectMeta, objectMeta } from './crds/common.js';
+import { type AgentBackend, agentBackend } from '../control/crds/agent-backend.js';
+import { type Binding, binding } from '../control/crds/binding.js';
+import { type ObjectMeta, objectMeta } from '../control/crds/common.js';
 
 /**
  * Objects from the informers' caches, parsed with the CRD schemas at the edge. The API server

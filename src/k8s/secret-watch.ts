@@ -1,7 +1,7 @@
 import type { KubeConfig, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { decodeSecretData, type SecretView } from '../control/reconcile/secrets.js';
 import type { KubeApi } from './kube-api.js';
-import { decodeSecretData, type SecretView } from './reconcile/secrets.js';
 import { Informer } from './watch.js';
 
 /**

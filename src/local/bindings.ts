@@ -1,21 +1,21 @@
 import type { Logger } from 'pino';
+import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../control/card-check.js';
+import { type ClaimConflict, conflictsByBinding } from '../control/channels.js';
+import type { Binding, BindingStatus } from '../control/crds/binding.js';
+import { type ClientFactory, clientFactory, type LiveClient, LiveClients } from '../control/live-clients.js';
+import { KeyedQueue } from '../control/queue.js';
+import { type BindingPlan, bindingRef, bindingStatus, planBinding } from '../control/reconcile/binding.js';
+import { readyTransition } from '../control/status.js';
+import type { ControlPlaneObserver, ControlPlaneTelemetry } from '../control/telemetry.js';
 import type { LiveRegistry } from '../core/registry.js';
 import type { TriggerDirectory } from '../core/triggers.js';
-import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../k8s/card-check.js';
-import { type ClaimConflict, conflictsByBinding } from '../k8s/channels.js';
-import type { Binding, BindingStatus } from '../k8s/crds/binding.js';
-import { type ClientFactory, clientFactory, type LiveClient, LiveClients } from '../k8s/live-clients.js';
-import { KeyedQueue } from '../k8s/queue.js';
-import { type BindingPlan, bindingRef, bindingStatus, planBinding } from '../k8s/reconcile/binding.js';
-import { readyTransition } from '../k8s/status.js';
-import type { ControlPlaneObserver, ControlPlaneTelemetry } from '../k8s/telemetry.js';
 import { backendFor, type LocalManifests, secretLookup } from './manifests.js';
 import { type LocalBindingStatus, localStatus } from './status.js';
 
 /**
- * Local mode's reconcile: the controller's building blocks with a file in place of the API
- * server. Each Binding goes planBinding → LiveClients → LiveRegistry like in
- * ../k8s/reconciler.ts (so a changed URL or credential reconfigures the same client, and a
+ * Local mode's reconcile: the building blocks both control planes share (../control/) with a
+ * file in place of the API server. Each Binding goes planBinding → LiveClients → LiveRegistry
+ * like in ../k8s/reconciler.ts (so a changed URL or credential reconfigures the same client, and a
  * Binding that cannot be served leaves the registry), its card is read by the CardChecker
  * (failed reads retried with backoff, accepted cards re-read now and then), and its status is
  * the controller's bindingStatus(), kept in memory instead of written.

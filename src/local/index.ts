@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import type { CardTimings } from '../control/card-check.js';
+import type { ClientFactory } from '../control/live-clients.js';
+import type { ControlPlaneTelemetry } from '../control/telemetry.js';
 import type { LiveRegistry } from '../core/registry.js';
 import type { TriggerDirectory } from '../core/triggers.js';
-import type { CardTimings } from '../k8s/card-check.js';
-import type { ClientFactory } from '../k8s/live-clients.js';
-import type { ControlPlaneTelemetry } from '../k8s/telemetry.js';
 import { LocalBindings } from './bindings.js';
 import { LocalFileError, LocalManifestError } from './errors.js';
 import { parseManifests } from './manifests.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Binding } from '../k8s/crds/binding.js';
+import type { Binding } from '../control/crds/binding.js';
 
 /**
  * The two places where a local file differs from what `kubectl apply` takes, both applied

@@ -1,7 +1,7 @@
 import { parseAllDocuments } from 'yaml';
-import type { AgentBackend } from '../k8s/crds/agent-backend.js';
-import type { Binding } from '../k8s/crds/binding.js';
-import type { SecretLookup } from '../k8s/reconcile/secrets.js';
+import type { AgentBackend } from '../control/crds/agent-backend.js';
+import type { Binding } from '../control/crds/binding.js';
+import type { SecretLookup } from '../control/reconcile/secrets.js';
 import { LocalManifestError, type ManifestProblem } from './errors.js';
 import { secretValues } from './secret.js';
 import { type LocalObject, type ValidateOptions, validateDocument } from './validate.js';

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { decodeSecretData } from '../k8s/reconcile/secrets.js';
+import { decodeSecretData } from '../control/reconcile/secrets.js';
 
 /**
  * The v1 Secret, as much of it as local mode reads: `data` (base64, as `kubectl get -o yaml`
  * writes it) and `stringData` (plain text, easier to write by hand). As in Kubernetes,
  * stringData wins over data for the same key. Values are trimmed like the controller trims them
- * (../k8s/reconcile/secrets.ts): files often end in a newline.
+ * (../control/reconcile/secrets.ts): files often end in a newline.
  */
 
 /** A Secret key, as the API server accepts it. */

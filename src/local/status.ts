@@ -1,7 +1,7 @@
+import type { BindingStatus } from '../control/crds/binding.js';
+import type { CardSummary, Condition } from '../control/crds/common.js';
+import { ConditionTypes, findCondition } from '../control/status.js';
 import type { DialectName } from '../dialects/index.js';
-import type { BindingStatus } from '../k8s/crds/binding.js';
-import type { CardSummary, Condition } from '../k8s/crds/common.js';
-import { ConditionTypes, findCondition } from '../k8s/status.js';
 
 /**
  * What local mode tells about a Binding: the status the controller would write to the cluster

@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { type AgentBackend, agentBackend } from '../k8s/crds/agent-backend.js';
-import { type Binding, binding } from '../k8s/crds/binding.js';
-import { API_VERSION, namespaceName, objectName } from '../k8s/crds/common.js';
+import { type AgentBackend, agentBackend } from '../control/crds/agent-backend.js';
+import { type Binding, binding } from '../control/crds/binding.js';
+import { API_VERSION, namespaceName, objectName } from '../control/crds/common.js';
 import type { ManifestProblem } from './errors.js';
 import { fieldPath, unknownFieldMessage, unknownFields } from './fields.js';
 import { type LocalAdaptation, localAdaptations } from './local-rules.js';
 import { type SecretManifest, secretManifest } from './secret.js';
 
 /**
- * One YAML document to one typed object, with the CRD schemas of ../k8s/crds (the one
+ * One YAML document to one typed object, with the CRD schemas of ../control/crds (the one
  * definition of AgentBackend and Binding) and a small Secret schema of our own. What the API
  * server checks besides the CRD schema (metadata names, strict fields) is checked here too.
  */

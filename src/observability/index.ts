@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { ClientTelemetry } from '../a2a/telemetry.js';
+import type { ControlPlaneTelemetry } from '../control/telemetry.js';
 import type { EventSink } from '../core/ports.js';
 import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
-import type { ControlPlaneTelemetry } from '../k8s/telemetry.js';
 import type { SlackTelemetry } from '../surfaces/slack/web-api.js';
 import { BrokerMetrics, fanOut } from './metrics.js';
 import { measuredStore, measuredTriggerStore } from './store-metrics.js';
@@ -15,7 +15,7 @@ import { OtelTurnTracer } from './turn-tracer.js';
 
 /**
  * Metrics, traces and logs of one broker process, built once in the composition root
- * (app/controller.ts, app/local.ts) and handed to each piece as the small interface it asks for:
+ * (app/broker.ts, for both modes) and handed to each piece as the small interface it asks for:
  * the engine gets an event sink and a turn tracer, the store is wrapped, each Binding's client
  * gets its call telemetry, Slack and the control plane their observers and tracers.
  */

@@ -79,15 +79,7 @@ export function* finishWork(
   outcome: 'done' | 'failed',
   now: number,
 ): Steps<boolean> {
-  const rows = yield q(
-    `UPDATE @work SET state = $5, updated_at = $4 WHERE id = $1 AND state = 'pending' AND ${LEASED} RETURNING id`,
-    workId,
-    groupId,
-    owner,
-    now,
-    outcome,
-  );
-  return rows.length === 1;
+  return yield* setPendingWork('state', workId, groupId, owner, now, outcome);
 }
 
 export function* deferWork(
@@ -97,13 +89,25 @@ export function* deferWork(
   nextAt: number,
   now: number,
 ): Steps<boolean> {
+  return yield* setPendingWork('next_at', workId, groupId, owner, now, nextAt);
+}
+
+/** Sets one column of a pending work item, fenced on its group's lease; false when the lease is gone. */
+function* setPendingWork(
+  column: 'state' | 'next_at',
+  workId: string,
+  groupId: string,
+  owner: string,
+  now: number,
+  value: string | number,
+): Steps<boolean> {
   const rows = yield q(
-    `UPDATE @work SET next_at = $5, updated_at = $4 WHERE id = $1 AND state = 'pending' AND ${LEASED} RETURNING id`,
+    `UPDATE @work SET ${column} = $5, updated_at = $4 WHERE id = $1 AND state = 'pending' AND ${LEASED} RETURNING id`,
     workId,
     groupId,
     owner,
     now,
-    nextAt,
+    value,
   );
   return rows.length === 1;
 }

@@ -263,7 +263,7 @@ describe('contract agent', () => {
     const agent = await start({ version: '1.0' });
     agent.enqueue(dropAfter(2));
     const res = await call(agent, 'SendStreamingMessage', message10('hey'));
-    await expect(res.text()).rejects.toThrow();
+    await expect(res.text()).rejects.toMatchObject({ name: 'TypeError', message: 'terminated' });
     const [task] = [...agent.tasks.values()];
     expect(task?.status.state).toBe('working');
     const got = (await (await call(agent, 'GetTask', { id: task?.id, historyLength: 0 })).json()) as {

@@ -16,7 +16,7 @@ describe.each(['1.0', '0.3'] as const)('a trickling agent cannot hold a turn (A2
   async function harness(options: Partial<HarnessOptions> = {}): Promise<Harness> {
     const h = await startHarness({
       version,
-      clientTimeouts: { bodyIdleMs: 200, callTotalMs: 300, cardTotalMs: 300 },
+      client: { timeouts: { bodyIdleMs: 200, callTotalMs: 300, cardTotalMs: 300 } },
       ...options,
     });
     harnesses.push(h);

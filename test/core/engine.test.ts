@@ -10,16 +10,14 @@ import {
   script,
   silentStream,
 } from '../agents/contract-agent.js';
-import { type Harness, type HarnessOptions, startHarness } from '../helpers/engine-harness.js';
-
-interface SentMessage {
-  messageId: string;
-  contextId?: string;
-  taskId?: string;
-  parts: Array<Record<string, unknown>>;
-  metadata?: Record<string, unknown>;
-  role: string;
-}
+import {
+  type Harness,
+  type HarnessOptions,
+  type SentMessage,
+  sentMessages,
+  sentText,
+  startHarness,
+} from '../helpers/engine-harness.js';
 
 describe.each(['1.0', '0.3'] as const)('session engine against the contract agent at %s', (version) => {
   const harnesses: Harness[] = [];
@@ -38,16 +36,8 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
   const subscribeMethod = version === '1.0' ? 'SubscribeToTask' : 'tasks/resubscribe';
   const cancelMethod = version === '1.0' ? 'CancelTask' : 'tasks/cancel';
 
-  function sent(h: Harness): SentMessage[] {
-    return h.agent
-      .rpc(sendMethod)
-      .map((r) => (r.body as { params: { message: SentMessage } }).params.message);
-  }
-
-  function textOf(m: SentMessage | undefined): string {
-    const part = m?.parts[0];
-    return typeof part?.text === 'string' ? part.text : '';
-  }
+  const sent = (h: Harness): SentMessage[] => sentMessages(h, sendMethod);
+  const textOf = sentText;
 
   async function settled(h: Harness, turnId: string): Promise<void> {
     await h.surface.waitFor(
@@ -208,7 +198,7 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
     });
 
     it(`[R-5] does not wait for a stream that stays open after the terminal status (${version})`, async () => {
-      const h = await harness({ streamIdleMs: 30_000 });
+      const h = await harness({ client: { timeouts: { streamIdleMs: 30_000 } } });
       h.agent.enqueueFor(
         sendMethod,
         script([{ event: 'task' }, { event: 'chunk', text: 'done' }, { event: 'completed' }], 'hang'),
@@ -367,7 +357,7 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
 
     it(`[R-2] treats events that name no task as an unknown outcome (${version})`, async () => {
       // An agent that also runs a repeated messageId again, so every send names no task.
-      const h = await harness({ timings: { giveUpAfterMs: 300 }, dedupe: false });
+      const h = await harness({ timings: { giveUpAfterMs: 300 }, agent: { dedupe: false } });
       for (let i = 0; i < 30; i++) h.agent.enqueueFor(sendMethod, noIds());
       const { turnId, sessionId } = await h.say('t1', '1', 'go');
       await settled(h, turnId);
@@ -395,7 +385,7 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
     });
 
     it(`[R-6][M-3] cuts a silent stream and follows the task with GetTask and SubscribeToTask (${version})`, async () => {
-      const h = await harness({ streamIdleMs: 300 });
+      const h = await harness({ client: { timeouts: { streamIdleMs: 300 } } });
       h.agent.enqueueFor(
         sendMethod,
         script([{ event: 'task' }, { event: 'chunk', text: 'partial' }], 'hang'),
@@ -629,7 +619,7 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
   });
 
   it(`[R-6][E-7] cuts a stream that stays silent before any event and sends the turn again (${version})`, async () => {
-    const h = await harness({ streamIdleMs: 200 });
+    const h = await harness({ client: { timeouts: { streamIdleMs: 200 } } });
     h.agent.enqueueFor(sendMethod, silentStream());
     await h.client.card();
     const { turnId, sessionId } = await h.say('t1', '1', 'go');

@@ -1,15 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { messageIdFor } from '../../src/core/compose.js';
-import { type SessionStore, sessionIdOf } from '../../src/core/store.js';
+import type { SessionStore } from '../../src/core/store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { startContractAgent, type WireVersion } from '../agents/contract-agent.js';
 import { startChatServer } from './chat-server.js';
+import { CRASH_TIMINGS, crashMessages, crashTurnId, killChild, prng, startEngineChild } from './children.js';
 import type { ChildConfig } from './engine-child.js';
 
 /**
@@ -51,32 +50,6 @@ export interface KillFigures {
   ms: number;
 }
 
-/** A small seeded PRNG (mulberry32): the same seed kills at the same points. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function startChild(config: ChildConfig): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'test/crash/engine-child.ts'], {
-    env: { ...process.env, CRASH_CONFIG: JSON.stringify(config) },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-export async function killChild(child: ChildProcess | undefined): Promise<void> {
-  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGKILL');
-  await exited;
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function killRun(o: KillRunOptions): Promise<KillFigures> {
@@ -113,17 +86,8 @@ export async function killRun(o: KillRunOptions): Promise<KillFigures> {
     }
     cleanups.push(() => reader.close());
 
-    const messages: ChildConfig['messages'] = [];
-    for (let t = 0; t < threads; t++)
-      for (let m = 0; m < perThread; m++)
-        messages.push({ thread: `t${t}`, ts: `${m + 1}.0`, text: `question ${t}.${m}` });
-    const turnIds = messages.map((m) =>
-      messageIdFor(
-        sessionIdOf({ surface: 'crash', workspaceId: 'T1', channelId: 'C1', threadId: m.thread }),
-        m.ts,
-        'message',
-      ),
-    );
+    const messages = crashMessages(threads, perThread);
+    const turnIds = messages.map(crashTurnId);
     const replicas = o.store === 'sqlite' ? ['crash-replica'] : ['replica-a', 'replica-b'];
     const config = (owner: string): ChildConfig => ({
       store,
@@ -132,18 +96,11 @@ export async function killRun(o: KillRunOptions): Promise<KillFigures> {
       owner,
       binding: 'team-a/crash',
       messages,
-      timings: {
-        settleDelayMs: 30,
-        retryBaseMs: 20,
-        retryMaxMs: 200,
-        giveUpAfterMs: 60_000,
-        leaseTtlMs: 1_000,
-        scanIntervalMs: 100,
-      },
+      timings: CRASH_TIMINGS,
     });
     // Every replica runs; kills pick one at random, which starts again at once.
     replicas.forEach((owner, i) => {
-      children[i] = startChild(config(owner));
+      children[i] = startEngineChild(config(owner));
     });
     const kills = 3 + Math.floor(random() * 4);
     for (let k = 0; k < kills; k++) {
@@ -168,7 +125,7 @@ export async function killRun(o: KillRunOptions): Promise<KillFigures> {
         await sleep(random() * 40);
       }
       await killChild(children[victim]);
-      children[victim] = startChild(config(replicas[victim] as string));
+      children[victim] = startEngineChild(config(replicas[victim] as string));
     }
 
     const deadline = Date.now() + 60_000;

@@ -7,6 +7,7 @@ import {
   KAGENT_HITL_EXTENSION as URI,
 } from '../../src/dialects/kagent-v1/index.js';
 import { kagentApproval, kagentAskUser, kagentMalformed } from '../agents/contract-agent.js';
+import { type SentMessage, sentMessages, sentText } from '../helpers/engine-harness.js';
 import {
   AGENT_PATH,
   type KagentHarness,
@@ -19,15 +20,6 @@ import {
  * dialectSpec('kagent-v1'), and the contract agent playing kagent's runtime (its HITL v1
  * pauses, and its validation of the replies), on both wire versions.
  */
-
-interface SentMessage {
-  messageId: string;
-  contextId?: string;
-  taskId?: string;
-  parts: Array<Record<string, unknown>>;
-  extensions?: string[];
-  metadata?: Record<string, unknown>;
-}
 
 describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at %s', (version) => {
   const harnesses: KagentHarness[] = [];
@@ -44,16 +36,8 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
   const sendMethod = version === '1.0' ? 'SendStreamingMessage' : 'message/stream';
   const cancelMethod = version === '1.0' ? 'CancelTask' : 'tasks/cancel';
 
-  function sent(h: KagentHarness): SentMessage[] {
-    return h.agent
-      .rpc(sendMethod)
-      .map((r) => (r.body as { params: { message: SentMessage } }).params.message);
-  }
-
-  function textOf(m: SentMessage | undefined): string {
-    const part = m?.parts[0];
-    return typeof part?.text === 'string' ? part.text : '';
-  }
+  const sent = (h: KagentHarness): SentMessage[] => sentMessages(h, sendMethod);
+  const textOf = sentText;
 
   /** Starts a turn and waits for its pause to be shown; returns the pending question. */
   async function paused(

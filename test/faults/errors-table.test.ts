@@ -229,7 +229,7 @@ const ROWS: Row[] = [
     stage: 'list',
     only: '1.0',
     what: 'a dropped send in a context: found with ListTasks, not sent again to an agent that would run it twice',
-    harness: { dedupe: false },
+    harness: { agent: { dedupe: false } },
     fault: () => ({ call: [] }),
     async holds(run) {
       await completes(run);
@@ -344,7 +344,7 @@ describe.each(['1.0', '0.3'] as const)('fault matrix: the Errors table at A2A %s
       runs.push(run);
       await row.holds(run, version);
       expect(shownText(run)).not.toContain(AGENT_TEXT);
-      if (version === '1.0' && row.harness?.dedupe !== false) {
+      if (version === '1.0' && row.harness?.agent?.dedupe !== false) {
         for (const [, n] of run.h.agent.runs) expect(n).toBeLessThanOrEqual(1);
       }
       await stillServes(run);

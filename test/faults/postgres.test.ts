@@ -53,7 +53,7 @@ describe('PostgreSQL faults under a live engine', () => {
       version: '1.0',
       store,
       owner: options.name,
-      workOn: true,
+      agent: { workOn: true },
       timings: TIMINGS,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.surface === undefined ? {} : { surface: options.surface }),

@@ -4,8 +4,8 @@ import { loadSlackConfig } from '../../src/config/slack.js';
 import { SlackConnection } from '../../src/surfaces/slack/app.js';
 import { SlackAuthError } from '../../src/surfaces/slack/errors.js';
 import { markdownForStream, markdownToMrkdwn } from '../../src/surfaces/slack/mrkdwn.js';
+import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import { answer } from '../agents/contract-agent.js';
-import { type FakeSlack, startFakeSlack } from '../slack/fake-slack.js';
 import {
   type SlackHarness,
   type SlackHarnessOptions,

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,13 +6,11 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
-import { messageIdFor } from '../../src/core/compose.js';
-import { sessionIdOf } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { answer, type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { type ChatServer, startChatServer } from '../crash/chat-server.js';
+import { crashTurnId, killChild, startEngineChild } from '../crash/children.js';
 import type { ChildConfig } from '../crash/engine-child.js';
-import { killChild } from '../crash/kill-run.js';
 
 /**
  * Fault matrix: the SQLite disk fills up under a running broker. The "disk" is the broker
@@ -32,10 +30,6 @@ const HAS_PRLIMIT = (() => {
     return false;
   }
 })();
-
-function thread(name: string) {
-  return sessionIdOf({ surface: 'crash', workspaceId: 'T1', channelId: 'C1', threadId: name });
-}
 
 describe.skipIf(!HAS_PRLIMIT)('SQLite disk full (skipped only without prlimit, from util-linux)', () => {
   const cleanups: Array<() => Promise<unknown>> = [];
@@ -62,11 +56,10 @@ describe.skipIf(!HAS_PRLIMIT)('SQLite disk full (skipped only without prlimit, f
       stdin: true,
     };
     // The soft limit starts unlimited; the hard one too, so it can be raised again later.
-    const child: ChildProcess = spawn(
-      'prlimit',
-      ['--fsize=unlimited:unlimited', process.execPath, '--import', 'tsx', 'test/crash/engine-child.ts'],
-      { env: { ...process.env, CRASH_CONFIG: JSON.stringify(config) }, stdio: ['pipe', 'pipe', 'inherit'] },
-    );
+    const child: ChildProcess = startEngineChild(config, {
+      under: ['prlimit', '--fsize=unlimited:unlimited'],
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     cleanups.push(() => killChild(child));
     const replies: string[] = [];
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => replies.push(l));
@@ -94,7 +87,7 @@ describe.skipIf(!HAS_PRLIMIT)('SQLite disk full (skipped only without prlimit, f
 
     // A healthy start.
     expect(await say({ thread: 'a', ts: '1.0', text: 'first' })).toBe('TAKEN 1.0');
-    expect((await settled(messageIdFor(thread('a'), '1.0', 'message'))).outcome).toBe('completed');
+    expect((await settled(crashTurnId({ thread: 'a', ts: '1.0' }))).outcome).toBe('completed');
 
     // A turn in flight when the disk fills: its answer streams for a second and a half.
     agent.enqueueFor(
@@ -118,17 +111,17 @@ describe.skipIf(!HAS_PRLIMIT)('SQLite disk full (skipped only without prlimit, f
     } finally {
       check.close();
     }
-    expect(await reader.getTurn(messageIdFor(thread('c'), '1.0', 'message'))).toBeUndefined();
+    expect(await reader.getTurn(crashTurnId({ thread: 'c', ts: '1.0' }))).toBeUndefined();
 
     // Space returns: the chat's redelivery is taken, and every turn finishes, the one that was
     // in flight included, without a restart.
     execFileSync('prlimit', ['--pid', String(child.pid), '--fsize=unlimited:unlimited']);
     expect(await say({ thread: 'c', ts: '1.0', text: big })).toBe('TAKEN 1.0');
-    expect((await settled(messageIdFor(thread('c'), '1.0', 'message'))).outcome).toBe('completed');
-    expect((await settled(messageIdFor(thread('b'), '1.0', 'message'))).outcome).toBe('completed');
+    expect((await settled(crashTurnId({ thread: 'c', ts: '1.0' }))).outcome).toBe('completed');
+    expect((await settled(crashTurnId({ thread: 'b', ts: '1.0' }))).outcome).toBe('completed');
     expect(child.exitCode).toBeNull();
     const shownB = [...chat.answers.values()].filter(
-      (a) => a.turnId === messageIdFor(thread('b'), '1.0', 'message'),
+      (a) => a.turnId === crashTurnId({ thread: 'b', ts: '1.0' }),
     );
     expect(shownB).toHaveLength(1);
     expect(shownB[0]?.text).toBe('slow answer ends');

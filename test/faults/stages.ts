@@ -80,7 +80,7 @@ export async function arrange(
   const h = await startHarness({
     version,
     settings: { questionTimeoutMs },
-    clientTimeouts: { bodyIdleMs: 300, callTotalMs: 600, cardTotalMs: 600, streamTotalMs: 3_000 },
+    client: { timeouts: { bodyIdleMs: 300, callTotalMs: 600, cardTotalMs: 600, streamTotalMs: 3_000 } },
     ...options,
   });
   const m = methods(version);

@@ -130,13 +130,15 @@ describe.each(['1.0', '0.3'] as const)('fault matrix: the transport at A2A %s', 
       row.ends === 'completes' ? 'the turn completes once the agent behaves' : 'the turn fails cleanly';
     it(`[DT-6][R-6] at ${row.stage}: ${row.what}: ${expectation} (${version})`, async () => {
       const run = await arrange(version, row.stage, row.fault, {
-        clientLimits: LIMITS,
-        clientTimeouts: {
-          bodyIdleMs: 250,
-          callTotalMs: 500,
-          cardTotalMs: 500,
-          streamIdleMs: 400,
-          streamTotalMs: 2_000,
+        client: {
+          limits: LIMITS,
+          timeouts: {
+            bodyIdleMs: 250,
+            callTotalMs: 500,
+            cardTotalMs: 500,
+            streamIdleMs: 400,
+            streamTotalMs: 2_000,
+          },
         },
       });
       runs.push(run);
@@ -161,7 +163,7 @@ describe.each(['1.0', '0.3'] as const)('fault matrix: the transport at A2A %s', 
   }
 
   it(`[E-6] a name that does not resolve: not sent, retried, then the turn fails cleanly (${version})`, async () => {
-    const h = await startHarness({ version, endpoint: 'http://agent-kourier-fault.invalid/a2a' });
+    const h = await startHarness({ version, client: { endpoint: 'http://agent-kourier-fault.invalid/a2a' } });
     harnesses.push(h);
     const { sessionId, turnId } = await h.say('t1', '1.0', 'hello');
     await settledTurn(h, turnId, 15_000);

@@ -1,5 +1,6 @@
 import { A2AClient } from '../../src/a2a/client.js';
-import type { Limits, Timeouts } from '../../src/a2a/options.js';
+import type { Identity, Limits, Timeouts } from '../../src/a2a/options.js';
+import type { Actor } from '../../src/core/compose.js';
 import type { EngineEvent } from '../../src/core/events.js';
 import type { AgentRegistry, AgentRoute, BindingSettings, Clock, Dialect } from '../../src/core/ports.js';
 import { type Inbound, SessionEngine } from '../../src/core/session/engine.js';
@@ -7,10 +8,29 @@ import type { EngineTimings } from '../../src/core/session/timings.js';
 import type { SessionKey, SessionStore } from '../../src/core/store.js';
 import { a2aDialect } from '../../src/dialects/a2a.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { type ContractAgent, startContractAgent, type WireVersion } from '../agents/contract-agent.js';
+import {
+  type ContractAgent,
+  type ContractAgentOptions,
+  startContractAgent,
+  type WireVersion,
+} from '../agents/contract-agent.js';
 import { FakeSurface } from './fake-surface.js';
 
+/**
+ * The session engine on an in-memory store, one Binding routed to the contract agent through a
+ * real A2A client, and a fake chat surface that records what the engine shows. The agent's and
+ * the client's options shape it (a kagent runtime at its path, say: ../dialects/kagent-harness.ts).
+ */
+
 export const BINDING = 'team-a/support';
+
+/** The person who answers questions when a test names nobody else. */
+export const APPROVER: Actor = {
+  id: 'U777',
+  name: 'Grace',
+  email: 'grace@example.com',
+  label: '[Test: Grace (U777) <grace@example.com>]',
+};
 
 /** Contract timings shrunk to milliseconds: the same rules, run fast. */
 export const FAST_TIMINGS: Partial<EngineTimings> = {
@@ -47,25 +67,38 @@ export interface Harness {
     text: string,
     options?: { addressed?: boolean },
   ): Promise<{ sessionId: string; turnId: string; duplicate: boolean }>;
+  /** Answers the thread's pending question with a reply a dialect built (default actor: APPROVER). */
+  answer(
+    thread: string,
+    questionKey: string,
+    reply: Pick<Parameters<SessionEngine['answer']>[0], 'text' | 'metadata'>,
+    actor?: Actor,
+  ): ReturnType<SessionEngine['answer']>;
   key(thread: string): SessionKey;
   close(): Promise<void>;
 }
 
+/** The A2A client of the Binding: where it calls, as whom, and its bounds. */
+export interface HarnessClientOptions {
+  /** Default: the contract agent's endpoint; a function builds it from the agent (a path below it). */
+  endpoint?: string | ((agent: ContractAgent) => string);
+  /** Default: a bearer token. */
+  identity?: Identity;
+  extensions?: readonly string[];
+  /** Over the harness's 2 s header and stream idle bounds (body idle, call totals: slow agents). */
+  timeouts?: Partial<Timeouts>;
+  limits?: Partial<Limits>;
+}
+
 export interface HarnessOptions {
   version: WireVersion;
+  /** The contract agent's own options; by default it drops a repeated messageId (R-8) and stops where its client left. */
+  agent?: Omit<ContractAgentOptions, 'version'>;
+  client?: HarnessClientOptions;
   settings?: Partial<BindingSettings>;
   timings?: Partial<EngineTimings>;
   dialect?: Dialect;
   store?: SessionStore;
-  dedupe?: boolean;
-  streamIdleMs?: number;
-  /** The client's other bounds (body idle, call totals), for tests of slow agents. */
-  clientTimeouts?: Partial<Timeouts>;
-  clientLimits?: Partial<Limits>;
-  /** Where the client calls, when not the contract agent (an address that does not resolve). */
-  endpoint?: string;
-  /** The agent keeps working on a task its client left (as SDK agents do). */
-  workOn?: boolean;
   /** This replica's name in session leases. */
   owner?: string;
   clock?: Clock;
@@ -74,15 +107,18 @@ export interface HarnessOptions {
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const agent = await startContractAgent({
+    dedupe: true,
+    workOn: false,
+    ...options.agent,
     version: options.version,
-    dedupe: options.dedupe ?? true,
-    workOn: options.workOn ?? false,
   });
+  const c = options.client ?? {};
   const client = new A2AClient({
-    endpoint: options.endpoint ?? agent.endpoint,
-    ...(options.clientLimits === undefined ? {} : { limits: options.clientLimits }),
-    identity: { kind: 'bearer', token: 'binding-token' },
-    timeouts: { headersMs: 2_000, streamIdleMs: options.streamIdleMs ?? 2_000, ...options.clientTimeouts },
+    endpoint: typeof c.endpoint === 'function' ? c.endpoint(agent) : (c.endpoint ?? agent.endpoint),
+    ...(c.limits === undefined ? {} : { limits: c.limits }),
+    identity: c.identity ?? { kind: 'bearer', token: 'binding-token' },
+    ...(c.extensions === undefined ? {} : { extensions: c.extensions }),
+    timeouts: { headersMs: 2_000, streamIdleMs: 2_000, ...c.timeouts },
   });
   const store = options.store ?? new SqliteStore(':memory:');
   await store.migrate();
@@ -136,10 +172,34 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       };
       return engine.receive(input);
     },
+    answer: (thread, questionKey, reply, actor = APPROVER) =>
+      engine.answer({ key: key(thread), binding: BINDING, questionKey, actor, ...reply }),
     close: async () => {
       await engine.stop();
       await agent.close();
       await store.close();
     },
   };
+}
+
+/** A message as the agent received it in a send: the fields the tests read. */
+export interface SentMessage {
+  messageId: string;
+  contextId?: string;
+  taskId?: string;
+  role?: string;
+  parts: Array<Record<string, unknown>>;
+  extensions?: string[];
+  metadata?: Record<string, unknown>;
+}
+
+/** The message of every send the agent received (`sendMethod`: the streaming send of its version). */
+export function sentMessages(h: Pick<Harness, 'agent'>, sendMethod: string): SentMessage[] {
+  return h.agent.rpc(sendMethod).map((r) => (r.body as { params: { message: SentMessage } }).params.message);
+}
+
+/** The text of a sent message's first part ('' when it has none). */
+export function sentText(m: SentMessage | undefined): string {
+  const part = m?.parts[0];
+  return typeof part?.text === 'string' ? part.text : '';
 }

@@ -1,46 +1,24 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { messageIdFor } from '../../src/core/compose.js';
-import { sessionIdOf } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { type ChatServer, startChatServer } from '../crash/chat-server.js';
+import {
+  CRASH_TIMINGS,
+  crashMessages,
+  crashTurnId,
+  killChild as kill,
+  prng,
+  startEngineChild as startChild,
+} from '../crash/children.js';
 import type { ChildConfig } from '../crash/engine-child.js';
-
-/** A small seeded PRNG (mulberry32): the same seed kills at the same points. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SEEDS = Array.from({ length: Number(process.env.CRASH_SEEDS ?? 4) }, (_, i) => 1000 + i);
 const THREADS = 4;
 const MESSAGES_PER_THREAD = 3;
 const BINDING = 'team-a/crash';
-
-function startChild(config: ChildConfig): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'test/crash/engine-child.ts'], {
-    env: { ...process.env, CRASH_CONFIG: JSON.stringify(config) },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGKILL');
-  await exited;
-}
 
 describe.each(['1.0', '0.3'] as const)(
   'crash recovery at %s: the engine killed with SIGKILL at random points',
@@ -69,18 +47,8 @@ describe.each(['1.0', '0.3'] as const)(
         cleanups.push(() => rm(dir, { recursive: true, force: true }));
         const path = join(dir, 'store.db');
 
-        const messages = [];
-        for (let t = 0; t < THREADS; t++) {
-          for (let m = 0; m < MESSAGES_PER_THREAD; m++)
-            messages.push({ thread: `t${t}`, ts: `${m + 1}.0`, text: `question ${t}.${m}` });
-        }
-        const turnIds = messages.map((m) =>
-          messageIdFor(
-            sessionIdOf({ surface: 'crash', workspaceId: 'T1', channelId: 'C1', threadId: m.thread }),
-            m.ts,
-            'message',
-          ),
-        );
+        const messages = crashMessages(THREADS, MESSAGES_PER_THREAD);
+        const turnIds = messages.map(crashTurnId);
         const config: ChildConfig = {
           store: { kind: 'sqlite', path },
           agentEndpoint: agent.endpoint,
@@ -88,14 +56,7 @@ describe.each(['1.0', '0.3'] as const)(
           owner: 'crash-replica',
           binding: BINDING,
           messages,
-          timings: {
-            settleDelayMs: 30,
-            retryBaseMs: 20,
-            retryMaxMs: 200,
-            giveUpAfterMs: 60_000,
-            leaseTtlMs: 1_000,
-            scanIntervalMs: 100,
-          },
+          timings: CRASH_TIMINGS,
         };
 
         const kills = 3 + Math.floor(random() * 4);

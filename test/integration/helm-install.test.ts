@@ -12,6 +12,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDockerfile } from '../../scripts/image-tree.js';
+import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { goAvailable, startCluster, type TestCluster } from '../k8s/apiserver.js';
 import { Cluster, eventually } from '../k8s/cluster-helpers.js';
@@ -24,7 +25,6 @@ import {
 } from '../k8s/controller-process.js';
 import { CHART, deploymentShape, helmBinary, resolveEnv, runHelm, setArgs } from '../k8s/helm.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
-import { type FakeSlack, startFakeSlack } from '../slack/fake-slack.js';
 
 const HAS_GO = goAvailable();
 const ROOT = resolve(import.meta.dirname, '../..');

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningController, startController } from '../../src/app/controller.js';
+import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually } from '../k8s/cluster-helpers.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
-import { type FakeSlack, startFakeSlack } from '../slack/fake-slack.js';
 
 const HAS_GO = goAvailable();
 const SIGNING_SECRET = 'signing-secret-for-tests';

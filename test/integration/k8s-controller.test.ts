@@ -3,9 +3,9 @@ import { LiveRegistry } from '../../src/core/registry.js';
 import { type DemoAgent, startDemoAgent } from '../../src/demo/demo-agent.js';
 import { Controller } from '../../src/k8s/controller.js';
 import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
+import { INVALID, VALID } from '../control/crd-fixtures.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually, refusal } from '../k8s/cluster-helpers.js';
-import { INVALID, VALID } from '../k8s/crd-fixtures.js';
 import { EXAMPLE_FILES, exampleDocuments } from '../k8s/examples.js';
 
 /**

@@ -9,6 +9,7 @@ import { buildPageScript } from '../../scripts/build-webchat.js';
 import { type RunningLocal, startLocal } from '../../src/app/local.js';
 import { KAGENT_HITL_EXTENSION } from '../../src/dialects/index.js';
 import { createLogger } from '../../src/observability/logging.js';
+import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import {
   answer,
   type ContractAgent,
@@ -30,7 +31,6 @@ import {
   startPrometheus,
 } from '../observability/prometheus.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
-import { type FakeSlack, startFakeSlack } from '../slack/fake-slack.js';
 
 /**
  * The broker's observability seen from outside, through the real composition root (local mode):

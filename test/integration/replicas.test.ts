@@ -1,27 +1,16 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { messageIdFor } from '../../src/core/compose.js';
-import { sessionIdOf } from '../../src/core/store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { startContractAgent } from '../agents/contract-agent.js';
 import { startChatServer } from '../crash/chat-server.js';
+import {
+  CRASH_TIMINGS,
+  crashTurnId,
+  killChild as kill,
+  startEngineChild as startChild,
+} from '../crash/children.js';
 import type { ChildConfig } from '../crash/engine-child.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-
-function startChild(config: ChildConfig): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'test/crash/engine-child.ts'], {
-    env: { ...process.env, CRASH_CONFIG: JSON.stringify(config) },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGKILL');
-  await exited;
-}
 
 // Several replicas on one PostgreSQL: each session is driven by one replica at a time through
 // a lease; when a replica dies, another takes its sessions over and follows their tasks.
@@ -46,27 +35,15 @@ describe('two replicas on one PostgreSQL', () => {
       agentEndpoint: agent.endpoint,
       chatUrl: chat.url,
       binding: 'team-a/replicas',
-      timings: {
-        settleDelayMs: 30,
-        retryBaseMs: 20,
-        retryMaxMs: 200,
-        giveUpAfterMs: 60_000,
-        leaseTtlMs: 1_500,
-        scanIntervalMs: 150,
-      },
+      // The crash runs' timings, with longer leases and slower scans.
+      timings: { ...CRASH_TIMINGS, leaseTtlMs: 1_500, scanIntervalMs: 150 },
     };
     const a = startChild({ ...base, owner: 'replica-a', messages });
     let b: ChildProcess | undefined;
     const reader = new PostgresStore({ connectionString: pg.connectionString, schema });
     try {
       // Kill replica A once every turn is accepted and its answer is streaming.
-      const turnIds = messages.map((m) =>
-        messageIdFor(
-          sessionIdOf({ surface: 'crash', workspaceId: 'T1', channelId: 'C1', threadId: m.thread }),
-          m.ts,
-          'message',
-        ),
-      );
+      const turnIds = messages.map(crashTurnId);
       const until = Date.now() + 20_000;
       for (;;) {
         const turns = await Promise.all(turnIds.map((id) => reader.getTurn(id).catch(() => undefined)));

@@ -8,9 +8,9 @@ import { BrokerMetrics } from '../../src/observability/metrics.js';
 import { SlackConnection } from '../../src/surfaces/slack/app.js';
 import type { ApprovalAudit } from '../../src/surfaces/slack/approvals.js';
 import { escapeSlack } from '../../src/surfaces/slack/mrkdwn.js';
+import type { FakeMessage } from '../../testkit/slack/index.js';
 import { kagentApproval, kagentAskUser } from '../agents/contract-agent.js';
 import { blockActionsPayload, sendSlackInteraction } from '../slack/events.js';
-import type { FakeMessage } from '../slack/fake-slack.js';
 import {
   ADA,
   BINDING,

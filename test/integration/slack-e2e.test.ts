@@ -6,6 +6,7 @@ import { sessionIdOf } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { CHANNEL_HINT } from '../../src/surfaces/slack/inbound.js';
 import { escapeSlack, markdownForStream, markdownToMrkdwn } from '../../src/surfaces/slack/mrkdwn.js';
+import type { FakeMessage } from '../../testkit/slack/index.js';
 import {
   answer,
   bareMessage,
@@ -16,7 +17,6 @@ import {
   slowHeaders,
 } from '../agents/contract-agent.js';
 import { mentionEvent, messageEvent, sendSlackEvent } from '../slack/events.js';
-import type { FakeMessage } from '../slack/fake-slack.js';
 import {
   ADA,
   CHANNEL,

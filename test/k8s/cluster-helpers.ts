@@ -13,7 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { type Logger, pino } from 'pino';
 import { z } from 'zod';
-import { GROUP, VERSION } from '../../src/k8s/crds/common.js';
+import { GROUP, VERSION } from '../../src/control/crds/common.js';
 
 /**
  * What the controller's integration tests do to a real API server: apply the CRDs, create and

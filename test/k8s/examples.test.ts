@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { agentBackend } from '../../src/k8s/crds/agent-backend.js';
-import { binding } from '../../src/k8s/crds/binding.js';
+import { agentBackend } from '../../src/control/crds/agent-backend.js';
+import { binding } from '../../src/control/crds/binding.js';
 import { EXAMPLE_FILES, type ExampleDocument, exampleDocuments } from './examples.js';
 
 /** examples/*.yaml parse with the CRD schemas; test/integration/k8s-controller.test.ts applies them. */

@@ -262,9 +262,10 @@ describe('traces over OTLP', () => {
         OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c',
       })?.url,
     ).toBe('http://other:4318/custom');
-    expect(() =>
-      tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
-    ).toThrow(/^OTEL_EXPORTER_OTLP_PROTOCOL grpc is not supported/);
+    const grpc = () =>
+      tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+    expect(grpc).toThrow(InvalidConfigError);
+    expect(grpc).toThrow(/^OTEL_EXPORTER_OTLP_PROTOCOL grpc is not supported/);
     const secret = 'Bearer%20sup3r-secret';
     let caught: unknown;
     try {
@@ -279,8 +280,9 @@ describe('traces over OTLP', () => {
     expect((caught as InvalidConfigError).code).toBe('invalid_config');
     expect((caught as Error).message).toMatch(/^OTEL_EXPORTER_OTLP_HEADERS /);
     expect((caught as Error).message).not.toContain('sup3r');
-    expect(() =>
-      tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_TRACES_SAMPLER_ARG: '2' }),
-    ).toThrow(/^OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1/);
+    const ratio = () =>
+      tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_TRACES_SAMPLER_ARG: '2' });
+    expect(ratio).toThrow(InvalidConfigError);
+    expect(ratio).toThrow(/^OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1/);
   });
 });

@@ -1,25 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { parseSseStream, Role, type SendMessageRequest, type StreamResponse, TaskState } from '@a2a-js/sdk';
+import { parseSseStream, type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sdkRequest } from '../../testkit/a2a-sdk.js';
+import { at, str } from '../helpers/json-path.js';
 import { type SdkAgent, startSdkAgent } from './js-sdk-agent.js';
 
 const V1 = { 'A2A-Version': '1.0' };
-
-/** Walks a path through parsed JSON; undefined when any step is missing. */
-function at(value: unknown, ...path: Array<string | number>): unknown {
-  let cur: unknown = value;
-  for (const key of path) {
-    if (typeof cur !== 'object' || cur === null) return undefined;
-    cur = (cur as Record<string | number, unknown>)[key];
-  }
-  return cur;
-}
-
-function str(value: unknown): string {
-  if (typeof value !== 'string') throw new Error(`expected a string, got ${JSON.stringify(value)}`);
-  return value;
-}
 
 function post(url: string, body: unknown, headers: Record<string, string>): Promise<Response> {
   return fetch(url, {
@@ -74,24 +61,6 @@ function kind1(frame: SseFrame): string {
 
 function msg1(text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra };
-}
-
-function sdkRequest(text: string): SendMessageRequest {
-  return {
-    tenant: '',
-    message: {
-      messageId: randomUUID(),
-      contextId: '',
-      taskId: '',
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: undefined,
-    metadata: undefined,
-  };
 }
 
 describe.each([false, true])('legacyCompat %s', (legacyCompat) => {
@@ -360,7 +329,7 @@ describe('options', () => {
       const closing = Date.now();
       await agent.close();
       expect(Date.now() - closing).toBeLessThan(1000);
-      await expect(collect(slow)).rejects.toThrow();
+      await expect(collect(slow)).rejects.toMatchObject({ name: 'TypeError', message: 'terminated' });
     } finally {
       await agent.close();
     }

@@ -1,21 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { at, str } from '../helpers/json-path.js';
 import { type SdkV03Agent, startSdkV03Agent } from './js-sdk-v03-agent.js';
-
-/** Walks a path through parsed JSON; undefined when any step is missing. */
-function at(value: unknown, ...path: Array<string | number>): unknown {
-  let cur: unknown = value;
-  for (const key of path) {
-    if (typeof cur !== 'object' || cur === null) return undefined;
-    cur = (cur as Record<string | number, unknown>)[key];
-  }
-  return cur;
-}
-
-function str(value: unknown): string {
-  if (typeof value !== 'string') throw new Error(`expected a string, got ${JSON.stringify(value)}`);
-  return value;
-}
 
 function post(url: string, body: unknown, accept: string): Promise<Response> {
   return fetch(url, {
@@ -423,7 +409,7 @@ describe('js-sdk 0.3 peer options', () => {
       const closing = Date.now();
       await agent.close();
       expect(Date.now() - closing).toBeLessThan(1000);
-      await expect(collect(slow.frames)).rejects.toThrow();
+      await expect(collect(slow.frames)).rejects.toMatchObject({ name: 'TypeError', message: 'terminated' });
     } finally {
       await agent.close();
     }

@@ -12,6 +12,7 @@ import {
   WebClientEvent,
 } from '@slack/web-api';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../testkit/slack/index.js';
 import {
   blockActionsPayload,
   mentionEvent,
@@ -20,7 +21,6 @@ import {
   sendSlackInteraction,
   signSlackRequest,
 } from './events.js';
-import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from './fake-slack.js';
 
 const CHANNEL = 'C0CHAN';
 const USER = 'U0HUMAN';

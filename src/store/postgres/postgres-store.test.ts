@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
+import { storeContract } from '../../../test/store/session-contract.js';
+import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
 import { InvalidConfigError, StoreError } from '../../core/errors.js';
-import { storeContract } from '../contract.js';
 import { migrations } from '../migrations.js';
-import { triggerStoreContract } from '../trigger-contract.js';
 import { PostgresStore } from './postgres-store.js';
 
 // One throwaway cluster for the file; every store gets a schema of its own, so tests start empty.

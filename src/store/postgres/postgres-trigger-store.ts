@@ -1,17 +1,6 @@
 import type pg from 'pg';
-import type { SessionKey } from '../../core/store.js';
-import {
-  type ClaimedGroup,
-  type DeliveryInput,
-  type DeliveryResult,
-  type ScheduleRunInput,
-  type ScheduleState,
-  type TriggerActivity,
-  type TriggerGroup,
-  TriggerLeaseLostError,
-  type TriggerStore,
-} from '../../core/trigger-store.js';
 import { storeFailure } from '../rows.js';
+import { type StepsRun, type StepsRunner, StepsTriggerStore } from '../steps-trigger-store.js';
 import * as Q from '../trigger-queries.js';
 
 /**
@@ -19,9 +8,16 @@ import * as Q from '../trigger-queries.js';
  * Each method is one transaction at READ COMMITTED. Deliveries and schedule runs first take an
  * advisory lock on their Binding, so replicas counting its storm limit or creating the same group
  * queue behind each other; the outbox's claims are single conditional UPDATEs (a second replica
- * re-checks the lease on the row the first one wrote, and is refused).
+ * re-checks the lease on the row the first one wrote, and is refused). The methods themselves are
+ * the shared StepsTriggerStore's; this is their runner.
  */
-export class PostgresTriggerStore implements TriggerStore {
+export class PostgresTriggerStore extends StepsTriggerStore {
+  constructor(pool: pg.Pool, schema: string) {
+    super(new PostgresSteps(pool, schema));
+  }
+}
+
+class PostgresSteps implements StepsRunner {
   readonly #pool: pg.Pool;
   readonly #schema: string;
   readonly #sql = new Map<string, string>();
@@ -31,82 +27,8 @@ export class PostgresTriggerStore implements TriggerStore {
     this.#schema = schema;
   }
 
-  recordDelivery(input: DeliveryInput): Promise<DeliveryResult> {
-    return this.#transaction('recordDelivery', Q.recordDelivery(input), input.scope.binding);
-  }
-
-  async recordTriggerActivity(binding: string, trigger: string, result: string, now: number): Promise<void> {
-    await this.#transaction('recordTriggerActivity', Q.recordActivity(binding, trigger, result, now));
-  }
-
-  triggerActivity(): Promise<TriggerActivity[]> {
-    return this.#transaction('triggerActivity', Q.listActivity());
-  }
-
-  anchorSchedule(binding: string, trigger: string, fingerprint: string, now: number): Promise<ScheduleState> {
-    return this.#transaction('anchorSchedule', Q.anchorSchedule(binding, trigger, fingerprint, now));
-  }
-
-  recordScheduleRun(input: ScheduleRunInput): Promise<boolean> {
-    return this.#transaction('recordScheduleRun', Q.recordScheduleRun(input), input.scope.binding);
-  }
-
-  skipScheduleRuns(input: Omit<ScheduleRunInput, 'payload'>): Promise<boolean> {
-    return this.#transaction('skipScheduleRuns', Q.skipScheduleRuns(input), input.scope.binding);
-  }
-
-  claimTriggerWork(owner: string, now: number, ttlMs: number, limit: number): Promise<ClaimedGroup[]> {
-    return this.#transaction('claimTriggerWork', Q.claimWork(owner, now, ttlMs, limit));
-  }
-
-  async startTriggerWork(
-    workId: string,
-    groupId: string,
-    owner: string,
-    now: number,
-    ttlMs: number,
-  ): Promise<void> {
-    if (!(await this.#transaction('startTriggerWork', Q.startWork(workId, groupId, owner, now, ttlMs))))
-      throw new TriggerLeaseLostError(groupId, owner);
-  }
-
-  async setTriggerThread(groupId: string, owner: string, thread: SessionKey, now: number): Promise<void> {
-    if (!(await this.#transaction('setTriggerThread', Q.setThread(groupId, owner, thread, now))))
-      throw new TriggerLeaseLostError(groupId, owner);
-  }
-
-  async finishTriggerWork(
-    workId: string,
-    groupId: string,
-    owner: string,
-    outcome: 'done' | 'failed',
-    now: number,
-  ): Promise<void> {
-    if (!(await this.#transaction('finishTriggerWork', Q.finishWork(workId, groupId, owner, outcome, now))))
-      throw new TriggerLeaseLostError(groupId, owner);
-  }
-
-  async deferTriggerWork(
-    workId: string,
-    groupId: string,
-    owner: string,
-    nextAt: number,
-    now: number,
-  ): Promise<void> {
-    if (!(await this.#transaction('deferTriggerWork', Q.deferWork(workId, groupId, owner, nextAt, now))))
-      throw new TriggerLeaseLostError(groupId, owner);
-  }
-
-  async releaseTriggerGroup(groupId: string, owner: string): Promise<void> {
-    await this.#transaction('releaseTriggerGroup', Q.releaseGroup(groupId, owner));
-  }
-
-  getTriggerGroup(groupId: string): Promise<TriggerGroup | undefined> {
-    return this.#transaction('getTriggerGroup', Q.getGroup(groupId));
-  }
-
-  pruneTriggers(workBefore: number, groupsBefore: number): Promise<number> {
-    return this.#transaction('pruneTriggers', Q.prune(workBefore, groupsBefore));
+  run<T>(operation: string, steps: Q.Steps<T>, how: StepsRun): Promise<T> {
+    return this.#transaction(operation, steps, how.lockBinding);
   }
 
   async #transaction<T>(operation: string, steps: Q.Steps<T>, lockBinding?: string): Promise<T> {

@@ -1,3 +1,5 @@
+import { InvalidConfigError } from '../../core/errors.js';
+
 /**
  * The statements of the PostgreSQL store, with table names qualified by its schema. The schema
  * name is the only thing ever spliced into SQL: it is validated against SCHEMA_NAME first and
@@ -9,7 +11,8 @@ export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export type PostgresSql = ReturnType<typeof postgresSql>;
 
 export function postgresSql(schema: string) {
-  if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}`);
+  if (!SCHEMA_NAME.test(schema))
+    throw new InvalidConfigError(`invalid schema name ${JSON.stringify(schema)}`);
   const sessions = `"${schema}".sessions`;
   const turns = `"${schema}".turns`;
   const leases = `"${schema}".leases`;

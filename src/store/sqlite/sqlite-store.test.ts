@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { storeContract } from '../../../test/store/session-contract.js';
+import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
+import { queuedTurn } from '../../../testkit/turns.js';
 import { StoreError } from '../../core/errors.js';
 import { sessionIdOf } from '../../core/store.js';
-import { storeContract } from '../contract.js';
 import { migrations } from '../migrations.js';
-import { triggerStoreContract } from '../trigger-contract.js';
 import { SqliteStore } from './sqlite-store.js';
 
 const dirs: string[] = [];
@@ -59,23 +60,9 @@ describe('SqliteStore', () => {
     const results = await Promise.allSettled([
       store.commit({ session: { ...s, contextId: 'first' }, now: T0 + 1 }),
       store.commit({ session: { ...s, contextId: 'stale' }, now: T0 + 2 }),
-      store.addTurn({
-        id: 'orphan',
-        sessionId: 'no-such-session',
-        kind: 'message',
-        chatMessageId: 'c1',
-        text: 'x',
-        metadata: null,
-        taskId: null,
-        state: 'queued',
-        outcome: null,
-        attempts: 0,
-        firstSentAt: null,
-        busyNoticeAt: null,
-        answerRef: null,
-        traceContext: null,
-        now: T0,
-      }),
+      store.addTurn(
+        queuedTurn({ id: 'orphan', sessionId: 'no-such-session', chatMessageId: 'c1', text: 'x', now: T0 }),
+      ),
       store.openSession({ key: { ...key, threadId: '9.9' }, binding: 'team-a/support', now: T0 }),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
@@ -98,23 +85,9 @@ describe('SqliteStore', () => {
     const path = freshPath();
     const first = await migrated(path);
     const session = await first.openSession({ key, binding: 'ns/b', now: T0 });
-    await first.addTurn({
-      id: 'm1',
-      sessionId: session.id,
-      kind: 'message',
-      chatMessageId: '1.3',
-      text: 'hello',
-      metadata: null,
-      taskId: null,
-      state: 'queued',
-      outcome: null,
-      attempts: 0,
-      firstSentAt: null,
-      busyNoticeAt: null,
-      answerRef: null,
-      traceContext: null,
-      now: T0,
-    });
+    await first.addTurn(
+      queuedTurn({ id: 'm1', sessionId: session.id, chatMessageId: '1.3', text: 'hello', now: T0 }),
+    );
     const written = await first.commit({ session: { ...session, contextId: 'ctx' }, now: T0 + 1 });
     expect(await first.acquireLease(session.id, 'me', T0, 60_000)).toBe(true);
     expect(await first.claimInboundEvent('Ev1', T0)).toBe(true);

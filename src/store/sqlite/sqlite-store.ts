@@ -1,4 +1,4 @@
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
   type AddTurnOptions,
@@ -11,7 +11,7 @@ import {
   type TurnRecord,
 } from '../../core/store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
-import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
+import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
   parseJsonText,
   type Row,
@@ -21,13 +21,11 @@ import {
   toJson,
   turnFromRow,
 } from '../rows.js';
+import { durabilityOf, migrateDatabase, openDatabase, Statements } from './connection.js';
 import { GroupCommit } from './group-commit.js';
 import { SqliteTriggerStore } from './sqlite-trigger-store.js';
 
 type Params = Record<string, SQLInputValue>;
-
-/** How long a writer waits for another connection's write lock before failing (SQLITE_BUSY). */
-const BUSY_TIMEOUT_MS = 5000;
 
 export interface SqliteStoreOptions {
   /**
@@ -46,70 +44,31 @@ export interface SqliteStoreOptions {
  * commit (group-commit.ts), each start to finish without yielding, so calls from one process
  * never interleave, and each write's promise settles once it is durable.
  *
- * Write transactions start with BEGIN IMMEDIATE: they take the write lock up front, so another
- * connection to the same file waits out busy_timeout instead of failing when a read lock would
- * have to be upgraded halfway through.
+ * Write transactions start with BEGIN IMMEDIATE (./connection.ts: the file, its pragmas, its
+ * migrations and its transactions, shared with the trigger store).
  */
 export class SqliteStore implements SessionStore {
   readonly sharedByReplicas = false;
   readonly #db: DatabaseSync;
-  readonly #statements = new Map<string, StatementSync>();
+  readonly #statements: Statements;
   readonly #writes: GroupCommit;
   #claims = 0;
   #triggers: SqliteTriggerStore | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
-    let db: DatabaseSync | undefined;
-    try {
-      db = new DatabaseSync(path);
-      // WAL: readers do not block the writer and a commit is one append to the log.
-      db.exec('PRAGMA journal_mode = WAL');
-      // Every write of this store guards an effect that follows it (record, then send): FULL
-      // makes each one durable against a power cut, not only against a crash of the process.
-      db.exec(`PRAGMA synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
-      db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      // Turns must belong to a session that exists (node:sqlite turns this on by default, but
-      // say it rather than depend on that).
-      db.exec('PRAGMA foreign_keys = ON');
-    } catch (cause) {
-      if (db?.isOpen) db.close();
-      throw storeFailure('sqlite store: open', cause);
-    }
+    const db = openDatabase(path, options.synchronous ?? 'full');
     this.#db = db;
+    this.#statements = new Statements(db);
     this.#writes = new GroupCommit(db);
   }
 
   /** The durability settings in force, as SQLite reports them (for diagnostics and tests). */
-  get durability(): { journalMode: string; synchronous: 'off' | 'normal' | 'full' | 'extra' } {
-    const journal = this.#db.prepare('PRAGMA journal_mode').get();
-    const sync = Number(this.#db.prepare('PRAGMA synchronous').get()?.synchronous);
-    const levels = ['off', 'normal', 'full', 'extra'] as const;
-    return { journalMode: String(journal?.journal_mode), synchronous: levels[sync] ?? 'off' };
+  get durability(): ReturnType<typeof durabilityOf> {
+    return durabilityOf(this.#db);
   }
 
   async migrate(): Promise<void> {
-    this.#guard('migrate', () =>
-      this.#transaction(() => {
-        this.#db.exec(
-          `CREATE TABLE IF NOT EXISTS schema_migrations (
-             version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL
-           ) STRICT`,
-        );
-        const done = new Set(
-          this.#db
-            .prepare('SELECT version FROM schema_migrations')
-            .all()
-            .map((row) => row.version),
-        );
-        for (const migration of migrations) {
-          if (done.has(migration.version)) continue;
-          this.#db.exec(migration.sqlite);
-          this.#db
-            .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
-            .run(migration.version, migration.name, Date.now());
-        }
-      }),
-    );
+    this.#guard('migrate', () => migrateDatabase(this.#db));
   }
 
   /** The trigger store on the same database (its tables come with migrate()). */
@@ -352,41 +311,16 @@ export class SqliteStore implements SessionStore {
     }
   }
 
-  #transaction<T>(body: () => T): T {
-    this.#db.exec('BEGIN IMMEDIATE');
-    try {
-      const result = body();
-      this.#db.exec('COMMIT');
-      return result;
-    } catch (error) {
-      // The original error is what the caller needs; a failed rollback (the connection is
-      // broken) would only hide it.
-      try {
-        if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      } catch {}
-      throw error;
-    }
-  }
-
-  #statement(sql: string): StatementSync {
-    let statement = this.#statements.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
-    }
-    return statement;
-  }
-
   #get(sql: string, params: Params): Row | undefined {
-    return this.#statement(sql).get(params);
+    return this.#statements.get(sql).get(params);
   }
 
   #all(sql: string, params: Params): Row[] {
-    return this.#statement(sql).all(params);
+    return this.#statements.get(sql).all(params);
   }
 
   #run(sql: string, params: Params): { changes: number | bigint } {
-    return this.#statement(sql).run(params);
+    return this.#statements.get(sql).run(params);
   }
 
   #guard<T>(operation: string, body: () => T): T {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadSlackConfig } from '../../../src/config/slack.js';
 import { SlackConnection } from '../../../src/surfaces/slack/app.js';
 import { SlackAuthError } from '../../../src/surfaces/slack/errors.js';
-import { type FakeSlack, startFakeSlack } from '../../slack/fake-slack.js';
+import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 
 const silent = pino({ level: 'silent' });
 const noEngine = {

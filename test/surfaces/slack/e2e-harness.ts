@@ -15,6 +15,12 @@ import type { AnswerSettings } from '../../../src/surfaces/slack/answer.js';
 import { type ConnectOptions, SlackConnection } from '../../../src/surfaces/slack/app.js';
 import type { MethodBudget } from '../../../src/surfaces/slack/budget.js';
 import {
+  type FakeMessage,
+  type FakeSlack,
+  type FakeSlackOptions,
+  startFakeSlack,
+} from '../../../testkit/slack/index.js';
+import {
   type ContractAgent,
   type ContractAgentOptions,
   startContractAgent,
@@ -30,12 +36,6 @@ import {
   sendSlackInteraction,
   viewSubmissionPayload,
 } from '../../slack/events.js';
-import {
-  type FakeMessage,
-  type FakeSlack,
-  type FakeSlackOptions,
-  startFakeSlack,
-} from '../../slack/fake-slack.js';
 
 /**
  * Everything real but Slack's Web API: the real Bolt app in HTTP mode on port 0 with signature

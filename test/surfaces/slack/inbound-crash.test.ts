@@ -12,9 +12,9 @@ import { BudgetBook } from '../../../src/surfaces/slack/budget.js';
 import { InboundRouter } from '../../../src/surfaces/slack/inbound.js';
 import { People } from '../../../src/surfaces/slack/people.js';
 import { createWebClient, SlackApi } from '../../../src/surfaces/slack/web-api.js';
+import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { MapRegistry } from '../../helpers/engine-harness.js';
 import { FakeSurface } from '../../helpers/fake-surface.js';
-import { type FakeSlack, startFakeSlack } from '../../slack/fake-slack.js';
 
 /**
  * Defect: a Slack event was claimed as seen before its turn was stored. A broker that died in

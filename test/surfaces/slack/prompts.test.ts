@@ -17,7 +17,7 @@ import {
   readMarks,
 } from '../../../src/surfaces/slack/prompt-view.js';
 import { createWebClient, SlackApi } from '../../../src/surfaces/slack/web-api.js';
-import { type FakeSlack, startFakeSlack } from '../../slack/fake-slack.js';
+import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { ManualClock } from './manual-clock.js';
 
 const silent = pino({ level: 'silent' });

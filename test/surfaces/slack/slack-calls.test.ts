@@ -8,7 +8,7 @@ import { markdownForStream, markdownToMrkdwn } from '../../../src/surfaces/slack
 import { People } from '../../../src/surfaces/slack/people.js';
 import { SlackSurface } from '../../../src/surfaces/slack/surface.js';
 import { createWebClient, SlackApi } from '../../../src/surfaces/slack/web-api.js';
-import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../slack/fake-slack.js';
+import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../../testkit/slack/index.js';
 
 /**
  * The surface against the fake Slack Web API through the real WebClient, without Bolt or the

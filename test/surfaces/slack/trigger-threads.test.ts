@@ -11,7 +11,7 @@ import {
   TRIGGER_EVENT_TYPE,
 } from '../../../src/surfaces/slack/trigger-threads.js';
 import { createWebClient, SlackApi } from '../../../src/surfaces/slack/web-api.js';
-import { type FakeSlack, startFakeSlack } from '../../slack/fake-slack.js';
+import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { BINDING, notification, startTriggerHarness, triggerConfig, until } from '../../triggers/harness.js';
 
 /** Threads triggers start in Slack, against the fake Web API through the real WebClient. */

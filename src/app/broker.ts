@@ -1,0 +1,177 @@
+import type { Logger } from 'pino';
+import type { BrokerConfig } from '../config/broker.js';
+import { loadSlackConfig, slackRequested } from '../config/slack.js';
+import type { ChatSurface, EventSink } from '../core/ports.js';
+import type { LiveRegistry } from '../core/registry.js';
+import { SessionEngine } from '../core/session/engine.js';
+import type { SessionStore } from '../core/store.js';
+import type { TriggerStore } from '../core/trigger-store.js';
+import type { TriggerChat, TriggerDirectory } from '../core/triggers.js';
+import { createLogger, Observability } from '../observability/index.js';
+import { triggerStoreOf } from '../store/open.js';
+import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
+import { SlackConnection } from '../surfaces/slack/index.js';
+import { Triggers } from '../triggers/index.js';
+
+/**
+ * The broker's start-up, the part both modes share (`agentkourier controller`: ./controller.ts;
+ * `agentkourier local`: ./local.ts): the logger, observability, the measured session and trigger
+ * stores, Slack when its settings are in the environment, the engine and its event sinks, the
+ * triggers, and the stop stack that undoes it all in reverse. Each mode adds its own part
+ * between these steps: the controller its control plane, ports and wait for the store; local
+ * mode its manifests, demo agent and web chat.
+ *
+ *   const broker = openBroker({ env, config, logger });          // logger, observability
+ *   try {
+ *     …the mode's own start: a control plane, a store…
+ *     const core = await broker.compose({ store, registry, triggerDirectory });
+ *     …the mode's own ports…
+ *     await broker.serve(core);                               // Slack listens, engine and triggers run
+ *   } catch (error) {
+ *     await broker.stop();
+ *     throw error;
+ *   }
+ */
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface BrokerOpenOptions {
+  env: Env;
+  config: BrokerConfig;
+  /** Tests pass their own; otherwise one is made from LOG_LEVEL and LOG_FORMAT. */
+  logger?: Logger;
+  /** Runs once, first, when stop() is called (the controller marks itself draining). */
+  onStop?: () => void;
+}
+
+export interface ComposeOptions {
+  /** The mode's store, created (the controller migrates it later) or already migrated (local). */
+  store: SessionStore;
+  registry: LiveRegistry;
+  triggerDirectory: TriggerDirectory;
+  /** The mode's chat surfaces besides Slack, by surface name (local mode: the web chat). */
+  surfaces?: Record<string, ChatSurface>;
+  /** Where triggers start threads when Slack does not take them (local mode: the web chat). */
+  webchatTriggers?: TriggerChat;
+  /** The mode's own listeners of the engine's events (local mode: the web chat's activity). */
+  sinks?: EventSink[];
+  /** This replica's name in session and work leases; default: the engine's own. */
+  owner?: string | undefined;
+  /** While true, trigger deliveries are answered 503 (the controller while it drains). */
+  draining?: () => boolean;
+}
+
+/** What compose() built: the engine and what feeds it, for the mode to wire its ports to. */
+export interface BrokerCore {
+  /** The store, measured. */
+  store: SessionStore;
+  triggerStore: TriggerStore;
+  slack: SlackConnection | undefined;
+  engine: SessionEngine;
+  triggers: Triggers;
+  registry: LiveRegistry;
+}
+
+export interface ServeOptions {
+  /** Slack's HTTP mode port of its own (local mode); the controller serves Slack on its events port. */
+  slackPort?: number;
+}
+
+export interface Broker {
+  readonly logger: Logger;
+  /** The process's metrics, traces and turn log; their close runs last of all. */
+  readonly observability: Observability;
+  /** Runs at stop, before everything pushed earlier (stops run in reverse order of pushing). */
+  defer(stop: () => Promise<void>): void;
+  compose(options: ComposeOptions): Promise<BrokerCore>;
+  /** Starts what turns messages into turns: Slack's listener, the engine, the trigger worker. */
+  serve(core: BrokerCore, options?: ServeOptions): Promise<void>;
+  /** Runs every stop in reverse order of pushing; a failed one is logged and the rest still run. */
+  stop(): Promise<void>;
+}
+
+export function openBroker(options: BrokerOpenOptions): Broker {
+  const logger =
+    options.logger ?? createLogger({ level: options.config.logLevel, format: options.config.logFormat });
+  const stops: Array<() => Promise<void>> = [];
+  // First in, last out: spans of turns still open at stop are ended and flushed after all else.
+  const observability = new Observability({ env: options.env, logger });
+  stops.push(() => observability.close());
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      options.onStop?.();
+      for (const s of stops.splice(0).reverse())
+        await s().catch((error: unknown) => logger.error({ err: error }, 'stop failed'));
+    })();
+    return stopping;
+  };
+
+  return {
+    logger,
+    observability,
+    defer: (s) => {
+      stops.push(s);
+    },
+    stop,
+    compose: async (o) => {
+      const obs = observability;
+      const store = obs.store(o.store);
+      stops.push(() => store.close());
+      const triggerStore = obs.triggerStore(triggerStoreOf(o.store));
+      const slack = slackRequested(options.env)
+        ? await SlackConnection.connect({
+            config: loadSlackConfig(options.env),
+            logger,
+            telemetry: obs.slack,
+            approvals: { counters: obs.metrics },
+          })
+        : undefined;
+      // Each surface shows the agent working from the engine's events.
+      const sinks: EventSink[] = [...(o.sinks ?? [])];
+      if (slack !== undefined) sinks.push(slack.surface.activity);
+      const engine = new SessionEngine({
+        store,
+        registry: o.registry,
+        surface: new SurfaceRouter({
+          ...o.surfaces,
+          ...(slack === undefined ? {} : { slack: slack.surface }),
+        }),
+        events: obs.events(...sinks),
+        tracer: obs.turns,
+        ...(o.owner === undefined ? {} : { owner: o.owner }),
+      });
+      obs.metrics.countActiveSessions(() => engine.activeSessions);
+      const triggers = new Triggers({
+        directory: o.triggerDirectory,
+        store: triggerStore,
+        chat: new TriggerChatRouter({
+          slack: slack?.triggers,
+          ...(o.webchatTriggers === undefined ? {} : { webchat: o.webchatTriggers }),
+        }),
+        engine,
+        owner: engine.owner,
+        logger,
+        observer: obs.metrics,
+        ...(o.draining === undefined ? {} : { draining: o.draining }),
+      });
+      return { store, triggerStore, slack, engine, triggers, registry: o.registry };
+    },
+    serve: async (core, o = {}) => {
+      const { slack, engine, triggers } = core;
+      if (slack !== undefined) {
+        await slack.listen({
+          engine,
+          store: core.store,
+          bindings: core.registry,
+          ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
+        });
+        stops.push(() => slack.stop());
+      }
+      await engine.start();
+      stops.push(() => engine.stop());
+      triggers.start();
+      stops.push(() => triggers.stop());
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest';
+import { StoreError } from '../../../src/core/errors.js';
+import { type ContractContext, DAY, MINUTE, newTurn, question, T0, task } from './fixtures.js';
+
+/**
+ * Part of the SessionStore contract: leases (who drives a session), the sessions with work, and
+ * the inbound events seen.
+ */
+export function leasesContract(c: ContractContext): void {
+  const { session, added, stored } = c;
+  describe('leases', () => {
+    const id = 'slack:T01:C01:leased';
+
+    it('takes a free lease, and refuses it to another owner while it lasts', async () => {
+      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'b', T0 + MINUTE - 1, MINUTE)).toBe(false);
+      expect(await c.store.renewLeases('a', T0 + 1, MINUTE)).toStrictEqual([id]);
+    });
+
+    it('gives a free lease to exactly one of several owners asking at once', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => c.store.acquireLease(id, `r${i}`, T0, MINUTE)),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = `r${results.indexOf(true)}`;
+      expect(await c.store.renewLeases(winner, T0 + 1, MINUTE)).toStrictEqual([id]);
+    });
+
+    it('lets another owner take over a lease once it has expired', async () => {
+      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'b', T0 + MINUTE, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'a', T0 + MINUTE + 1, MINUTE)).toBe(false);
+      expect(await c.store.renewLeases('a', T0 + MINUTE + 1, MINUTE)).toStrictEqual([]);
+      expect(await c.store.renewLeases('b', T0 + MINUTE + 1, MINUTE)).toStrictEqual([id]);
+    });
+
+    it('renews a lease its owner acquires again, extending it', async () => {
+      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'a', T0 + 30_000, MINUTE)).toBe(true);
+      // Past the first expiry, within the renewed one.
+      expect(await c.store.acquireLease(id, 'b', T0 + MINUTE + 1, MINUTE)).toBe(false);
+      expect(await c.store.acquireLease(id, 'b', T0 + 30_000 + MINUTE, MINUTE)).toBe(true);
+    });
+
+    it('renews every live lease of an owner and returns the ids it still holds', async () => {
+      for (const [sessionId, owner] of [
+        ['s2', 'a'],
+        ['s1', 'a'],
+        ['s3', 'b'],
+      ] as const) {
+        expect(await c.store.acquireLease(sessionId, owner, T0, MINUTE)).toBe(true);
+      }
+      expect(await c.store.acquireLease('s4', 'a', T0 - MINUTE, MINUTE)).toBe(true); // expires at T0
+      expect(await c.store.renewLeases('a', T0 + 1, 10 * MINUTE)).toStrictEqual(['s1', 's2']);
+      // Renewed until T0 + 1 + 10 min: still held after the original minute.
+      expect(await c.store.acquireLease('s1', 'b', T0 + 5 * MINUTE, MINUTE)).toBe(false);
+      expect(await c.store.acquireLease('s3', 'a', T0 + 1, MINUTE)).toBe(false);
+      expect(await c.store.renewLeases('c', T0, MINUTE)).toStrictEqual([]);
+    });
+
+    it('releases a lease so another owner can take it at once, but only for its owner', async () => {
+      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
+      await c.store.releaseLease(id, 'b');
+      expect(await c.store.acquireLease(id, 'b', T0 + 1, MINUTE)).toBe(false);
+      await c.store.releaseLease(id, 'a');
+      expect(await c.store.acquireLease(id, 'b', T0 + 2, MINUTE)).toBe(true);
+      expect(await c.store.renewLeases('a', T0 + 3, MINUTE)).toStrictEqual([]);
+    });
+  });
+
+  describe('sessionsWithWork', () => {
+    it('lists sessions with an open turn, a recorded task or a pending question, and no others', async () => {
+      expect(await c.store.sessionsWithWork()).toStrictEqual([]);
+      await session('idle');
+      const withTurn = await session('turn');
+      const withTask = await session('task');
+      const withQuestion = await session('question');
+      const settled = await session('settled');
+      await added(newTurn(withTurn.id, 't1'));
+      const done = await added(newTurn(settled.id, 'd1'));
+      await c.store.commit({ turns: [{ ...done, state: 'settled', outcome: 'completed' }], now: T0 + 1 });
+      await c.store.commit({ session: { ...withTask, task: task('x') }, now: T0 + 1 });
+      await c.store.commit({ session: { ...withQuestion, question: question() }, now: T0 + 1 });
+
+      const expected = [withTurn.id, withTask.id, withQuestion.id].sort();
+      // Neither the idle session nor the one whose only turn settled.
+      expect(await c.store.sessionsWithWork()).toStrictEqual(expected);
+
+      const turn = await stored('t1');
+      await c.store.commit({ turns: [{ ...turn, state: 'settled' }], now: T0 + 2 });
+      expect(await c.store.sessionsWithWork()).toStrictEqual([withTask.id, withQuestion.id].sort());
+    });
+  });
+
+  describe('inbound events', () => {
+    it('claims an event key once', async () => {
+      expect(await c.store.claimInboundEvent('Ev01', T0)).toBe(true);
+      expect(await c.store.claimInboundEvent('Ev01', T0 + 1)).toBe(false);
+      expect(await c.store.claimInboundEvent('Ev02', T0 + 1)).toBe(true);
+    });
+
+    it('claims the event a turn came from in the transaction that stores the turn', async () => {
+      const s = await session('t-1');
+      const first = await c.store.addTurn(newTurn(s.id, 'm1'), { inboundEvent: 'T1:Ev01' });
+      expect(first.created).toBe(true);
+      expect(await c.store.claimInboundEvent('T1:Ev01', T0 + 1)).toBe(false);
+      // A redelivery of the same event finds the turn it stored, and adds nothing.
+      const again = await c.store.addTurn(newTurn(s.id, 'm1'), { inboundEvent: 'T1:Ev01' });
+      expect(again.created).toBe(false);
+    });
+
+    it('leaves the event unclaimed when its turn cannot be stored: both or neither', async () => {
+      await expect(
+        c.store.addTurn(newTurn('no-such-session', 'm1'), { inboundEvent: 'T1:Ev02' }),
+      ).rejects.toBeInstanceOf(StoreError);
+      expect(await c.store.claimInboundEvent('T1:Ev02', T0 + 1)).toBe(true);
+    });
+
+    it('still stores a turn whose event was claimed before (by an older build) but never stored', async () => {
+      const s = await session('t-1');
+      expect(await c.store.claimInboundEvent('T1:Ev03', T0)).toBe(true);
+      const result = await c.store.addTurn(newTurn(s.id, 'm1'), { inboundEvent: 'T1:Ev03' });
+      expect(result.created).toBe(true);
+    });
+
+    it('remembers a key for 24 hours, then forgets it', async () => {
+      expect(await c.store.claimInboundEvent('Ev01', T0)).toBe(true);
+      expect(await c.store.claimInboundEvent('Ev01', T0 + DAY)).toBe(false);
+      expect(await c.store.claimInboundEvent('Ev01', T0 + DAY + 1)).toBe(true);
+      expect(await c.store.claimInboundEvent('Ev01', T0 + DAY + 2)).toBe(false);
+    });
+  });
+}

@@ -1,0 +1,162 @@
+/**
+ * The fake Slack's public face: what a test configures (FakeSlackOptions), what it reads back
+ * (FakeMessage, RecordedCall, FakeSlack) and the limits enforced, each with its source (see
+ * ./server.ts for the sources of the whole fake).
+ */
+
+/**
+ * Per-method windows (`{perMinute}`, or a bare number) plus the workspace-wide chat.update budget.
+ * (Spelled with an index signature whose values admit numbers so `workspaceUpdatesPerMinute: 5` type-checks;
+ * `Partial<Record<string, {perMinute}>> & {workspaceUpdatesPerMinute?: number}` makes that key unassignable.)
+ */
+export type FakeSlackRateLimits = {
+  [method: string]: { perMinute: number } | number | undefined;
+} & { workspaceUpdatesPerMinute?: number };
+
+export interface FakeSlackOptions {
+  teamId?: string; // default 'T0001'
+  botUserId?: string; // default 'U0BOT'
+  botToken?: string; // default 'xoxb-test'; other tokens → invalid_auth
+  /**
+   * Whether chat.startStream/appendStream/stopStream exist (default true). When false all three answer
+   * `unknown_method` — the code Slack documents for these methods as "This method is currently not
+   * available" (chat.startStream error list) and answers for any method a workspace does not offer.
+   */
+  streaming?: boolean;
+  /** Defaults: DEFAULT_RATE_LIMITS (Slack's documented tiers, at the tier's floor) and 50 chat.update/min. */
+  rateLimits?: FakeSlackRateLimits;
+  clock?: () => number; // for rate windows and ts values; default Date.now
+
+  // ---- additions ----
+  botId?: string; // default 'B0BOT' (auth.test bot_id; Bolt's ignoreSelf compares it)
+  appId?: string; // default 'A0APP'
+  teamName?: string; // default 'Fake Team'
+  /** Turn every rate window off (injected rateLimitNext still applies). Default true. */
+  rateLimitsEnabled?: boolean;
+  /** When given, any other channel answers channel_not_found. Default: every channel exists. */
+  channels?: string[];
+  /**
+   * What to do with `text` over 40,000 characters. Slack truncates and warns `message_truncated`
+   * (api.slack.com/changelog/2018-04-truncating-really-long-messages); the default here refuses with
+   * `msg_too_long` (the code chat.update documents) so a silent truncation fails the test instead.
+   */
+  longText?: 'refuse' | 'truncate';
+  /** Cumulative text across all blocks of one message before msg_blocks_too_long. Default 12,000. */
+  blocksTextLimit?: number;
+  /** Largest `limit` conversations.replies honours (default 1000; 15 for non-Marketplace distributed apps). */
+  repliesMaxLimit?: number;
+}
+
+export interface FakeMessage {
+  channel: string;
+  ts: string;
+  threadTs?: string;
+  user: string;
+  text: string;
+  blocks?: unknown[];
+  metadata?: { event_type: string; event_payload: Record<string, unknown> };
+  streaming: boolean; // true between startStream and stopStream
+  edits: number; // chat.update / appendStream count
+  deleted?: boolean;
+  // ---- additions ----
+  botId?: string; // set on the bot's own messages
+  attachments?: unknown[];
+  /** 'streaming' → 'stopped' (stopStream) or 'expired' (endStreamEarly); absent for ordinary messages. */
+  streamState?: 'streaming' | 'stopped' | 'expired';
+  /** Non-text stream chunks in arrival order (task_update, plan_update, blocks). */
+  chunks?: unknown[];
+  recipientUserId?: string;
+  recipientTeamId?: string;
+}
+
+export interface RecordedCall {
+  method: string;
+  args: Record<string, unknown>;
+  ok: boolean;
+  error?: string;
+  status: number;
+  at: number;
+}
+
+export interface FakeSlack {
+  url: string; // base for SLACK_API_URL / WebClient slackApiUrl, ending with '/api/'
+  calls: RecordedCall[];
+  callsOf(method: string): RecordedCall[];
+  messages(channel: string, threadTs?: string): FakeMessage[]; // current state, in ts order; threadTs filters a thread (root included)
+  message(channel: string, ts: string): FakeMessage | undefined;
+  ephemerals: Array<{
+    channel: string;
+    user: string;
+    text: string;
+    threadTs?: string;
+    ts?: string;
+    blocks?: unknown[];
+  }>;
+  reactions: Array<{ channel: string; ts: string; name: string; removed: boolean }>;
+  /** Modals opened with views.open, in order (addition). */
+  views: Array<{ id: string; triggerId: string; view: Record<string, unknown> }>;
+  addUser(u: {
+    id: string;
+    name: string;
+    realName?: string;
+    email?: string;
+    isBot?: boolean;
+    deleted?: boolean;
+  }): void;
+  addUserGroup(id: string, userIds: string[], options?: { disabled?: boolean }): void;
+  failNext(method: string, error: string, times?: number): void; // next call(s) answer {ok:false,error}
+  rateLimitNext(method: string, retryAfterSeconds: number, times?: number): void; // next call(s) 429
+  serverErrorNext(method: string, status?: number, times?: number): void; // next call(s) HTTP 5xx, nothing done
+  endStreamEarly(channel: string, ts: string): void; // later appendStream/stopStream → message_not_in_streaming_state
+  postUserMessage(m: { channel: string; user: string; text: string; threadTs?: string }): FakeMessage;
+  close(): Promise<void>;
+  // ---- additions ----
+  teamId: string;
+  botUserId: string;
+  botId: string;
+  botToken: string;
+  /** Forget recorded calls (state and rate windows stay). */
+  clearCalls(): void;
+}
+
+/** Slack's documented tiers at their floor (Tier 2 = 20/min, Tier 3 = 50/min, Tier 4 = 100/min). */
+export const DEFAULT_RATE_LIMITS: Readonly<Record<string, number>> = {
+  'chat.postMessage': 60, // "special": ~1 per second per channel — enforced per channel here
+  'chat.postEphemeral': 100, // Tier 4
+  'chat.delete': 50, // Tier 3
+  'chat.startStream': 20, // Tier 2
+  'chat.appendStream': 100, // Tier 4
+  'chat.stopStream': 20, // Tier 2
+  'reactions.add': 50, // Tier 3
+  'reactions.remove': 20, // Tier 2
+  'users.info': 100, // Tier 4
+  'usergroups.users.list': 20, // Tier 2
+  'views.open': 100, // Tier 4
+  'conversations.replies': 50, // Tier 3 (internal apps; 1/min for distributed non-Marketplace apps)
+  'conversations.info': 50, // Tier 3
+  'conversations.history': 50, // Tier 3 (internal apps; 1/min for distributed non-Marketplace apps)
+  // auth.test is "special" with no published number: not limited. chat.update: see workspaceUpdatesPerMinute.
+};
+/** chat.update is Tier 3: 50 per minute for the whole workspace, shared by every thread editing messages. */
+export const DEFAULT_WORKSPACE_UPDATES_PER_MINUTE = 50;
+
+/** Message and Block Kit limits enforced (see the header for sources). */
+export const SLACK_LIMITS = {
+  textChars: 40_000, // chat.postMessage/update `text` (truncation changelog, 2018)
+  markdownTextChars: 12_000, // `markdown_text` on chat.* and the stream methods (method pages)
+  blocksPerMessage: 50, // Block Kit: "up to 50 blocks in each message"
+  sectionTextChars: 3_000, // section block `text`
+  sectionFieldChars: 2_000, // each section `fields` item; at most 10 fields
+  sectionFields: 10,
+  headerTextChars: 150, // header block plain_text
+  markdownBlockChars: 12_000, // markdown block `text`
+  blocksTextTotal: 12_000, // markdown blocks cumulatively (markdown block page); observed msg_blocks_too_long ~13.2k
+  contextElements: 10,
+  actionsElements: 25,
+  buttonTextChars: 75,
+  actionIdChars: 255,
+  blockIdChars: 255,
+  buttonValueChars: 2_000,
+  buttonUrlChars: 3_000,
+  attachments: 100, // too_many_attachments
+} as const;

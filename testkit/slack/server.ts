@@ -1,0 +1,325 @@
+/**
+ * A stand-in for Slack's Web API on loopback, for tests that drive the real `@slack/web-api` WebClient
+ * (and Bolt, which uses it) against it: `new WebClient(token, { slackApiUrl: fake.url })`.
+ *
+ * It answers the way Slack does — HTTP 200 with `{ok: true, …}` or `{ok: false, error: 'code'}`, HTTP 429
+ * with `Retry-After` when rate limited — and refuses what Slack refuses, so a test fails where production
+ * would. Every limit (./api.ts, ./block-kit.ts, ./rate-limits.ts) names its source; where Slack's
+ * behaviour is undocumented the choice is marked "assumed" and errs on the strict side.
+ *
+ * Sources:
+ * - method pages, docs.slack.dev/reference/methods/<method> (arguments, errors, rate tier), as mirrored in
+ *   slack-ruby/slack-api-ref `docs.slack.dev/methods/*.json` and `methods/chat/*.json` (2026-08);
+ * - Block Kit reference docs.slack.dev/reference/block-kit/blocks/* and the `@slack/types` typings;
+ * - rate limits: docs.slack.dev/apis/web-api/rate-limits (tiers 1–4: 1+/20+/50+/100+ per minute, per
+ *   method, per workspace, per app; chat.postMessage "special": about 1 per second per channel);
+ * - docs/reference/slack.md for the behaviours seen in public issue reports (stream expiry, ~13.2k blocks).
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FakeMessage, FakeSlack, FakeSlackOptions, RecordedCall } from './api.js';
+import { conversationMethods } from './methods/conversations.js';
+import { directoryMethods } from './methods/directory.js';
+import { messageMethods } from './methods/messages.js';
+import { streamMethods } from './methods/streams.js';
+import { viewMethods } from './methods/views.js';
+import { RateLimits } from './rate-limits.js';
+import { type Args, isRecord, type Result, SlackRefusal, str } from './values.js';
+import { type Handler, Workspace } from './workspace.js';
+
+/**
+ * The server: HTTP in (form or JSON bodies, the token), injected faults, auth, rate limits, then
+ * the method's handler against the workspace; every call recorded. What Slack checks lives
+ * beside it: Block Kit (./block-kit.ts), rate windows (./rate-limits.ts), the workspace's state
+ * and shared rules (./workspace.ts) and the methods by family (./methods/).
+ */
+
+const STREAM_METHODS = new Set(['chat.startStream', 'chat.appendStream', 'chat.stopStream']);
+/** Form fields @slack/web-api JSON-stringifies (any non-primitive value) that Slack parses as JSON. */
+const JSON_FIELDS: Record<string, string> = {
+  blocks: 'invalid_blocks_format',
+  attachments: 'invalid_attachments',
+  metadata: 'invalid_metadata_format',
+  chunks: 'invalid_chunks',
+  unfurls: 'invalid_unfurls',
+  file_ids: 'invalid_array_arg',
+};
+
+class FakeSlackServer implements FakeSlack {
+  url = '';
+  readonly calls: RecordedCall[] = [];
+  readonly teamId: string;
+  readonly botUserId: string;
+  readonly botId: string;
+  readonly botToken: string;
+
+  private readonly ws: Workspace;
+  private readonly handlers: Record<string, Handler>;
+  private readonly streaming: boolean;
+  private readonly clock: () => number;
+  private readonly rateLimits: RateLimits;
+  private readonly failures = new Map<string, Array<{ error: string; left: number }>>();
+  private readonly serverErrors = new Map<string, Array<{ status: number; left: number }>>();
+  private readonly throttles = new Map<string, Array<{ retryAfter: number; left: number }>>();
+  private server: Server | undefined;
+
+  constructor(options: FakeSlackOptions) {
+    this.ws = new Workspace(options);
+    this.teamId = this.ws.teamId;
+    this.botUserId = this.ws.botUserId;
+    this.botId = this.ws.botId;
+    this.botToken = options.botToken ?? 'xoxb-test';
+    this.streaming = options.streaming ?? true;
+    this.clock = this.ws.clock;
+    this.rateLimits = new RateLimits(options);
+    this.handlers = {
+      ...directoryMethods(this.ws),
+      ...messageMethods(this.ws),
+      ...streamMethods(this.ws),
+      ...viewMethods(this.ws),
+      ...conversationMethods(this.ws),
+    };
+  }
+
+  get ephemerals(): FakeSlack['ephemerals'] {
+    return this.ws.ephemerals;
+  }
+
+  get reactions(): FakeSlack['reactions'] {
+    return this.ws.reactions;
+  }
+
+  get views(): FakeSlack['views'] {
+    return this.ws.views;
+  }
+
+  async listen(): Promise<void> {
+    const server = createServer((req, res) => {
+      this.handle(req, res).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(String(err));
+      });
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const { port } = server.address() as AddressInfo;
+    this.url = `http://127.0.0.1:${port}/api/`;
+  }
+
+  close(): Promise<void> {
+    const server = this.server;
+    if (!server) return Promise.resolve();
+    this.server = undefined;
+    return new Promise((resolve, reject) => {
+      server.close((err) => (err ? reject(err) : resolve()));
+      server.closeAllConnections();
+    });
+  }
+
+  // ---- test-facing API ----
+
+  callsOf(method: string): RecordedCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  clearCalls(): void {
+    this.calls.length = 0;
+  }
+
+  messages(channel: string, threadTs?: string): FakeMessage[] {
+    return this.ws.messages(channel, threadTs);
+  }
+
+  message(channel: string, ts: string): FakeMessage | undefined {
+    return this.ws.message(channel, ts);
+  }
+
+  addUser(u: Parameters<FakeSlack['addUser']>[0]): void {
+    this.ws.addUser(u);
+  }
+
+  addUserGroup(id: string, userIds: string[], options?: { disabled?: boolean }): void {
+    this.ws.addUserGroup(id, userIds, options);
+  }
+
+  endStreamEarly(channel: string, ts: string): void {
+    this.ws.endStreamEarly(channel, ts);
+  }
+
+  postUserMessage(m: { channel: string; user: string; text: string; threadTs?: string }): FakeMessage {
+    return this.ws.postUserMessage(m);
+  }
+
+  failNext(method: string, error: string, times = 1): void {
+    const list = this.failures.get(method) ?? [];
+    list.push({ error, left: times });
+    this.failures.set(method, list);
+  }
+
+  serverErrorNext(method: string, status = 503, times = 1): void {
+    const list = this.serverErrors.get(method) ?? [];
+    list.push({ status, left: times });
+    this.serverErrors.set(method, list);
+  }
+
+  rateLimitNext(method: string, retryAfterSeconds: number, times = 1): void {
+    const list = this.throttles.get(method) ?? [];
+    list.push({ retryAfter: retryAfterSeconds, left: times });
+    this.throttles.set(method, list);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (!url.pathname.startsWith('/api/') || (req.method !== 'POST' && req.method !== 'GET')) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('not found');
+      return;
+    }
+    const method = decodeURIComponent(url.pathname.slice('/api/'.length));
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const contentType = (req.headers['content-type'] ?? '').toLowerCase();
+    const isJson = contentType.startsWith('application/json');
+
+    const args: Args = Object.fromEntries(url.searchParams);
+    let bodyError: string | undefined;
+    if (raw.length > 0) {
+      if (isJson) {
+        try {
+          const parsed: unknown = JSON.parse(raw);
+          if (isRecord(parsed)) Object.assign(args, parsed);
+          else bodyError = 'invalid_json';
+        } catch {
+          bodyError = 'invalid_json';
+        }
+      } else if (contentType.startsWith('application/x-www-form-urlencoded') || contentType === '') {
+        for (const [k, v] of new URLSearchParams(raw)) args[k] = v;
+      } else {
+        bodyError = 'invalid_form_data';
+      }
+    }
+
+    // Nested values arrive JSON-encoded in form bodies (WebClient JSON.stringifies any non-primitive).
+    // Decoded up front so recorded calls show them as objects; a bad one is refused after auth.
+    let badJson: string | undefined;
+    for (const [field, code] of Object.entries(JSON_FIELDS)) {
+      const v = args[field];
+      if (typeof v !== 'string') continue;
+      try {
+        args[field] = JSON.parse(v);
+      } catch {
+        badJson ??= code;
+      }
+    }
+
+    // Token: the Authorization header, or (form bodies only) a `token` field; JSON bodies must use the header.
+    const header = req.headers.authorization;
+    const bearer = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
+    const bodyToken = !isJson ? str(args, 'token') : undefined;
+    const token = bearer ?? bodyToken;
+    delete args.token;
+
+    const reply = (status: number, body: Result, headers: Record<string, string> = {}): void => {
+      const ok = body.ok === true;
+      this.calls.push({
+        method,
+        args,
+        ok,
+        ...(ok ? {} : { error: String(body.error) }),
+        status,
+        at: this.clock(),
+      });
+      res.writeHead(status, {
+        'content-type': 'application/json; charset=utf-8',
+        'x-slack-req-id': randomUUID(),
+        ...headers,
+      });
+      res.end(JSON.stringify(body));
+    };
+    const refuse = (e: SlackRefusal, warnings: string[] = []): void => {
+      const body: Result = { ok: false, error: e.code, ...e.extra };
+      const meta: Record<string, unknown> = {};
+      if (e.messages.length > 0) meta.messages = e.messages;
+      if (warnings.length > 0) {
+        meta.warnings = warnings;
+        body.warning = warnings.join(',');
+      }
+      if (Object.keys(meta).length > 0) body.response_metadata = meta;
+      reply(200, body);
+    };
+
+    // Injected faults first: they model Slack's state, whatever the request.
+    const outage = this.take(this.serverErrors, method);
+    if (outage) {
+      reply(outage.status, { ok: false, error: 'service_unavailable' });
+      return;
+    }
+    const throttle = this.take(this.throttles, method);
+    if (throttle) {
+      reply(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(throttle.retryAfter) });
+      return;
+    }
+    const failure = this.take(this.failures, method);
+    if (failure) {
+      refuse(new SlackRefusal(failure.error));
+      return;
+    }
+    if (bodyError) {
+      refuse(new SlackRefusal(bodyError));
+      return;
+    }
+    if (token === undefined || token === '') {
+      refuse(new SlackRefusal('not_authed'));
+      return;
+    }
+    if (token !== this.botToken) {
+      refuse(new SlackRefusal('invalid_auth'));
+      return;
+    }
+    const handler = this.handlers[method];
+    if (!handler || (STREAM_METHODS.has(method) && !this.streaming)) {
+      refuse(new SlackRefusal('unknown_method', [], { req_method: method }));
+      return;
+    }
+    const retryAfter = this.rateLimits.check(method, args, this.clock());
+    if (retryAfter !== undefined) {
+      reply(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(retryAfter) });
+      return;
+    }
+    const warnings: string[] = [];
+    if (isJson && !contentType.includes('charset')) warnings.push('missing_charset');
+    try {
+      if (badJson) throw new SlackRefusal(badJson);
+      const result = handler(args, warnings);
+      const body: Result = { ok: true, ...result };
+      if (warnings.length > 0) {
+        body.warning = warnings.join(',');
+        body.response_metadata = { warnings };
+      }
+      reply(200, body);
+    } catch (e) {
+      if (e instanceof SlackRefusal) refuse(e, warnings);
+      else throw e;
+    }
+  }
+
+  private take<T extends { left: number }>(map: Map<string, T[]>, method: string): T | undefined {
+    const list = map.get(method);
+    const head = list?.[0];
+    if (!list || !head) return undefined;
+    head.left -= 1;
+    if (head.left <= 0) list.shift();
+    return head;
+  }
+}
+
+export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<FakeSlack> {
+  const fake = new FakeSlackServer(options);
+  await fake.listen();
+  return fake;
+}
