@@ -1,4 +1,5 @@
-import type { AnswerResult, SessionEngine } from '../core/session/engine.js';
+import type { AnswerResult } from '../core/ports.js';
+import type { SessionEngine } from '../core/session/engine.js';
 import {
   askUserResponse,
   HitlReplyError,

@@ -1,21 +1,14 @@
 import type { OutgoingMessage, StreamEvent, Task, TaskStatus } from './agent/model.js';
 import type { AnswerView } from './answer.js';
+import type { Actor } from './compose.js';
 import type { EngineEvent } from './events.js';
 import type { SessionKey } from './store.js';
+import type { TraceContext } from './trace.js';
 
 /**
  * The engine's ports: what it needs from the world, as small interfaces. Adapters live outside
  * core (a2a/ implements AgentClient, surfaces/ implement ChatSurface, store/ SessionStore).
  */
-
-/**
- * A W3C trace context (`traceparent`, `tracestate`) as plain strings. Core carries it from the
- * turn to the agent call and into the store, and never reads it: tracing is observability's.
- */
-export interface TraceContext {
-  traceparent: string;
-  tracestate?: string;
-}
 
 export interface AgentCallOptions {
   signal?: AbortSignal;
@@ -104,6 +97,63 @@ export interface AgentRoute {
 export interface AgentRegistry {
   resolve(binding: string): AgentRoute | undefined;
 }
+
+// ---- what surfaces hand the engine -----------------------------------------------------------
+
+/** A chat message for a session, as a surface hands it over. */
+export type Inbound =
+  | {
+      kind: 'person';
+      key: SessionKey;
+      binding: string;
+      /** The surface's id of the message (Slack ts): with the session, it fixes the messageId. */
+      chatMessageId: string;
+      actor: Actor;
+      text: string;
+      /** false: a thread reply that did not mention the broker, carried into the next turn (S-7). */
+      addressed: boolean;
+      /** The surface's id of the event that carried it, claimed with the turn (AddTurnOptions). */
+      inboundEvent?: string;
+    }
+  | {
+      kind: 'trigger';
+      key: SessionKey;
+      binding: string;
+      chatMessageId: string;
+      /** What the Binding's trigger asks of the agent. */
+      instruction: string;
+      /** The alert's fields, sent as untrusted data. */
+      fields: Record<string, string>;
+    };
+
+/** A decision taken in the chat's own controls (buttons), answering a structured question. */
+export interface StructuredAnswer {
+  key: SessionKey;
+  binding: string;
+  /** The question it answers, as it was shown: an answer to another question is stale. */
+  questionKey: string;
+  actor: Actor;
+  /** Shown and logged; no label line (S-6: a kagent-v1 structured answer carries none). */
+  text: string;
+  /** The dialect's reply, sent as the message's metadata (Q-3). */
+  metadata: Record<string, unknown>;
+}
+
+export type AnswerResult =
+  | { status: 'accepted'; sessionId: string; turnId: string }
+  /** Someone answered this question already (a double click, two approvers racing). */
+  | { status: 'duplicate'; sessionId: string; turnId: string }
+  /** The question is no longer pending (answered, timed out, or another one is). */
+  | { status: 'stale'; sessionId: string };
+
+export interface ReceiveResult {
+  sessionId: string;
+  turnId: string;
+  /** The same chat message was received before (a retry, a second delivery): nothing new. */
+  duplicate: boolean;
+}
+
+// ---- what the engine shows through a surface ------------------------------------------------
 
 /** Where in a chat a session's messages go. */
 export interface ChatTarget {

@@ -7,7 +7,7 @@
  * is being sent, then send it), so a crash between the two leaves a state recovery can read.
  */
 
-import type { TraceContext } from './ports.js';
+import type { TraceContext } from './trace.js';
 
 /** Where a session lives. The workspace id is part of every key: one install serves several. */
 export interface SessionKey {

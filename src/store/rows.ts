@@ -1,5 +1,4 @@
 import { KourierError, StoreError } from '../core/errors.js';
-import type { TraceContext } from '../core/ports.js';
 import type {
   Commit,
   PendingQuestion,
@@ -9,6 +8,7 @@ import type {
   TurnRecord,
   TurnState,
 } from '../core/store.js';
+import type { TraceContext } from '../core/trace.js';
 
 /**
  * Row <-> record mapping shared by both stores: the column names are the same in both dialects

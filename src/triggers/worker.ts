@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { KourierError } from '../core/errors.js';
-import type { Clock } from '../core/ports.js';
-import type { Inbound, ReceiveResult } from '../core/session/engine.js';
+import type { Clock, Inbound, ReceiveResult } from '../core/ports.js';
 import type { SessionKey } from '../core/store.js';
 import {
   type ClaimedGroup,

@@ -40,10 +40,10 @@ import type {
   Clock,
   EventSink,
   Notice,
-  TraceContext,
   TurnTracer,
 } from '../ports.js';
 import type { PendingQuestion, SessionRecord, SessionStore, TurnRecord } from '../store.js';
+import type { TraceContext } from '../trace.js';
 import { agentRefused, notice, taskFailed } from './notices.js';
 import { backoff, type EngineTimings } from './timings.js';
 import { TurnRun } from './turn-run.js';

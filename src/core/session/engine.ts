@@ -1,25 +1,22 @@
 import { hostname } from 'node:os';
-import {
-  type Actor,
-  actorMetadata,
-  composePersonText,
-  composeTriggerText,
-  messageIdFor,
-} from '../compose.js';
+import { actorMetadata, composePersonText, composeTriggerText, messageIdFor } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
 import {
   type AgentRegistry,
+  type AnswerResult,
   type ChatSurface,
   type Clock,
   type EventSink,
+  type Inbound,
+  type ReceiveResult,
+  type StructuredAnswer,
   systemClock,
   type TurnTracer,
 } from '../ports.js';
 import {
   type AddTurnOptions,
   type NewTurn,
-  type SessionKey,
   type SessionStore,
   sessionIdOf,
   type TurnKind,
@@ -28,59 +25,6 @@ import {
 import { cutText, textLength } from '../text.js';
 import { SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
-
-/** A chat message for a session, as a surface hands it over. */
-export type Inbound =
-  | {
-      kind: 'person';
-      key: SessionKey;
-      binding: string;
-      /** The surface's id of the message (Slack ts): with the session, it fixes the messageId. */
-      chatMessageId: string;
-      actor: Actor;
-      text: string;
-      /** false: a thread reply that did not mention the broker, carried into the next turn (S-7). */
-      addressed: boolean;
-      /** The surface's id of the event that carried it, claimed with the turn (AddTurnOptions). */
-      inboundEvent?: string;
-    }
-  | {
-      kind: 'trigger';
-      key: SessionKey;
-      binding: string;
-      chatMessageId: string;
-      /** What the Binding's trigger asks of the agent. */
-      instruction: string;
-      /** The alert's fields, sent as untrusted data. */
-      fields: Record<string, string>;
-    };
-
-/** A decision taken in the chat's own controls (buttons), answering a structured question. */
-export interface StructuredAnswer {
-  key: SessionKey;
-  binding: string;
-  /** The question it answers, as it was shown: an answer to another question is stale. */
-  questionKey: string;
-  actor: Actor;
-  /** Shown and logged; no label line (S-6: a kagent-v1 structured answer carries none). */
-  text: string;
-  /** The dialect's reply, sent as the message's metadata. */
-  metadata: Record<string, unknown>;
-}
-
-export type AnswerResult =
-  | { status: 'accepted'; sessionId: string; turnId: string }
-  /** Someone answered this question already (a double click, two approvers racing). */
-  | { status: 'duplicate'; sessionId: string; turnId: string }
-  /** The question is no longer pending (answered, timed out, or another one is). */
-  | { status: 'stale'; sessionId: string };
-
-export interface ReceiveResult {
-  sessionId: string;
-  turnId: string;
-  /** The same chat message was received before (a retry, a second delivery): nothing new. */
-  duplicate: boolean;
-}
 
 export interface EngineOptions {
   store: SessionStore;
@@ -468,4 +412,6 @@ export class SessionEngine {
   }
 }
 
+// The engine's signatures speak these; their home is the ports (what a surface needs).
+export type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer };
 export { sessionIdOf };

@@ -3,8 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
-import { type Clock, systemClock } from '../../core/ports.js';
-import type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer } from '../../core/session/engine.js';
+import {
+  type AnswerResult,
+  type Clock,
+  type Inbound,
+  type ReceiveResult,
+  type StructuredAnswer,
+  systemClock,
+} from '../../core/ports.js';
 import type { SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './activity.js';
 import type { AnswerSettings } from './answer.js';

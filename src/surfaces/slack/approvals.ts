@@ -2,9 +2,15 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ACTOR_METADATA_KEY, type Actor, messageIdFor } from '../../core/compose.js';
 import { KourierError } from '../../core/errors.js';
-import type { ChatTarget, Clock, Notice, QuestionPrompt } from '../../core/ports.js';
+import type {
+  AnswerResult,
+  ChatTarget,
+  Clock,
+  Notice,
+  QuestionPrompt,
+  StructuredAnswer,
+} from '../../core/ports.js';
 import type { ToolApprovalSettings } from '../../core/registry.js';
-import type { AnswerResult, StructuredAnswer } from '../../core/session/engine.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
 import {
   type AskUserRequest,

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { messageIdFor } from '../../core/compose.js';
-import type { Clock } from '../../core/ports.js';
-import type { Inbound, ReceiveResult } from '../../core/session/engine.js';
+import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
 import type { People } from './people.js';
 import { mentions, slackToPlain } from './text.js';

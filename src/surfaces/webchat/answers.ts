@@ -1,5 +1,5 @@
 import type { Actor } from '../../core/compose.js';
-import type { AnswerResult } from '../../core/session/engine.js';
+import type { AnswerResult } from '../../core/ports.js';
 import type { SessionKey } from '../../core/store.js';
 import { WebChatRequestError } from './errors.js';
 import type { DecisionInput } from './schemas.js';
