@@ -28,6 +28,7 @@ async function oneTurn(store: SessionStore, i: number): Promise<void> {
       kind: 'message',
       chatMessageId: `m${i}`,
       text: 'hello',
+      label: null,
       metadata: null,
       taskId: null,
       state: 'queued',

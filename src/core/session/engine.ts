@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { actorMetadata, composePersonText, composeTriggerText, messageIdFor } from '../compose.js';
+import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
 import {
@@ -147,10 +147,12 @@ export class SessionEngine {
     const session = await this.#store.openSession({ key: input.key, binding: input.binding, now });
     let kind: TurnKind;
     let text: string;
+    let label: string | null = null;
     let metadata: Record<string, unknown> | null = null;
     if (input.kind === 'person') {
       kind = input.addressed ? 'message' : 'context';
-      text = composePersonText(input.actor, this.#bounded(input.text), []);
+      text = this.#bounded(input.text);
+      label = input.actor.label;
       metadata = actorMetadata(input.actor);
     } else {
       kind = 'trigger';
@@ -172,6 +174,7 @@ export class SessionEngine {
         kind,
         chatMessageId: input.chatMessageId,
         text,
+        label,
         metadata,
         taskId: null,
         state: 'queued',
@@ -231,6 +234,8 @@ export class SessionEngine {
         kind: 'answer',
         chatMessageId,
         text: this.#bounded(input.text),
+        // S-6: a structured answer carries no label line.
+        label: null,
         metadata: { ...actorMetadata(input.actor), ...input.metadata },
         taskId: question.taskId,
         state: 'queued',

@@ -1,6 +1,6 @@
 import { OutcomeUnknownError } from '../agent/errors.js';
 import type { Artifact } from '../agent/model.js';
-import { type CarriedReply, composePersonText } from '../compose.js';
+import { labelled, withCarried } from '../compose.js';
 import type { AgentRoute } from '../ports.js';
 import type { SessionRecord, TurnRecord } from '../store.js';
 import { type AnswerTarget, callOptions, type DriverContext } from './context.js';
@@ -34,11 +34,10 @@ export async function sendTurn(
   const { clock } = ctx.deps;
   // S-7: replies that did not address the broker, queued before this turn, travel with it.
   const carried = turn.kind === 'message' ? open.filter((t) => t.kind === 'context' && t.seq < turn.seq) : [];
-  let text = turn.text;
-  if (carried.length > 0) {
-    const [label, ...rest] = turn.text.split('\n');
-    text = composePersonText({ id: '', label: label ?? '' }, rest.join('\n'), carried.map(toCarried));
-  }
+  const text = withCarried(
+    turn.text,
+    carried.map((t) => ({ label: t.label, text: t.text })),
+  );
   const now = clock.now();
   const sending: TurnRecord = {
     ...turn,
@@ -78,7 +77,8 @@ export async function attemptSend(
   const isAnswer = turn.kind === 'answer';
   const message = {
     messageId: turn.id,
-    text: turn.text,
+    // S-6: the label line goes in front here, at every send, so a resend sends the same text.
+    text: labelled(turn.label, turn.text),
     ...(isAnswer
       ? { taskId: turn.taskId ?? '', contextId: question?.contextId ?? session.contextId ?? '' }
       : session.contextId === null
@@ -305,9 +305,4 @@ export async function resolveUnknown(
       ? { taskId: turn.taskId, contextId: session.contextId ?? '' }
       : undefined;
   await attemptSend(ctx, await ctx.reload(session.id), route, again, question);
-}
-
-function toCarried(turn: TurnRecord): CarriedReply {
-  const [label, ...rest] = turn.text.split('\n');
-  return { label: label ?? '', text: rest.join('\n') };
 }
