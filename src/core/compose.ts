@@ -41,6 +41,14 @@ export function actorMetadata(actor: Actor): Record<string, unknown> {
   return { [ACTOR_METADATA_KEY]: value };
 }
 
+/** The actor's id in a turn's metadata (actorMetadata); undefined when it names none. */
+export function actorIdOf(metadata: Record<string, unknown> | null | undefined): string | undefined {
+  const actor = metadata?.[ACTOR_METADATA_KEY];
+  if (typeof actor !== 'object' || actor === null) return undefined;
+  const id = (actor as { id?: unknown }).id;
+  return typeof id === 'string' ? id : undefined;
+}
+
 const TAG = 'untrusted-data';
 
 /** Keeps data from closing its block early: no `</untrusted-data` survives inside it. */

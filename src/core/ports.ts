@@ -188,6 +188,17 @@ export interface Notice {
   turnId?: string;
 }
 
+/** Whom a turn's answer is for, and whether it can have been shown before. */
+export interface AnswerFor {
+  /** The id of the person whose turn it answers (S-5's actor); undefined for a trigger's turn. */
+  actorId: string | undefined;
+  /**
+   * This process stored the turn: no process before it can have shown its answer, so without
+   * a ref there is no earlier message of it to look for.
+   */
+  fresh: boolean;
+}
+
 /** The message that shows one turn's answer as it grows. */
 export interface AnswerSink {
   /** The answer changed. Called per event: must return at once; the surface coalesces. */
@@ -210,12 +221,14 @@ export interface ChatSurface {
   /**
    * Opens the answer of a turn. `ref` is what `onRef` reported before (persisted by the engine),
    * so after a restart the surface updates the same message instead of posting a second one.
+   * `answering` says whom it answers (a surface may address the answer to them).
    */
   openAnswer(
     target: ChatTarget,
     turnId: string,
     ref: string | null,
     onRef: (ref: string) => void,
+    answering: AnswerFor,
   ): AnswerSink;
   postNotice(target: ChatTarget, notice: Notice): Promise<void>;
   /** Shows a question; returns a reference to the prompt. */

@@ -1,4 +1,12 @@
-import type { AnswerSink, ChatSurface, ChatTarget, Notice, QuestionPrompt, ToolStep } from '../core/ports.js';
+import type {
+  AnswerFor,
+  AnswerSink,
+  ChatSurface,
+  ChatTarget,
+  Notice,
+  QuestionPrompt,
+  ToolStep,
+} from '../core/ports.js';
 import type { SessionKey } from '../core/store.js';
 import type { PostRef, TriggerChat, TriggerConfig, TriggerMessage, TriggerPlace } from '../core/triggers.js';
 
@@ -31,8 +39,9 @@ export class SurfaceRouter implements ChatSurface {
     turnId: string,
     ref: string | null,
     onRef: (ref: string) => void,
+    answering: AnswerFor,
   ): AnswerSink {
-    return this.#for(target).openAnswer(target, turnId, ref, onRef);
+    return this.#for(target).openAnswer(target, turnId, ref, onRef, answering);
   }
 
   postNotice(target: ChatTarget, notice: Notice): Promise<void> {

@@ -1,3 +1,4 @@
+import { actorIdOf } from '../compose.js';
 import type { EngineEvent } from '../events.js';
 import type {
   AgentCallOptions,
@@ -38,6 +39,8 @@ export interface DriverDeps {
   tracer?: TurnTracer | undefined;
   /** Turns whose first answer text was counted already (shared by the engine's drivers). */
   firstText: Set<string>;
+  /** Turns this process stored (AnswerFor.fresh), kept by the engine. */
+  storedHere: ReadonlySet<string>;
   /**
    * Answer refs the store could not record yet (it was down), by turn, kept by the engine
    * across drivers so the next driver of the turn updates the same message, not a new one.
@@ -105,6 +108,7 @@ export class DriverContext {
         turn.id,
         turn.answerRef ?? unsaved ?? null,
         (ref) => this.#saveInBackground(turn.id, ref),
+        { actorId: actorIdOf(turn.metadata), fresh: this.deps.storedHere.has(turn.id) },
       );
     }
     return run;

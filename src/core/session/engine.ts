@@ -43,6 +43,9 @@ export interface EngineOptions {
 
 const noEvents: EventSink = { emit: () => undefined };
 
+/** How many turns stored by this process are remembered as such (older ones count as not). */
+const MAX_STORED_HERE = 50_000;
+
 /**
  * The session engine: threads as A2A contexts, turns as tasks, durable across crashes. It knows
  * nothing of Slack or Kubernetes: surfaces hand it messages (`receive`), it shows everything
@@ -60,6 +63,8 @@ export class SessionEngine {
   readonly #events: EventSink;
   readonly #tracer: TurnTracer | undefined;
   readonly #firstText = new Set<string>();
+  /** Turns stored by this process, newest last (bounded): their answers cannot exist yet. */
+  readonly #storedHere = new Set<string>();
   readonly #timings: EngineTimings;
   readonly #owner: string;
   readonly #maxTextLength: number;
@@ -330,6 +335,7 @@ export class SessionEngine {
           wakeAt: (id, at) => this.#wakeAt(id, at),
           tracer: this.#tracer,
           firstText: this.#firstText,
+          storedHere: this.#storedHere,
           unsavedRefs: this.#unsavedRefs,
         },
         sessionId,
@@ -404,12 +410,20 @@ export class SessionEngine {
   ): Promise<{ turn: TurnRecord; created: boolean }> {
     try {
       const added = await this.#store.addTurn(turn, options);
-      if (!added.created && traceContext !== null) this.#tracer?.discard(id);
+      if (added.created) this.#rememberStored(id);
+      else if (traceContext !== null) this.#tracer?.discard(id);
       return added;
     } catch (error) {
       if (traceContext !== null) this.#tracer?.discard(id);
       throw error;
     }
+  }
+
+  #rememberStored(turnId: string): void {
+    this.#storedHere.add(turnId);
+    if (this.#storedHere.size <= MAX_STORED_HERE) return;
+    const oldest = this.#storedHere.values().next();
+    if (oldest.done !== true) this.#storedHere.delete(oldest.value);
   }
 
   #emit(event: EngineEvent): void {

@@ -201,14 +201,12 @@ export class SlackConnection {
       logger: this.#logger,
       botUserId: this.botUserId,
       teamId: this.teamId,
-      onTurn: (turnId, info) => this.surface.noteTurn(turnId, info),
     });
     this.approvals.wire({
       engine: options.engine,
       store: options.store,
       bindings: options.bindings,
       people: this.#people,
-      onTurn: (turnId, info) => this.surface.noteTurn(turnId, info),
     });
     const ackWithin = options.ackWithinMs ?? 2_000;
     const logger = slackLogger(this.#logger, 'slack-bolt');

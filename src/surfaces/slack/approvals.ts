@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ACTOR_METADATA_KEY, type Actor, messageIdFor } from '../../core/compose.js';
+import { type Actor, actorIdOf } from '../../core/compose.js';
 import { KourierError } from '../../core/errors.js';
 import type {
   AnswerResult,
@@ -78,8 +78,6 @@ export interface PromptDeskDeps {
   store: Pick<SessionStore, 'getSession' | 'getTurn'>;
   bindings: ApprovalBindings;
   people: People;
-  /** Told of an answer turn taken here: its answer streams to the person who pressed. */
-  onTurn(turnId: string, info: { recipient: string; fresh: boolean }): void;
 }
 
 /** The tool-approval settings of a Binding. `LiveRegistry` is one. */
@@ -569,10 +567,7 @@ export class PromptDesk {
         request.questions.map((_q, i) => [...(state.marks.get(i)?.answer ?? [])]),
       );
     }
-    const chatMessageId = `decision:${state.taskId}:${state.questionKey}`;
-    const expected = messageIdFor(state.sessionId, chatMessageId, 'answer');
     const actor = await deps.people.actor(place.team, place.user);
-    deps.onTurn(expected, { recipient: place.user, fresh: true });
     let result: AnswerResult;
     try {
       result = await deps.engine.answer({
@@ -878,13 +873,6 @@ function keyOf(team: string, channel: string, threadTs: string): SessionKey {
 
 function modalPlace(place: Place): Omit<ModalPlace, 'token'> {
   return { team: place.team, channel: place.channel, threadTs: place.threadTs, messageTs: place.messageTs };
-}
-
-function actorIdOf(metadata: Record<string, unknown> | null | undefined): string | undefined {
-  const actor = metadata?.[ACTOR_METADATA_KEY];
-  if (typeof actor !== 'object' || actor === null) return undefined;
-  const id = (actor as { id?: unknown }).id;
-  return typeof id === 'string' ? id : undefined;
 }
 
 function errorName(error: unknown): Record<string, unknown> {

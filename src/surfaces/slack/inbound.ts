@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { messageIdFor } from '../../core/compose.js';
 import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
 import type { People } from './people.js';
@@ -169,11 +168,6 @@ export interface InboundDeps {
   botUserId: string;
   /** The team of the bot token, for events that do not name one. */
   teamId: string;
-  /**
-   * Told of every turn taken here: whom it answers (a native stream needs the recipient), and
-   * whether it is new (a turn the store already had may have an answer posted by another process).
-   */
-  onTurn(turnId: string, info: { recipient: string; fresh: boolean }): void;
 }
 
 export const NOT_TAKEN =
@@ -222,11 +216,7 @@ export class InboundRouter {
     try {
       if (turn.needsSession && (await store.getSession(sessionIdOf(turn.key))) === undefined) return;
       const actor = await people.actor(team, turn.user);
-      // The engine may open the turn's answer before `receive` returns: the surface learns
-      // whom it answers first (the id is the engine's own, fixed by the chat message, S-2).
-      const expected = messageIdFor(sessionIdOf(turn.key), turn.ts, 'message');
-      this.#deps.onTurn(expected, { recipient: turn.user, fresh: true });
-      const result = await engine.receive({
+      await engine.receive({
         kind: 'person',
         key: turn.key,
         binding: turn.binding,
@@ -236,8 +226,6 @@ export class InboundRouter {
         addressed: turn.addressed,
         inboundEvent: `${team}:${eventId}`,
       });
-      if (result.turnId !== expected || result.duplicate)
-        this.#deps.onTurn(result.turnId, { recipient: turn.user, fresh: !result.duplicate });
     } catch (error) {
       logger.error({ eventId, err: errorName(error) }, 'could not take a Slack message');
       if (turn.addressed)
