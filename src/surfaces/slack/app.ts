@@ -11,6 +11,7 @@ import {
   type StructuredAnswer,
   systemClock,
 } from '../../core/ports.js';
+import type { ChannelDirectory } from '../../core/registry.js';
 import type { SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './activity.js';
 import type { AnswerSettings } from './answer.js';
@@ -28,7 +29,7 @@ import {
   SlackRateLimitedError,
   SlackUnavailableError,
 } from './errors.js';
-import { InboundRouter, type SlackBindings } from './inbound.js';
+import { InboundRouter } from './inbound.js';
 import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
 import { PromptTokens } from './prompt-token.js';
@@ -90,7 +91,7 @@ export interface ListenOptions {
   };
   store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn'>;
   /** Which Binding owns a channel, and its tool-approval settings. `LiveRegistry` is one. */
-  bindings: SlackBindings & ApprovalBindings;
+  bindings: ChannelDirectory & ApprovalBindings;
   /**
    * HTTP mode: the port to listen on (0 picks one). Leave it out to mount `requestListener` on
    * the broker's own HTTP server instead.

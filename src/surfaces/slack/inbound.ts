@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
+import type { ChannelDirectory } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
 import type { People } from './people.js';
 import { mentions, slackToPlain } from './text.js';
@@ -48,12 +49,6 @@ const envelopeSchema = z.object({
 
 export type SlackEvent = z.infer<typeof eventSchema>;
 
-/** Which Binding owns a channel or takes DMs. `LiveRegistry` is one. */
-export interface SlackBindings {
-  forChannel(channelId: string, teamId?: string): { ref: string } | undefined;
-  forDirectMessages(teamId?: string): { ref: string } | undefined;
-}
-
 export type Route =
   | { kind: 'ignore'; reason: string }
   | { kind: 'hint'; channel: string; user: string; threadTs: string | undefined; text: string }
@@ -78,7 +73,7 @@ export const DM_HINT =
   'Direct messages are not connected to an agent. Mention me in a channel that is connected to one.';
 
 /** Decides what an event is. Pure: the tests walk every rule through it. */
-export function route(event: SlackEvent, team: string, botUserId: string, bindings: SlackBindings): Route {
+export function route(event: SlackEvent, team: string, botUserId: string, bindings: ChannelDirectory): Route {
   if (event.subtype !== undefined && !PERSON_SUBTYPES.has(event.subtype))
     return { kind: 'ignore', reason: `subtype ${event.subtype}` };
   if (event.bot_id !== undefined || event.user === undefined || event.user === botUserId)
@@ -94,7 +89,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
   const direct =
     event.channel_type === 'im' || (event.channel_type === undefined && event.channel.startsWith('D'));
   if (event.type === 'message' && direct) {
-    const binding = bindings.forDirectMessages(team);
+    const binding = bindings.forDirectMessages(SURFACE, team);
     if (binding === undefined)
       return {
         kind: 'hint',
@@ -115,7 +110,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
     };
   }
   if (event.type === 'app_mention') {
-    const binding = bindings.forChannel(event.channel, team);
+    const binding = bindings.forChannel(SURFACE, event.channel, team);
     if (binding === undefined)
       return {
         kind: 'hint',
@@ -141,7 +136,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
     if (event.thread_ts === undefined || event.thread_ts === event.ts)
       return { kind: 'ignore', reason: 'not in a thread' };
     if (event.channel_type === 'mpim') return { kind: 'ignore', reason: 'group DM' };
-    const binding = bindings.forChannel(event.channel, team);
+    const binding = bindings.forChannel(SURFACE, event.channel, team);
     if (binding === undefined) return { kind: 'ignore', reason: 'channel without a Binding' };
     return {
       kind: 'turn',
@@ -160,7 +155,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
 export interface InboundDeps {
   engine: { receive(input: Inbound): Promise<ReceiveResult> };
   store: Pick<SessionStore, 'claimInboundEvent' | 'getSession'>;
-  bindings: SlackBindings;
+  bindings: ChannelDirectory;
   people: People;
   api: SlackApi;
   clock: Clock;

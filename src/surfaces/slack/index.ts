@@ -14,7 +14,6 @@ export {
   SlackRateLimitedError,
   SlackUnavailableError,
 } from './errors.js';
-export type { SlackBindings } from './inbound.js';
 export { SlackSurface } from './surface.js';
 export { renderTriggerMessage, SlackTriggerThreads, TRIGGER_EVENT_TYPE } from './trigger-threads.js';
 export type { SlackApiObserver, SlackTelemetry } from './web-api.js';

@@ -147,7 +147,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     client,
     dialect: kagent ? dialectSpec('kagent-v1').dialect : a2aDialect,
     settings: { questionTimeoutMs: null, ...options.settings },
-    slack: { channels: options.channels ?? [CHANNEL], allowDirectMessages: true },
+    routes: { slack: { channels: options.channels ?? [CHANNEL], allowDirectMessages: true } },
     toolApprovals,
   });
   const logs: Array<Record<string, unknown>> = [];

@@ -112,7 +112,8 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     client,
     dialect: hitlTestDialect,
     settings: { questionTimeoutMs: null },
-    slack: { channels: [], allowDirectMessages: false },
+    // The web chat routes by the Binding the person picks, not by channel.
+    routes: {},
     toolApprovals: { enabled: true, approverGroups: [] },
   });
   const engine = new SessionEngine({ store, registry, surface, timings: FAST_TIMINGS });
