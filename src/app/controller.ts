@@ -13,6 +13,7 @@ import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
 import { eventsListener, listen, notFound } from './controller-http.js';
+import { kagentAnswerer } from './structured-answers.js';
 
 /**
  * `agentkourier controller`: one process in the cluster — the control plane (AgentBackends and
@@ -201,7 +202,12 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       return { httpPort: 0, metricsPort: ops.port, stop };
     }
     if (slack !== undefined) {
-      await slack.listen({ engine, store, bindings: registry });
+      await slack.listen({
+        engine,
+        answerStructured: kagentAnswerer(engine, observability.metrics),
+        store,
+        bindings: registry,
+      });
       stops.push(() => slack.stop());
     }
     await engine.start();

@@ -138,7 +138,13 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     });
     stops.push(() => chat.close());
     if (slack !== undefined) {
-      await slack.listen({ engine, store, bindings: registry, port: broker.httpPort });
+      await slack.listen({
+        engine,
+        answerStructured: kagentAnswerer(engine, observability.metrics),
+        store,
+        bindings: registry,
+        port: broker.httpPort,
+      });
       stops.push(() => slack.stop());
     }
     await engine.start();

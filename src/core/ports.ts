@@ -153,6 +153,41 @@ export interface ReceiveResult {
   duplicate: boolean;
 }
 
+/** One decision on one tool call shown for approval (Q-5). */
+export interface ToolDecision {
+  /** The approval id of the tool call, as shown. */
+  id: string;
+  approved: boolean;
+  /** Why it was denied; only on a denial. */
+  reason?: string;
+}
+
+/** A structured reply as a surface collected it from its own controls. */
+export type StructuredReply =
+  /** One decision per tool call shown, in the order shown. */
+  | { type: 'tool_approval'; decisions: ToolDecision[] }
+  /** One list of strings per question asked, positional. */
+  | { type: 'ask_user'; answers: string[][] };
+
+/** A structured reply to the question a session waits on, for the answerer to build and send. */
+export interface StructuredAnswerRequest {
+  key: SessionKey;
+  binding: string;
+  questionKey: string;
+  /** The question's payload as the engine gave it (the dialect's request), for the builder. */
+  payload: unknown;
+  reply: StructuredReply;
+  actor: Actor;
+}
+
+/**
+ * Builds the dialect's message for a structured reply and gives it to the engine
+ * (`SessionEngine.answer`), returning its result. The composition root hands the same one to
+ * every surface that shows structured questions (app/structured-answers.ts), so no surface
+ * builds a dialect's replies itself.
+ */
+export type AnswerStructured = (request: StructuredAnswerRequest) => Promise<AnswerResult>;
+
 // ---- what the engine shows through a surface ------------------------------------------------
 
 /** Where in a chat a session's messages go. */

@@ -4,23 +4,19 @@ import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bol
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
 import {
-  type AnswerResult,
+  type AnswerStructured,
   type Clock,
   type Inbound,
   type ReceiveResult,
-  type StructuredAnswer,
   systemClock,
 } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './activity.js';
 import type { AnswerSettings } from './answer.js';
-import {
-  type ApprovalBindings,
-  type ApprovalCounters,
-  type DecisionListener,
-  PromptDesk,
-} from './approvals.js';
+import type { DecisionListener } from './approval-audit.js';
+import type { ApprovalBindings, ApprovalCounters } from './approval-gate.js';
+import { PromptDesk } from './approvals.js';
 import { ApproverGroups, type ApproverOptions } from './approvers.js';
 import { BudgetBook, type MethodBudget } from './budget.js';
 import {
@@ -49,7 +45,7 @@ import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-
  *
  *   const slack = await SlackConnection.connect({ config, logger });
  *   const engine = new SessionEngine({ surface: slack.surface, events: slack.surface.activity, … });
- *   await slack.listen({ engine, store, bindings: registry, port: 8080 });
+ *   await slack.listen({ engine, answerStructured, store, bindings: registry, port: 8080 });
  */
 
 export interface ConnectOptions {
@@ -85,10 +81,12 @@ export interface ConnectOptions {
 }
 
 export interface ListenOptions {
-  engine: {
-    receive(input: Inbound): Promise<ReceiveResult>;
-    answer(input: StructuredAnswer): Promise<AnswerResult>;
-  };
+  engine: { receive(input: Inbound): Promise<ReceiveResult> };
+  /**
+   * Sends the structured answers collected from prompts (the composition root's, the same the
+   * web chat is given: app/structured-answers.ts builds the dialect's reply).
+   */
+  answerStructured: AnswerStructured;
   store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn'>;
   /** Which Binding owns a channel, and its tool-approval settings. `LiveRegistry` is one. */
   bindings: ChannelDirectory & ApprovalBindings;
@@ -204,7 +202,7 @@ export class SlackConnection {
       teamId: this.teamId,
     });
     this.approvals.wire({
-      engine: options.engine,
+      answerStructured: options.answerStructured,
       store: options.store,
       bindings: options.bindings,
       people: this.#people,

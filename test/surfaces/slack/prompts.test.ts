@@ -2,9 +2,9 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/core/ports.js';
 import type { AskUserRequest, ToolApprovalRequest } from '../../../src/dialects/kagent-v1/index.js';
-import { candidates } from '../../../src/surfaces/slack/approvals.js';
 import { ApproverGroups } from '../../../src/surfaces/slack/approvers.js';
 import { BudgetBook } from '../../../src/surfaces/slack/budget.js';
+import { candidates } from '../../../src/surfaces/slack/prompt-state.js';
 import { argumentsHash, canonicalJson, PromptTokens } from '../../../src/surfaces/slack/prompt-token.js';
 import {
   answerModal,
