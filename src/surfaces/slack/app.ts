@@ -28,8 +28,8 @@ import {
 import { InboundRouter } from './inbound.js';
 import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
+import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
 import { PromptTokens } from './prompt-token.js';
-import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-view.js';
 import { SlackSurface } from './surface.js';
 import { SlackTriggerThreads } from './trigger-threads.js';
 import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-api.js';

@@ -17,6 +17,7 @@ import { errorName, PromptsNotWiredError } from './errors.js';
 import type { People } from './people.js';
 import { complete, type MarkOutcome, markPress, markSubmission, replyOf } from './prompt-marks.js';
 import { PromptMessages } from './prompt-messages.js';
+import { answerModal, decodePlace, denyModal, readAnswerModal } from './prompt-modals.js';
 import { type Place, placeOfPress, pressSchema, submissionSchema } from './prompt-payloads.js';
 import {
   adoptShownMarks,
@@ -29,7 +30,7 @@ import {
   promptOfPress,
 } from './prompt-state.js';
 import type { PromptAction, PromptTokens } from './prompt-token.js';
-import { ACTION_PREFIX, answerModal, decodePlace, denyModal, readAnswerModal } from './prompt-view.js';
+import { ACTION_PREFIX } from './prompt-view.js';
 import { WORDS } from './prompt-words.js';
 import type { RenderedMessage } from './render.js';
 import type { SlackApi } from './web-api.js';

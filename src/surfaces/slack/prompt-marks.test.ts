@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AskUserRequest, HitlRequest, ToolApprovalRequest } from '../../dialects/kagent-v1/index.js';
 import { complete, markPress, markSubmission, replyOf } from './prompt-marks.js';
+import { REASON_ACTION, REASON_BLOCK } from './prompt-modals.js';
 import { openPrompt, type PromptState } from './prompt-state.js';
-import { REASON_ACTION, REASON_BLOCK } from './prompt-view.js';
 
 const approval: ToolApprovalRequest = {
   type: 'tool_approval_request',

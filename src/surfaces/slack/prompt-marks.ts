@@ -1,8 +1,8 @@
 import type { StructuredReply } from '../../core/ports.js';
 import { type HitlTool, visibleTools } from '../../dialects/kagent-v1/index.js';
+import { REASON_ACTION, REASON_BLOCK, readAnswerModal } from './prompt-modals.js';
 import type { PromptState } from './prompt-state.js';
 import type { PromptAction } from './prompt-token.js';
-import { REASON_ACTION, REASON_BLOCK, readAnswerModal } from './prompt-view.js';
 
 /**
  * What a press or a submitted modal does to a prompt's marks, the decisions collected until

@@ -1,6 +1,7 @@
 import type { SessionKey, SessionRecord } from '../../core/store.js';
 import { type HitlRequest, hitlRequestOf, visibleTools } from '../../dialects/kagent-v1/index.js';
 import { SURFACE } from './inbound.js';
+import type { ModalPlace } from './prompt-modals.js';
 import type { Place } from './prompt-payloads.js';
 import type { PromptAction, PromptTokens } from './prompt-token.js';
 import {
@@ -8,7 +9,6 @@ import {
   choiceButtons,
   type Gate,
   type Mark,
-  type ModalPlace,
   type PromptStatus,
   readMarks,
 } from './prompt-view.js';
