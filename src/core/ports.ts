@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { OutgoingMessage, StreamEvent, Task, TaskStatus } from './agent/model.js';
 import type { AnswerView } from './answer.js';
 import type { Actor } from './compose.js';
@@ -280,22 +281,14 @@ export interface Clock {
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
+  sleep: async (ms, signal) => {
+    try {
+      await sleep(ms, undefined, signal === undefined ? {} : { signal });
+    } catch (error) {
+      // Node rejects with an AbortError; the port promises the signal's own reason.
+      throw signal?.aborted === true ? signal.reason : error;
+    }
+  },
 };
 
 /** Typed domain events for metrics, traces and logs to subscribe to. */

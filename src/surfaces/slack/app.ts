@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
+import { backoffDelay } from '../../core/backoff.js';
 import {
   type AnswerStructured,
   type Clock,
@@ -331,7 +332,7 @@ async function authTestWhenReachable(
       if (!(error instanceof SlackUnavailableError || error instanceof SlackRateLimitedError)) throw error;
       const delayMs = Math.max(
         error instanceof SlackRateLimitedError ? error.retryAfterMs : 0,
-        Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20)),
+        backoffDelay(attempt, { baseMs, maxMs }),
       );
       options.logger.warn(
         { err: { name: error.name, code: error.code }, retryInMs: delayMs },
