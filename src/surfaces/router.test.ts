@@ -24,5 +24,8 @@ describe('SurfaceRouter', () => {
     expect(() =>
       router.openAnswer(target('teams'), 't', null, () => undefined, { actorId: undefined, fresh: true }),
     ).toThrow(UnknownSurfaceError);
+    expect(() => router.postNotice(target('teams'), { kind: 'no-output', text: 'x' })).toThrow(
+      expect.objectContaining({ code: 'unknown_surface', surface: 'teams' }),
+    );
   });
 });

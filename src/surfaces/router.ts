@@ -1,3 +1,4 @@
+import { KourierError } from '../core/errors.js';
 import type {
   AnswerFor,
   AnswerSink,
@@ -11,9 +12,9 @@ import type { SessionKey } from '../core/store.js';
 import type { PostRef, TriggerChat, TriggerConfig, TriggerMessage, TriggerPlace } from '../core/triggers.js';
 
 /** A session whose surface is not running in this process (say, Slack settings removed). */
-export class UnknownSurfaceError extends Error {
+export class UnknownSurfaceError extends KourierError {
   constructor(readonly surface: string) {
-    super(`no chat surface "${surface}" is running`);
+    super('unknown_surface', `no chat surface "${surface}" is running`);
   }
 }
 
