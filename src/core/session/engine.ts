@@ -1,3 +1,6 @@
+// Longer than our ~400-line rule on purpose: the engine's whole public face (open, receive,
+// answer, resume, stop) over the one set of per-session maps they share; the work of a turn is
+// in the driver's parts beside it.
 import { hostname } from 'node:os';
 import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';

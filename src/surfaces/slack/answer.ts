@@ -1,3 +1,6 @@
+// Longer than our ~400-line rule on purpose: one answer's life in Slack (native stream or
+// edits, pages, the budget, the fall-back) is one state machine over shared fields. What can be
+// pure already lives in answer-plan.ts; this file walks the plan and does the I/O.
 import type { Logger } from 'pino';
 import type { AnswerView } from '../../core/answer.js';
 import { backoffDelay } from '../../core/backoff.js';

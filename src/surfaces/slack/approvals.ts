@@ -1,3 +1,5 @@
+// Slightly over our ~400-line rule: the desk that wires the prompt parts (payloads, state,
+// marks, who may approve, the audit, modals) to Bolt's actions; each part is its own module.
 import type { Logger } from 'pino';
 import { actorIdOf } from '../../core/compose.js';
 import type {
