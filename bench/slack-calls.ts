@@ -34,7 +34,6 @@ async function turnCalls(options: {
     const api = new SlackApi(createWebClient({ token: fake.botToken, apiUrl: fake.url, logger }), budgets);
     const surface = new SlackSurface({ api, clock: systemClock, logger });
     const root = fake.postUserMessage({ channel: 'C0BENCH', user: 'U0ADA', text: 'go' });
-    surface.noteTurn('turn', { recipient: 'U0ADA', fresh: true });
     const sink = surface.openAnswer(
       {
         sessionId: `slack:T0001:C0BENCH:${root.ts}`,
@@ -43,6 +42,7 @@ async function turnCalls(options: {
       'turn',
       null,
       () => undefined,
+      { actorId: 'U0ADA', fresh: true },
     );
     fake.clearCalls();
     const buffer = new AnswerBuffer();

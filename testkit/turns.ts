@@ -10,6 +10,7 @@ export function queuedTurn(
 ): NewTurn {
   return {
     kind: 'message',
+    label: null,
     metadata: null,
     taskId: null,
     state: 'queued',

@@ -3,7 +3,7 @@ import {
   CardFetchError,
   NoJsonRpcInterfaceError,
   StreamingNotAdvertisedError,
-  type UnsupportedExtensionRequiredError,
+  UnsupportedExtensionRequiredError,
 } from '../core/agent/errors.js';
 import { cardUrl, readCard } from './card.js';
 
@@ -99,7 +99,7 @@ describe('readCard', () => {
       additionalInterfaces: [{ url: 'http://x', transport: 'HTTP+JSON' }],
       capabilities: { streaming: true },
     };
-    expect(() => readCard(card, { speaks: [] })).toThrow('agent card lists no JSON-RPC interface');
+    expect(() => readCard(card, { speaks: [] })).toThrow(NoJsonRpcInterfaceError);
   });
 
   it('[DT-1] drops JSON-RPC interfaces of a protocol version it does not speak', () => {
@@ -122,7 +122,7 @@ describe('readCard', () => {
       streaming: true,
       extensions: [{ uri: HITL, required: true }, { uri: 'urn:optional' }],
     });
-    expect(() => readCard(card, { speaks: [] })).toThrow('agent requires an unsupported extension');
+    expect(() => readCard(card, { speaks: [] })).toThrow(UnsupportedExtensionRequiredError);
     try {
       readCard(card, { speaks: [] });
     } catch (error) {

@@ -12,6 +12,7 @@ import { triggerStoreOf } from '../store/open.js';
 import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
+import { kagentAnswerer } from './structured-answers.js';
 
 /**
  * The broker's start-up, the part both modes share (`agentkourier controller`: ./controller.ts;
@@ -162,6 +163,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       if (slack !== undefined) {
         await slack.listen({
           engine,
+          answerStructured: kagentAnswerer(engine, observability.metrics),
           store: core.store,
           bindings: core.registry,
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),

@@ -1,20 +1,26 @@
-import type { AnswerResult, SessionEngine } from '../core/session/engine.js';
+import type { AnswerResult, AnswerStructured, StructuredAnswerRequest } from '../core/ports.js';
+import type { SessionEngine } from '../core/session/engine.js';
 import {
   askUserResponse,
   HitlReplyError,
   hitlRequestOf,
   toolApprovalResponse,
 } from '../dialects/kagent-v1/index.js';
-import type { ApprovalCounters } from '../surfaces/slack/index.js';
-import type { AnswerStructured, StructuredAnswerRequest } from '../surfaces/webchat/index.js';
+
+/** Where decisions taken are counted (observability's BrokerMetrics). */
+export interface DecisionCounter {
+  approvalDecided(binding: string, decision: 'approved' | 'denied', surface: string): void;
+}
 
 /**
- * The web chat's structured answers, built as kagent-v1 replies (the one approval contract the
- * broker reads) and handed to the engine, which takes one decision per question.
+ * Structured answers, built as kagent-v1 replies (the one approval contract the broker reads)
+ * and handed to the engine, which takes one decision per question. Every surface that shows
+ * structured questions (Slack, the web chat) is given this one; each decision the engine took
+ * is counted here, by the surface it came from.
  */
 export function kagentAnswerer(
   engine: Pick<SessionEngine, 'answer'>,
-  counters?: Pick<ApprovalCounters, 'approvalDecided'>,
+  counter?: DecisionCounter,
 ): AnswerStructured {
   return async (request: StructuredAnswerRequest): Promise<AnswerResult> => {
     const hitl = hitlRequestOf(request.payload);
@@ -35,7 +41,11 @@ export function kagentAnswerer(
     // Counted once the engine took the decision (a second press is a duplicate, not counted).
     if (result.status === 'accepted' && request.reply.type === 'tool_approval') {
       for (const decision of request.reply.decisions)
-        counters?.approvalDecided(request.binding, decision.approved ? 'approved' : 'denied', 'webchat');
+        counter?.approvalDecided(
+          request.binding,
+          decision.approved ? 'approved' : 'denied',
+          request.key.surface,
+        );
     }
     return result;
   };

@@ -1,4 +1,5 @@
 import type { AgentCardInfo } from '../a2a/card.js';
+import { backoffDelay } from '../core/backoff.js';
 import type { CardState } from './reconcile/binding.js';
 import { acceptedCard, type CardOutcome, refusedCard, sameOutcome } from './reconcile/card.js';
 import { kubeTime } from './status.js';
@@ -93,7 +94,7 @@ export class CardChecker {
     const failures = outcome.ok ? 0 : (sameConfig ? memo.failures : 0) + 1;
     const wait = outcome.ok
       ? this.#timings.recheckMs
-      : Math.min(this.#timings.retryMaxMs, this.#timings.retryBaseMs * 2 ** Math.min(failures - 1, 20));
+      : backoffDelay(failures - 1, { baseMs: this.#timings.retryBaseMs, maxMs: this.#timings.retryMaxMs });
     const state: CardState = { outcome, since: unchanged ? memo.state.since : kubeTime(new Date(at)) };
     this.#memos.set(ref, { fingerprint, state, failures, nextAt: at + wait });
     return { state, nextInMs: wait };

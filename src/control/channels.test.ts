@@ -7,10 +7,8 @@ import {
   splitClaims,
 } from './channels.js';
 
-const slack = (channels: string[], allowDirectMessages = false, teamId?: string) => ({
-  channels,
-  allowDirectMessages,
-  ...(teamId === undefined ? {} : { teamId }),
+const slack = (channels: string[], allowDirectMessages = false, workspaceId?: string) => ({
+  slack: { channels, allowDirectMessages, ...(workspaceId === undefined ? {} : { workspaceId }) },
 });
 
 describe('channel tenancy', () => {
@@ -25,11 +23,11 @@ describe('channel tenancy', () => {
 
   it('names, for each Binding, the others it shares a channel or the DMs of a workspace with', () => {
     const index = conflictsByBinding(
-      [{ channelId: 'C1', bindings: ['a/x', 'b/y'] }],
+      [{ surface: 'slack', channelId: 'C1', bindings: ['a/x', 'b/y'] }],
       [
-        { ref: 'a/x', slack: slack(['C1'], true, 'T1') },
-        { ref: 'b/y', slack: slack(['C1'], true, 'T2') },
-        { ref: 'c/z', slack: slack([], true) },
+        { ref: 'a/x', routes: slack(['C1'], true, 'T1') },
+        { ref: 'b/y', routes: slack(['C1'], true, 'T2') },
+        { ref: 'c/z', routes: slack([], true) },
       ],
     );
     expect(index.get('a/x')).toEqual([

@@ -55,7 +55,7 @@ export const DIRECT_MESSAGES = 'direct messages';
  */
 export function conflictsByBinding(
   channelConflicts: readonly ChannelConflict[],
-  bindings: ReadonlyArray<Pick<LiveBinding, 'ref' | 'slack'>>,
+  bindings: ReadonlyArray<Pick<LiveBinding, 'ref' | 'routes'>>,
 ): Map<string, ClaimConflict[]> {
   const out = new Map<string, ClaimConflict[]>();
   const add = (ref: string, conflict: ClaimConflict): void => {
@@ -67,13 +67,19 @@ export function conflictsByBinding(
     for (const ref of c.bindings)
       add(ref, { what: c.channelId, others: c.bindings.filter((r) => r !== ref).sort() });
   }
-  const dms = bindings.filter((b) => b.slack.allowDirectMessages);
-  for (const b of dms) {
-    const others = dms
-      .filter((o) => o.ref !== b.ref && teamsOverlap(o.slack.teamId, b.slack.teamId))
-      .map((o) => o.ref)
-      .sort();
-    if (others.length > 0) add(b.ref, { what: DIRECT_MESSAGES, others });
+  const surfaces = new Set(bindings.flatMap((b) => Object.keys(b.routes)));
+  for (const surface of surfaces) {
+    const dms = bindings.filter((b) => b.routes[surface]?.allowDirectMessages === true);
+    for (const b of dms) {
+      const others = dms
+        .filter(
+          (o) =>
+            o.ref !== b.ref && teamsOverlap(o.routes[surface]?.workspaceId, b.routes[surface]?.workspaceId),
+        )
+        .map((o) => o.ref)
+        .sort();
+      if (others.length > 0) add(b.ref, { what: DIRECT_MESSAGES, others });
+    }
   }
   for (const list of out.values()) list.sort((x, y) => (x.what < y.what ? -1 : x.what > y.what ? 1 : 0));
   return out;

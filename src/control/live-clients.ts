@@ -69,7 +69,8 @@ export class LiveClients {
         client,
         dialect: dialectSpec(spec.dialect).dialect,
         settings: spec.settings,
-        slack: spec.slack,
+        // spec.slack is the Slack surface's routing; no other surface routes by channel.
+        routes: { slack: spec.slack },
         toolApprovals: spec.toolApprovals,
       });
     }

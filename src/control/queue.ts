@@ -1,3 +1,5 @@
+import { backoffDelay } from '../core/backoff.js';
+
 /**
  * A work queue keyed by object (as pepr's per-key queues and client-go's workqueue): one
  * reconcile per key at a time, keys in parallel; a key added while it waits runs once, a key
@@ -115,7 +117,7 @@ export class KeyedQueue {
       if (!this.#stopped) {
         const failures = (this.#failures.get(key) ?? 0) + 1;
         this.#failures.set(key, failures);
-        const delay = Math.min(this.#o.retryMaxMs, this.#o.retryBaseMs * 2 ** (failures - 1));
+        const delay = backoffDelay(failures - 1, { baseMs: this.#o.retryBaseMs, maxMs: this.#o.retryMaxMs });
         this.#o.onError(key, error, delay);
         this.addAfter(key, delay);
       }

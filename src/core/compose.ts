@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 
 /**
  * What the broker sends for a chat message (the contract's "What is sent"): the messageId, the
- * text with its label line and untrusted blocks, and the actor metadata.
+ * text with its label line and untrusted blocks, and the actor metadata. The engine stores a
+ * person's label apart from their text; the line is put in front when the turn is sent.
  */
 
 export const ACTOR_METADATA_KEY = 'agentkourier.dev/actor';
@@ -18,7 +19,8 @@ export interface Actor {
 
 /** A reply in the thread that did not address the broker, carried into the next turn (S-7). */
 export interface CarriedReply {
-  label: string;
+  /** Its author's label line; null: already in front of its text. */
+  label: string | null;
   text: string;
 }
 
@@ -37,6 +39,14 @@ export function actorMetadata(actor: Actor): Record<string, unknown> {
   if (actor.name !== undefined && actor.name !== '') value.name = actor.name;
   if (actor.email !== undefined && actor.email !== '') value.email = actor.email;
   return { [ACTOR_METADATA_KEY]: value };
+}
+
+/** The actor's id in a turn's metadata (actorMetadata); undefined when it names none. */
+export function actorIdOf(metadata: Record<string, unknown> | null | undefined): string | undefined {
+  const actor = metadata?.[ACTOR_METADATA_KEY];
+  if (typeof actor !== 'object' || actor === null) return undefined;
+  const id = (actor as { id?: unknown }).id;
+  return typeof id === 'string' ? id : undefined;
 }
 
 const TAG = 'untrusted-data';
@@ -60,14 +70,19 @@ export function untrustedBlock(source: string, body: string): string {
   ].join('\n');
 }
 
-/** S-6/S-7: a person's turn: label line, newline, their text, then carried replies. */
-export function composePersonText(actor: Actor, text: string, carried: readonly CarriedReply[]): string {
-  let out = `${actor.label}\n${text}`;
-  if (carried.length > 0) {
-    const body = carried.map((r) => `${r.label}\n${r.text}`).join('\n\n');
-    out += `\n\n${untrustedBlock('thread replies that did not mention Agent Kourier', body)}`;
-  }
-  return out;
+/**
+ * S-6: a person's text as it is sent: the label line, a newline, the text. Without a label (a
+ * trigger's turn, a structured answer, a turn stored with the line in its text) the text as it is.
+ */
+export function labelled(label: string | null, text: string): string {
+  return label === null ? text : `${label}\n${text}`;
+}
+
+/** S-7: a person's text followed by the replies carried into it, in a block marked untrusted. */
+export function withCarried(text: string, carried: readonly CarriedReply[]): string {
+  if (carried.length === 0) return text;
+  const body = carried.map((r) => labelled(r.label, r.text)).join('\n\n');
+  return `${text}\n\n${untrustedBlock('thread replies that did not mention Agent Kourier', body)}`;
 }
 
 /** A trigger's turn (an alert): the Binding's instruction, then the alert's fields as data. */

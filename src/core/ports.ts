@@ -1,21 +1,15 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { OutgoingMessage, StreamEvent, Task, TaskStatus } from './agent/model.js';
 import type { AnswerView } from './answer.js';
+import type { Actor } from './compose.js';
 import type { EngineEvent } from './events.js';
 import type { SessionKey } from './store.js';
+import type { TraceContext } from './trace.js';
 
 /**
  * The engine's ports: what it needs from the world, as small interfaces. Adapters live outside
  * core (a2a/ implements AgentClient, surfaces/ implement ChatSurface, store/ SessionStore).
  */
-
-/**
- * A W3C trace context (`traceparent`, `tracestate`) as plain strings. Core carries it from the
- * turn to the agent call and into the store, and never reads it: tracing is observability's.
- */
-export interface TraceContext {
-  traceparent: string;
-  tracestate?: string;
-}
 
 export interface AgentCallOptions {
   signal?: AbortSignal;
@@ -105,6 +99,98 @@ export interface AgentRegistry {
   resolve(binding: string): AgentRoute | undefined;
 }
 
+// ---- what surfaces hand the engine -----------------------------------------------------------
+
+/** A chat message for a session, as a surface hands it over. */
+export type Inbound =
+  | {
+      kind: 'person';
+      key: SessionKey;
+      binding: string;
+      /** The surface's id of the message (Slack ts): with the session, it fixes the messageId. */
+      chatMessageId: string;
+      actor: Actor;
+      text: string;
+      /** false: a thread reply that did not mention the broker, carried into the next turn (S-7). */
+      addressed: boolean;
+      /** The surface's id of the event that carried it, claimed with the turn (AddTurnOptions). */
+      inboundEvent?: string;
+    }
+  | {
+      kind: 'trigger';
+      key: SessionKey;
+      binding: string;
+      chatMessageId: string;
+      /** What the Binding's trigger asks of the agent. */
+      instruction: string;
+      /** The alert's fields, sent as untrusted data. */
+      fields: Record<string, string>;
+    };
+
+/** A decision taken in the chat's own controls (buttons), answering a structured question. */
+export interface StructuredAnswer {
+  key: SessionKey;
+  binding: string;
+  /** The question it answers, as it was shown: an answer to another question is stale. */
+  questionKey: string;
+  actor: Actor;
+  /** Shown and logged; no label line (S-6: a kagent-v1 structured answer carries none). */
+  text: string;
+  /** The dialect's reply, sent as the message's metadata (Q-3). */
+  metadata: Record<string, unknown>;
+}
+
+export type AnswerResult =
+  | { status: 'accepted'; sessionId: string; turnId: string }
+  /** Someone answered this question already (a double click, two approvers racing). */
+  | { status: 'duplicate'; sessionId: string; turnId: string }
+  /** The question is no longer pending (answered, timed out, or another one is). */
+  | { status: 'stale'; sessionId: string };
+
+export interface ReceiveResult {
+  sessionId: string;
+  turnId: string;
+  /** The same chat message was received before (a retry, a second delivery): nothing new. */
+  duplicate: boolean;
+}
+
+/** One decision on one tool call shown for approval (Q-5). */
+export interface ToolDecision {
+  /** The approval id of the tool call, as shown. */
+  id: string;
+  approved: boolean;
+  /** Why it was denied; only on a denial. */
+  reason?: string;
+}
+
+/** A structured reply as a surface collected it from its own controls. */
+export type StructuredReply =
+  /** One decision per tool call shown, in the order shown. */
+  | { type: 'tool_approval'; decisions: ToolDecision[] }
+  /** One list of strings per question asked, positional. */
+  | { type: 'ask_user'; answers: string[][] };
+
+/** A structured reply to the question a session waits on, for the answerer to build and send. */
+export interface StructuredAnswerRequest {
+  key: SessionKey;
+  binding: string;
+  questionKey: string;
+  /** The question's payload as the engine gave it (the dialect's request), for the builder. */
+  payload: unknown;
+  reply: StructuredReply;
+  actor: Actor;
+}
+
+/**
+ * Builds the dialect's message for a structured reply and gives it to the engine
+ * (`SessionEngine.answer`), returning its result. The composition root hands the same one to
+ * every surface that shows structured questions (app/structured-answers.ts), so no surface
+ * builds a dialect's replies itself.
+ */
+export type AnswerStructured = (request: StructuredAnswerRequest) => Promise<AnswerResult>;
+
+// ---- what the engine shows through a surface ------------------------------------------------
+
 /** Where in a chat a session's messages go. */
 export interface ChatTarget {
   sessionId: string;
@@ -138,6 +224,17 @@ export interface Notice {
   turnId?: string;
 }
 
+/** Whom a turn's answer is for, and whether it can have been shown before. */
+export interface AnswerFor {
+  /** The id of the person whose turn it answers (S-5's actor); undefined for a trigger's turn. */
+  actorId: string | undefined;
+  /**
+   * This process stored the turn: no process before it can have shown its answer, so without
+   * a ref there is no earlier message of it to look for.
+   */
+  fresh: boolean;
+}
+
 /** The message that shows one turn's answer as it grows. */
 export interface AnswerSink {
   /** The answer changed. Called per event: must return at once; the surface coalesces. */
@@ -160,12 +257,14 @@ export interface ChatSurface {
   /**
    * Opens the answer of a turn. `ref` is what `onRef` reported before (persisted by the engine),
    * so after a restart the surface updates the same message instead of posting a second one.
+   * `answering` says whom it answers (a surface may address the answer to them).
    */
   openAnswer(
     target: ChatTarget,
     turnId: string,
     ref: string | null,
     onRef: (ref: string) => void,
+    answering: AnswerFor,
   ): AnswerSink;
   postNotice(target: ChatTarget, notice: Notice): Promise<void>;
   /** Shows a question; returns a reference to the prompt. */
@@ -182,22 +281,14 @@ export interface Clock {
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
+  sleep: async (ms, signal) => {
+    try {
+      await sleep(ms, undefined, signal === undefined ? {} : { signal });
+    } catch (error) {
+      // Node rejects with an AbortError; the port promises the signal's own reason.
+      throw signal?.aborted === true ? signal.reason : error;
+    }
+  },
 };
 
 /** Typed domain events for metrics, traces and logs to subscribe to. */

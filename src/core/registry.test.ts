@@ -1,19 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { a2aDialect } from '../dialects/a2a.js';
 import type { AgentClient } from './ports.js';
-import { type LiveBinding, LiveRegistry } from './registry.js';
+import { type LiveBinding, LiveRegistry, type SurfaceRouting } from './registry.js';
 
 const client = {} as AgentClient;
 
-function binding(ref: string, channels: string[], extra: Partial<LiveBinding> = {}): LiveBinding {
+function binding(ref: string, channels: string[], slack: Partial<SurfaceRouting> = {}): LiveBinding {
   return {
     ref,
     client,
     dialect: a2aDialect,
     settings: { questionTimeoutMs: null },
-    slack: { channels, allowDirectMessages: false },
+    routes: { slack: { channels, allowDirectMessages: false, ...slack } },
     toolApprovals: { enabled: false, approverGroups: [] },
-    ...extra,
   };
 }
 
@@ -21,11 +20,11 @@ describe('LiveRegistry', () => {
   it('routes a channel to the Binding that lists it and resolves its client', () => {
     const registry = new LiveRegistry();
     registry.upsert(binding('a/one', ['C1', 'C2']));
-    expect(registry.forChannel('C2')?.ref).toBe('a/one');
-    expect(registry.forChannel('C9')).toBeUndefined();
+    expect(registry.forChannel('slack', 'C2')?.ref).toBe('a/one');
+    expect(registry.forChannel('slack', 'C9')).toBeUndefined();
     expect(registry.resolve('a/one')?.dialect).toBe(a2aDialect);
     registry.remove('a/one');
-    expect(registry.forChannel('C1')).toBeUndefined();
+    expect(registry.forChannel('slack', 'C1')).toBeUndefined();
     expect(registry.resolve('a/one')).toBeUndefined();
   });
 
@@ -33,26 +32,39 @@ describe('LiveRegistry', () => {
     const registry = new LiveRegistry();
     registry.upsert(binding('a/one', ['C1']));
     registry.upsert(binding('b/two', ['C1', 'C3']));
-    expect(registry.forChannel('C1')).toBeUndefined();
-    expect(registry.forChannel('C3')?.ref).toBe('b/two');
-    expect(registry.conflicts()).toEqual([{ channelId: 'C1', bindings: ['a/one', 'b/two'] }]);
+    expect(registry.forChannel('slack', 'C1')).toBeUndefined();
+    expect(registry.forChannel('slack', 'C3')?.ref).toBe('b/two');
+    expect(registry.conflicts()).toEqual([
+      { surface: 'slack', channelId: 'C1', bindings: ['a/one', 'b/two'] },
+    ]);
     registry.upsert(binding('b/two', ['C3']));
-    expect(registry.forChannel('C1')?.ref).toBe('a/one');
+    expect(registry.forChannel('slack', 'C1')?.ref).toBe('a/one');
     expect(registry.conflicts()).toEqual([]);
   });
 
   it('keeps workspaces apart and routes direct messages to the one Binding that allows them', () => {
     const registry = new LiveRegistry();
-    registry.upsert(
-      binding('a/one', ['C1'], { slack: { channels: ['C1'], allowDirectMessages: true, teamId: 'T1' } }),
-    );
-    registry.upsert(
-      binding('b/two', ['C1'], { slack: { channels: ['C1'], allowDirectMessages: false, teamId: 'T2' } }),
-    );
-    expect(registry.forChannel('C1', 'T1')?.ref).toBe('a/one');
-    expect(registry.forChannel('C1', 'T2')?.ref).toBe('b/two');
-    expect(registry.forDirectMessages('T1')?.ref).toBe('a/one');
-    expect(registry.forDirectMessages('T2')).toBeUndefined();
+    registry.upsert(binding('a/one', ['C1'], { allowDirectMessages: true, workspaceId: 'T1' }));
+    registry.upsert(binding('b/two', ['C1'], { workspaceId: 'T2' }));
+    expect(registry.forChannel('slack', 'C1', 'T1')?.ref).toBe('a/one');
+    expect(registry.forChannel('slack', 'C1', 'T2')?.ref).toBe('b/two');
+    expect(registry.forDirectMessages('slack', 'T1')?.ref).toBe('a/one');
+    expect(registry.forDirectMessages('slack', 'T2')).toBeUndefined();
+  });
+
+  it('keeps surfaces apart: a channel id of one surface routes nothing on another', () => {
+    const registry = new LiveRegistry();
+    registry.upsert(binding('a/one', ['C1'], { allowDirectMessages: true }));
+    registry.upsert({
+      ...binding('b/two', []),
+      routes: { other: { channels: ['C1'], allowDirectMessages: true } },
+    });
+    expect(registry.forChannel('slack', 'C1')?.ref).toBe('a/one');
+    expect(registry.forChannel('other', 'C1')?.ref).toBe('b/two');
+    expect(registry.forChannel('webchat', 'C1')).toBeUndefined();
+    expect(registry.forDirectMessages('slack')?.ref).toBe('a/one');
+    expect(registry.forDirectMessages('other')?.ref).toBe('b/two');
+    expect(registry.conflicts()).toEqual([]);
   });
 
   it('tells listeners about changes', () => {

@@ -2,21 +2,27 @@ import type { AgentClient, AgentRegistry, AgentRoute, BindingSettings, Dialect }
 
 /**
  * The registry of live Bindings: which agent client answers a Binding's sessions, and which
- * chat channels belong to which Binding. The control plane (the Kubernetes controller, or
- * local mode reading a file) writes it; the engine and the chat surfaces read it.
+ * chat channels belong to which Binding on each surface. The control plane (the Kubernetes
+ * controller, or local mode reading a file) writes it; the engine and the chat surfaces read it.
  *
- * Conflicts stay visible: a channel claimed by two Bindings belongs to neither until one lets
+ * Routing is keyed by surface ('slack', …): a surface that routes by channel asks for its own
+ * (`forChannel(surface, …)`); the registry knows nothing of any one surface. Conflicts stay
+ * visible: a channel claimed by two Bindings on one surface belongs to neither until one lets
  * go, and `conflicts()` names them for the controller's status.
  */
 
-export interface SlackRouting {
+/** Where a Binding is reached on one surface. */
+export interface SurfaceRouting {
   /** Channel ids this Binding serves. */
   channels: readonly string[];
   /** Whether direct messages to the app reach this Binding. */
   allowDirectMessages: boolean;
-  /** The workspace (team id) the channels are in; undefined: any workspace of the install. */
-  teamId?: string;
+  /** The workspace the channels are in (Slack's team id); undefined: any workspace of the install. */
+  workspaceId?: string;
 }
+
+/** A Binding's routing per surface; a surface it has none for does not route to it. */
+export type SurfaceRoutes = Readonly<Record<string, SurfaceRouting>>;
 
 export interface ToolApprovalSettings {
   enabled: boolean;
@@ -30,19 +36,28 @@ export interface LiveBinding {
   client: AgentClient;
   dialect: Dialect;
   settings: BindingSettings;
-  slack: SlackRouting;
+  routes: SurfaceRoutes;
   toolApprovals: ToolApprovalSettings;
 }
 
+/** Which Binding owns a channel of a surface, or takes its direct messages. `LiveRegistry` is one. */
+export interface ChannelDirectory {
+  forChannel(surface: string, channelId: string, workspaceId?: string): { ref: string } | undefined;
+  forDirectMessages(surface: string, workspaceId?: string): { ref: string } | undefined;
+}
+
 export interface ChannelConflict {
+  surface: string;
   channelId: string;
   bindings: string[];
 }
 
-export class LiveRegistry implements AgentRegistry {
+export class LiveRegistry implements AgentRegistry, ChannelDirectory {
   readonly #bindings = new Map<string, LiveBinding>();
-  #channels = new Map<string, string[]>();
-  #dmBindings: string[] = [];
+  /** By `${surface}\n${channelId}`: the Bindings that claim it. */
+  #channels = new Map<string, { surface: string; channelId: string; refs: string[] }>();
+  /** By surface: the Bindings that take its direct messages. */
+  #directMessages = new Map<string, string[]>();
   readonly #listeners = new Set<() => void>();
 
   /** Adds or replaces a Binding (its client, settings and channels). */
@@ -73,30 +88,22 @@ export class LiveRegistry implements AgentRegistry {
     };
   }
 
-  /** The Binding that owns a Slack channel; undefined when none does, or when two claim it. */
-  forChannel(channelId: string, teamId?: string): LiveBinding | undefined {
-    const claims = (this.#channels.get(channelId) ?? []).filter((ref) => {
-      const team = this.#bindings.get(ref)?.slack.teamId;
-      return team === undefined || teamId === undefined || team === teamId;
-    });
-    if (claims.length !== 1) return undefined;
-    return this.#bindings.get(claims[0] ?? '');
+  /** The Binding that owns a channel of a surface; undefined when none does, or when two claim it. */
+  forChannel(surface: string, channelId: string, workspaceId?: string): LiveBinding | undefined {
+    const claims = this.#channels.get(channelKey(surface, channelId))?.refs ?? [];
+    return this.#one(surface, claims, workspaceId);
   }
 
-  /** The Binding that takes direct messages; undefined when none or several allow them. */
-  forDirectMessages(teamId?: string): LiveBinding | undefined {
-    const claims = this.#dmBindings.filter((ref) => {
-      const team = this.#bindings.get(ref)?.slack.teamId;
-      return team === undefined || teamId === undefined || team === teamId;
-    });
-    return claims.length === 1 ? this.#bindings.get(claims[0] ?? '') : undefined;
+  /** The Binding that takes a surface's direct messages; undefined when none or several do. */
+  forDirectMessages(surface: string, workspaceId?: string): LiveBinding | undefined {
+    return this.#one(surface, this.#directMessages.get(surface) ?? [], workspaceId);
   }
 
   /** Channels claimed by more than one Binding, for status conditions. */
   conflicts(): ChannelConflict[] {
-    return [...this.#channels.entries()]
-      .filter(([, refs]) => refs.length > 1)
-      .map(([channelId, refs]) => ({ channelId, bindings: [...refs].sort() }));
+    return [...this.#channels.values()]
+      .filter(({ refs }) => refs.length > 1)
+      .map(({ surface, channelId, refs }) => ({ surface, channelId, bindings: [...refs].sort() }));
   }
 
   /** Called after every change (surfaces may refresh caches). Returns an unsubscribe. */
@@ -105,19 +112,36 @@ export class LiveRegistry implements AgentRegistry {
     return () => this.#listeners.delete(listener);
   }
 
+  /** The one claim of those in the workspace (a Binding without one claims in every workspace). */
+  #one(surface: string, refs: readonly string[], workspaceId: string | undefined): LiveBinding | undefined {
+    const claims = refs.filter((ref) => {
+      const workspace = this.#bindings.get(ref)?.routes[surface]?.workspaceId;
+      return workspace === undefined || workspaceId === undefined || workspace === workspaceId;
+    });
+    return claims.length === 1 ? this.#bindings.get(claims[0] ?? '') : undefined;
+  }
+
   #reindex(): void {
-    const channels = new Map<string, string[]>();
-    const dms: string[] = [];
+    const channels = new Map<string, { surface: string; channelId: string; refs: string[] }>();
+    const directMessages = new Map<string, string[]>();
     for (const binding of this.#bindings.values()) {
-      for (const channel of new Set(binding.slack.channels)) {
-        const refs = channels.get(channel) ?? [];
-        refs.push(binding.ref);
-        channels.set(channel, refs);
+      for (const [surface, routing] of Object.entries(binding.routes)) {
+        for (const channelId of new Set(routing.channels)) {
+          const key = channelKey(surface, channelId);
+          const entry = channels.get(key) ?? { surface, channelId, refs: [] };
+          entry.refs.push(binding.ref);
+          channels.set(key, entry);
+        }
+        if (routing.allowDirectMessages)
+          directMessages.set(surface, [...(directMessages.get(surface) ?? []), binding.ref]);
       }
-      if (binding.slack.allowDirectMessages) dms.push(binding.ref);
     }
     this.#channels = channels;
-    this.#dmBindings = dms;
+    this.#directMessages = directMessages;
     for (const listener of this.#listeners) listener();
   }
+}
+
+function channelKey(surface: string, channelId: string): string {
+  return `${surface}\n${channelId}`;
 }

@@ -7,7 +7,7 @@
  * is being sent, then send it), so a crash between the two leaves a state recovery can read.
  */
 
-import type { TraceContext } from './ports.js';
+import type { TraceContext } from './trace.js';
 
 /** Where a session lives. The workspace id is part of every key: one install serves several. */
 export interface SessionKey {
@@ -89,8 +89,16 @@ export interface TurnRecord {
   kind: TurnKind;
   /** The surface's id of the chat message (Slack ts); unique within a session. */
   chatMessageId: string;
-  /** The full text sent to the agent. */
+  /**
+   * What the turn says: a person's own text (from its first send on, with the replies carried
+   * into it, S-7), a trigger's instruction and fields, a structured answer's summary.
+   */
   text: string;
+  /**
+   * The person's label line (S-6), sent in front of the text; null when the turn has none (a
+   * trigger's, a structured answer) or was stored with the line already in its text.
+   */
+  label: string | null;
   /** `message.metadata` (the actor, S-5); JSON. */
   metadata: Record<string, unknown> | null;
   /** An answer's paused task (S-4); the accepted task otherwise. */

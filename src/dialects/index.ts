@@ -1,3 +1,4 @@
+import { KourierError } from '../core/errors.js';
 import type { Dialect } from '../core/ports.js';
 import { a2aDialect } from './a2a.js';
 import { KAGENT_HITL_EXTENSION, kagentV1Dialect } from './kagent-v1/index.js';
@@ -25,7 +26,12 @@ export interface DialectSpec {
   endpoint(url: string, agent: AgentRef | undefined): string;
 }
 
-export class DialectConfigError extends Error {}
+/** A Binding's dialect lacks what it needs (kagent-v1 without the agent's namespace and name). */
+export class DialectConfigError extends KourierError {
+  constructor(message: string) {
+    super('dialect_config', message);
+  }
+}
 
 const a2a: DialectSpec = {
   name: 'a2a',

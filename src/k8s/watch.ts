@@ -10,6 +10,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { backoffDelay } from '../core/backoff.js';
 import { statusOf } from './kube-api.js';
 
 /**
@@ -129,7 +130,7 @@ export class Informer<T extends KubernetesObject> {
     this.#failures++;
     const base = this.#o.restartBaseMs ?? 1000;
     const max = this.#o.restartMaxMs ?? 30_000;
-    const delay = Math.min(max, base * 2 ** Math.min(this.#failures - 1, 16)) * (0.8 + Math.random() * 0.4);
+    const delay = backoffDelay(this.#failures - 1, { baseMs: base, maxMs: max, jitter: 0.2 });
     this.#o.logger.warn(
       {
         what: this.#o.what,

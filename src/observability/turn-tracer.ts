@@ -10,7 +10,8 @@ import {
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { spanHeaders } from '../a2a/telemetry.js';
-import type { TraceContext, TracedTurn, TurnTracer } from '../core/ports.js';
+import type { TracedTurn, TurnTracer } from '../core/ports.js';
+import type { TraceContext } from '../core/trace.js';
 
 /**
  * The engine's TurnTracer with `@opentelemetry/api`: one span per turn, from the chat message to

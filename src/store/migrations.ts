@@ -162,6 +162,15 @@ export const migrations: readonly Migration[] = [
     sqlite: triggerTables('INTEGER', ' STRICT'),
     postgres: triggerTables('bigint', ''),
   },
+  {
+    version: 4,
+    // A person's label line (S-6) apart from their text. The text column keeps the line in
+    // front while a label is set, so a build before this one reads what it always did
+    // (rows.ts, textColumn); rows written before it have no label and the line in the text.
+    name: "turns: the person's label",
+    sqlite: `ALTER TABLE turns ADD COLUMN label TEXT;`,
+    postgres: `ALTER TABLE turns ADD COLUMN label text;`,
+  },
 ];
 
 /**

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { StoreConfig } from '../config/broker.js';
+import { backoffDelay } from '../core/backoff.js';
 import { InvalidConfigError } from '../core/errors.js';
 import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
@@ -40,7 +42,7 @@ export async function migrateWhenReachable(store: SessionStore, wait: StoreWait 
       if (attempt > 0) wait.logger?.info({ attempts: attempt + 1 }, 'the store is reachable; migrated');
       return;
     } catch (error) {
-      const delayMs = Math.min(max, base * 2 ** Math.min(attempt, 20));
+      const delayMs = backoffDelay(attempt, { baseMs: base, maxMs: max });
       // The error's own words may hold a connection string: only its class and code are logged.
       wait.logger?.warn(
         {
@@ -49,13 +51,10 @@ export async function migrateWhenReachable(store: SessionStore, wait: StoreWait 
         },
         'the store is not reachable; waiting for it',
       );
-      await new Promise((resolve) => {
-        const timer = setTimeout(resolve, delayMs);
-        wait.signal?.addEventListener('abort', () => {
-          clearTimeout(timer);
-          resolve(undefined);
-        });
-      });
+      // Cut short when the signal aborts; the loop then throws its reason.
+      await sleep(delayMs, undefined, wait.signal === undefined ? {} : { signal: wait.signal }).catch(
+        () => undefined,
+      );
     }
   }
 }

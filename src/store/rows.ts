@@ -1,5 +1,4 @@
 import { KourierError, StoreError } from '../core/errors.js';
-import type { TraceContext } from '../core/ports.js';
 import type {
   Commit,
   PendingQuestion,
@@ -9,6 +8,7 @@ import type {
   TurnRecord,
   TurnState,
 } from '../core/store.js';
+import type { TraceContext } from '../core/trace.js';
 
 /**
  * Row <-> record mapping shared by both stores: the column names are the same in both dialects
@@ -51,6 +51,27 @@ export function sessionFromRow(row: Row, json: JsonReader): SessionRecord {
   };
 }
 
+/**
+ * The `text` column of a turn: while the turn has a label, the label line stays in front of its
+ * text there, as every build before migration 4 wrote it and reads it back — so during a
+ * rolling deploy an older replica still sends a newer one's turn with its label (S-6). The
+ * record keeps the two apart (turnFromRow). Once no build before 4 runs, this can store the
+ * text alone.
+ */
+export function textColumn(turn: Pick<TurnRecord, 'text' | 'label'>): string {
+  return turn.label === null ? turn.text : `${turn.label}\n${turn.text}`;
+}
+
+/** The text and label of a turn row (see textColumn). */
+function textAndLabel(row: Row): Pick<TurnRecord, 'text' | 'label'> {
+  const stored = text(row, 'text');
+  const label = textOrNull(row, 'label');
+  // A label whose line is not in front of the text (not written by textColumn): the text is
+  // sent as it stands rather than given a second label line.
+  if (label === null || !stored.startsWith(`${label}\n`)) return { text: stored, label: null };
+  return { text: stored.slice(label.length + 1), label };
+}
+
 export function turnFromRow(row: Row, json: JsonReader): TurnRecord {
   return {
     id: text(row, 'id'),
@@ -58,7 +79,7 @@ export function turnFromRow(row: Row, json: JsonReader): TurnRecord {
     seq: integer(row, 'seq'),
     kind: oneOf(row, 'kind', TURN_KINDS),
     chatMessageId: text(row, 'chat_message_id'),
-    text: text(row, 'text'),
+    ...textAndLabel(row),
     metadata: objectOrNull(row, 'metadata', json),
     taskId: textOrNull(row, 'task_id'),
     state: oneOf(row, 'state', TURN_STATES),

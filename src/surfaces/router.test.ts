@@ -21,6 +21,11 @@ describe('SurfaceRouter', () => {
     });
     expect(slack.messages.map((m) => m.kind)).toEqual(['notice']);
     expect(web.messages.map((m) => m.kind)).toEqual(['question']);
-    expect(() => router.openAnswer(target('teams'), 't', null, () => undefined)).toThrow(UnknownSurfaceError);
+    expect(() =>
+      router.openAnswer(target('teams'), 't', null, () => undefined, { actorId: undefined, fresh: true }),
+    ).toThrow(UnknownSurfaceError);
+    expect(() => router.postNotice(target('teams'), { kind: 'no-output', text: 'x' })).toThrow(
+      expect.objectContaining({ code: 'unknown_surface', surface: 'teams' }),
+    );
   });
 });

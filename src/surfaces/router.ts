@@ -1,11 +1,20 @@
-import type { AnswerSink, ChatSurface, ChatTarget, Notice, QuestionPrompt, ToolStep } from '../core/ports.js';
+import { KourierError } from '../core/errors.js';
+import type {
+  AnswerFor,
+  AnswerSink,
+  ChatSurface,
+  ChatTarget,
+  Notice,
+  QuestionPrompt,
+  ToolStep,
+} from '../core/ports.js';
 import type { SessionKey } from '../core/store.js';
 import type { PostRef, TriggerChat, TriggerConfig, TriggerMessage, TriggerPlace } from '../core/triggers.js';
 
 /** A session whose surface is not running in this process (say, Slack settings removed). */
-export class UnknownSurfaceError extends Error {
+export class UnknownSurfaceError extends KourierError {
   constructor(readonly surface: string) {
-    super(`no chat surface "${surface}" is running`);
+    super('unknown_surface', `no chat surface "${surface}" is running`);
   }
 }
 
@@ -31,8 +40,9 @@ export class SurfaceRouter implements ChatSurface {
     turnId: string,
     ref: string | null,
     onRef: (ref: string) => void,
+    answering: AnswerFor,
   ): AnswerSink {
-    return this.#for(target).openAnswer(target, turnId, ref, onRef);
+    return this.#for(target).openAnswer(target, turnId, ref, onRef, answering);
   }
 
   postNotice(target: ChatTarget, notice: Notice): Promise<void> {

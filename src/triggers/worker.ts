@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
+import { backoffDelay } from '../core/backoff.js';
 import { KourierError } from '../core/errors.js';
-import type { Clock } from '../core/ports.js';
-import type { Inbound, ReceiveResult } from '../core/session/engine.js';
+import type { Clock, Inbound, ReceiveResult } from '../core/ports.js';
 import type { SessionKey } from '../core/store.js';
 import {
   type ClaimedGroup,
@@ -240,7 +240,7 @@ export class TriggerWorker {
         }
         return { kind: 'done', thread };
       }
-      const delay = Math.min(this.#t.retryMaxMs, this.#t.retryBaseMs * 2 ** Math.min(20, work.attempts));
+      const delay = backoffDelay(work.attempts, { baseMs: this.#t.retryBaseMs, maxMs: this.#t.retryMaxMs });
       this.#log.warn(
         { binding, work: work.id, kind: work.kind, retryInMs: delay, err: describe(error) },
         'trigger work failed; will try again',

@@ -21,6 +21,7 @@ import {
   UnsupportedExtensionRequiredError,
 } from '../../src/core/agent/errors.js';
 import { namesTaskAndContext } from '../../src/core/agent/model.js';
+import { InvalidConfigError } from '../../src/core/errors.js';
 import {
   answer,
   bareMessage,
@@ -283,20 +284,38 @@ describe.each(['1.0', '0.3'] as const)('A2A client against the contract agent at
     });
 
     it('refuses a static header that would replace the identity, naming the setting', () => {
-      expect(
+      const refusal = (build: () => unknown): unknown => {
+        try {
+          build();
+        } catch (error) {
+          return error;
+        }
+        return undefined;
+      };
+      const header = refusal(
         () =>
           new A2AClient({
             endpoint: 'http://127.0.0.1:1/a2a',
             identity: { kind: 'bearer', token: 'secret-token' },
             headers: { Authorization: 'Bearer other' },
           }),
-      ).toThrow(/setting headers may not set a header the client sets itself/);
-      expect(
+      );
+      expect(header).toBeInstanceOf(InvalidConfigError);
+      expect((header as InvalidConfigError).message).toMatch(
+        /setting headers may not set a header the client sets itself/,
+      );
+      const endpoint = refusal(
         () => new A2AClient({ endpoint: 'ftp://x/', identity: { kind: 'user-id', userId: 'U' } }),
-      ).toThrow(/setting endpoint/);
-      expect(
+      );
+      expect(endpoint).toBeInstanceOf(InvalidConfigError);
+      expect((endpoint as InvalidConfigError).message).toMatch(/setting endpoint/);
+      const token = refusal(
         () => new A2AClient({ endpoint: 'http://x/', identity: { kind: 'bearer', token: 'a\r\nb' } }),
-      ).toThrow(/identity.token contains a line break/);
+      );
+      expect(token).toBeInstanceOf(InvalidConfigError);
+      expect((token as InvalidConfigError).message).toMatch(/identity.token contains a line break/);
+      // Never the secret itself in what is said.
+      expect((header as InvalidConfigError).message).not.toContain('secret-token');
     });
   });
 

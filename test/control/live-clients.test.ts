@@ -113,7 +113,7 @@ describe('live clients', () => {
     expect(changes).toBe(1);
     clients.apply(spec('t', ['C2BBB']));
     expect(changes).toBe(2);
-    expect(registry.forChannel('C2BBB')?.ref).toBe('team-a/chat');
+    expect(registry.forChannel('slack', 'C2BBB')?.ref).toBe('team-a/chat');
     clients.remove('team-a/chat');
     expect(registry.get('team-a/chat')).toBeUndefined();
     expect(registry.resolve('team-a/chat')).toBeUndefined();

@@ -25,7 +25,9 @@ describe('one text unit across the web chat, the engine and titles', () => {
     engine = await startHarness({ version: '1.0' });
     const { turnId } = await engine.say('t1', '1', `${'a'.repeat(39_999)}😀 and more`);
     const turn = await engine.store.getTurn(turnId);
-    const body = turn?.text.split('\n').slice(1).join('\n') ?? '';
+    // The text is the person's own; their label line is kept apart (and sent in front).
+    const body = turn?.text ?? '';
+    expect(turn?.label).toMatch(/^\[/);
     expect(body.isWellFormed()).toBe(true);
     expect(body).toBe(`${'a'.repeat(39_999)}\n[… message cut at 40000 characters]`);
   });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Message, StreamEvent, TaskStatus } from '../../src/core/agent/model.js';
-import { dialectSpec } from '../../src/dialects/index.js';
+import { DialectConfigError, dialectSpec } from '../../src/dialects/index.js';
 import {
   askUserAnswerId,
   askUserResponse,
@@ -478,5 +478,10 @@ describe('kagent-v1 dialect: tool steps and wiring', () => {
       'http://kagent.example:8083/agents/team-a/k8s-agent',
     );
     expect(dialectSpec('a2a').extensions).toEqual([]);
+    // Without the agent's namespace and name there is no endpoint: a typed error says so.
+    expect(() => spec.endpoint('http://kagent.example:8083/', undefined)).toThrow(DialectConfigError);
+    expect(() => spec.endpoint('http://kagent.example:8083/', undefined)).toThrow(
+      expect.objectContaining({ code: 'dialect_config' }),
+    );
   });
 });

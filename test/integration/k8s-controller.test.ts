@@ -142,7 +142,7 @@ describe.skipIf(!HAS_GO)(
           expect(backend.status?.card).toMatchObject({ name: 'Contract Agent', binding: 'chat' });
         });
 
-        const live = registry.forChannel('C0A1');
+        const live = registry.forChannel('slack', 'C0A1');
         expect(live?.ref).toBe('team-a/chat');
         expect(registry.resolve('team-a/chat')?.settings.questionTimeoutMs).toBe(600_000);
         const events = [];
@@ -234,7 +234,7 @@ describe.skipIf(!HAS_GO)(
           expect(events).toContainEqual(
             expect.objectContaining({ type: 'Warning', reason: 'StreamingNotAdvertised' }),
           );
-          expect(registry.get('team-c/flat')?.slack.channels).toEqual([]);
+          expect(registry.get('team-c/flat')?.routes.slack?.channels).toEqual([]);
         } finally {
           await flat.close();
         }
@@ -335,10 +335,10 @@ describe.skipIf(!HAS_GO)(
           identity: { userId: 'U0SHORT' },
           slack: { channels: ['C0A2'] },
         });
-        await eventually(() => expect(registry.forChannel('C0A2')?.ref).toBe('team-a/short-lived'));
+        await eventually(() => expect(registry.forChannel('slack', 'C0A2')?.ref).toBe('team-a/short-lived'));
         await k8s.delete('bindings', 'team-a', 'short-lived');
         await eventually(() => expect(registry.resolve('team-a/short-lived')).toBeUndefined());
-        expect(registry.forChannel('C0A2')).toBeUndefined();
+        expect(registry.forChannel('slack', 'C0A2')).toBeUndefined();
       });
     });
 
@@ -416,8 +416,8 @@ describe.skipIf(!HAS_GO)(
           expect(c).toMatchObject({ status: 'False', reason: 'ChannelNotAllowed' });
           expect(c?.message).toContain('C0A1');
         });
-        expect(registry.forChannel('C0A1')?.ref).toBe('team-a/chat');
-        expect(registry.forChannel('C0C1')?.ref).toBe('team-c/grabby');
+        expect(registry.forChannel('slack', 'C0A1')?.ref).toBe('team-a/chat');
+        expect(registry.forChannel('slack', 'C0C1')?.ref).toBe('team-c/grabby');
       });
 
       it('a channel claimed by two Bindings marks both, names the other, and neither serves it until one lets go', async () => {
@@ -439,8 +439,8 @@ describe.skipIf(!HAS_GO)(
           expect(b).toMatchObject({ status: 'False', reason: 'ChannelConflict' });
           expect(b?.message).toContain('team-a/claim-a');
         });
-        expect(registry.forChannel('C0SHARED')).toBeUndefined();
-        expect(registry.forChannel('C0B1')?.ref).toBe('team-b/claim-b');
+        expect(registry.forChannel('slack', 'C0SHARED')).toBeUndefined();
+        expect(registry.forChannel('slack', 'C0B1')?.ref).toBe('team-b/claim-b');
 
         await k8s.patch('bindings', 'team-b', 'claim-b', [
           { op: 'replace', path: '/spec/slack/channels', value: ['C0B1'] },
@@ -453,7 +453,7 @@ describe.skipIf(!HAS_GO)(
             status: 'True',
           });
         });
-        expect(registry.forChannel('C0SHARED')?.ref).toBe('team-a/claim-a');
+        expect(registry.forChannel('slack', 'C0SHARED')?.ref).toBe('team-a/claim-a');
       });
     });
 

@@ -98,8 +98,8 @@ describe.skipIf(!HAS_GO)(
       });
       // Every replica serves threads, so every replica holds the live client.
       await eventually(() => {
-        expect(registryA.forChannel('C0ONE')?.ref).toBe('team-a/one');
-        expect(registryB.forChannel('C0ONE')?.ref).toBe('team-a/one');
+        expect(registryA.forChannel('slack', 'C0ONE')?.ref).toBe('team-a/one');
+        expect(registryB.forChannel('slack', 'C0ONE')?.ref).toBe('team-a/one');
       });
       // Over several renew periods, still exactly one leader, and only it wrote events.
       await new Promise((r) => setTimeout(r, 2000));

@@ -66,7 +66,7 @@ describe.skipIf(!HAS_GO)(
         identity: { userId: 'U1' },
         slack: { channels: ['C0ONE'] },
       });
-      await eventually(() => expect(registry.forChannel('C0ONE')?.ref).toBe('team-a/one'));
+      await eventually(() => expect(registry.forChannel('slack', 'C0ONE')?.ref).toBe('team-a/one'));
       const lists = () =>
         proxy.requests.filter(
           (r) => r.startsWith('GET /apis/agentkourier.dev/v1alpha1/bindings') && !r.includes('watch='),
@@ -77,7 +77,7 @@ describe.skipIf(!HAS_GO)(
       await k8s.patch('bindings', 'team-a', 'one', [
         { op: 'replace', path: '/spec/slack/channels', value: ['C0TWO'] },
       ]);
-      await eventually(() => expect(registry.forChannel('C0TWO')?.ref).toBe('team-a/one'));
+      await eventually(() => expect(registry.forChannel('slack', 'C0TWO')?.ref).toBe('team-a/one'));
     });
 
     it('outlives an API server outage: watches restart, leadership returns, missed changes are reconciled', async () => {
@@ -92,7 +92,7 @@ describe.skipIf(!HAS_GO)(
       expect(controller.isLeader).toBe(false);
       proxy.up();
       await eventually(
-        () => expect(registry.forChannel('C0OUTAGE')?.ref).toBe('team-a/during-outage'),
+        () => expect(registry.forChannel('slack', 'C0OUTAGE')?.ref).toBe('team-a/during-outage'),
         30_000,
       );
       await eventually(() => expect(controller.isLeader).toBe(true), 15_000);
@@ -109,7 +109,7 @@ describe.skipIf(!HAS_GO)(
         slack: { channels: ['C0RESTART'] },
       });
       await eventually(
-        () => expect(registry.forChannel('C0RESTART')?.ref).toBe('team-a/after-restart'),
+        () => expect(registry.forChannel('slack', 'C0RESTART')?.ref).toBe('team-a/after-restart'),
         30_000,
       );
       await eventually(async () => {

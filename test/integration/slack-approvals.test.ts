@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { kagentAnswerer } from '../../src/app/structured-answers.js';
 import { loadSlackConfig } from '../../src/config/slack.js';
 import { notice } from '../../src/core/session/notices.js';
 import { KAGENT_HITL_EXTENSION } from '../../src/dialects/kagent-v1/index.js';
 import { BrokerMetrics } from '../../src/observability/metrics.js';
 import { SlackConnection } from '../../src/surfaces/slack/app.js';
-import type { ApprovalAudit } from '../../src/surfaces/slack/approvals.js';
+import type { ApprovalAudit } from '../../src/surfaces/slack/approval-audit.js';
 import { escapeSlack } from '../../src/surfaces/slack/mrkdwn.js';
 import type { FakeMessage } from '../../testkit/slack/index.js';
 import { kagentApproval, kagentAskUser } from '../agents/contract-agent.js';
@@ -93,7 +94,11 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
 
   async function harness(options: SlackHarnessOptions = approvalsOn): Promise<SlackHarness> {
     const metrics = new BrokerMetrics(new Registry(), { version: 'test' });
-    const h = await startSlackHarness({ ...options, approvals: { ...options.approvals, counters: metrics } });
+    const h = await startSlackHarness({
+      ...options,
+      approvals: { ...options.approvals, counters: metrics },
+      decisions: metrics,
+    });
     counters.set(h, metrics);
     harnesses.push(h);
     h.fake.addUser({ id: BOB, name: 'bob', realName: 'Bob Builder', email: 'bob@example.com' });
@@ -338,6 +343,7 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     const other = await SlackConnection.connect({ config, logger: pino({ level: 'silent' }) });
     const { port } = await other.listen({
       engine: h.engine,
+      answerStructured: kagentAnswerer(h.engine),
       store: h.store,
       bindings: h.registry,
       port: 0,

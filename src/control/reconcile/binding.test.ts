@@ -186,7 +186,12 @@ describe('planBinding', () => {
       allowedChannels: [],
     });
     const live = [allowed.live, refused.live].flatMap((l) => (l === undefined ? [] : [l]));
-    expect(conflictsByBinding([], live).size).toBe(0);
+    expect(
+      conflictsByBinding(
+        [],
+        live.map((l) => ({ ref: l.ref, routes: { slack: l.slack } })),
+      ).size,
+    ).toBe(0);
   });
 
   it('[Q-4] turns questionTimeout into settings.questionTimeoutMs; unset means no limit', () => {

@@ -2,7 +2,7 @@ import type { A2AClientOptions, Identity } from '../../a2a/options.js';
 import { resolveOptions } from '../../a2a/options.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import type { BindingSettings } from '../../core/ports.js';
-import type { SlackRouting, ToolApprovalSettings } from '../../core/registry.js';
+import type { SurfaceRouting, ToolApprovalSettings } from '../../core/registry.js';
 import { type DialectName, dialectSpec } from '../../dialects/index.js';
 import { type ClaimConflict, DIRECT_MESSAGES, mayTakeDirectMessages, splitClaims } from '../channels.js';
 import type { AgentBackend } from '../crds/agent-backend.js';
@@ -49,7 +49,7 @@ export interface LiveSpec {
   dialect: DialectName;
   client: A2AClientOptions;
   settings: BindingSettings;
-  slack: SlackRouting;
+  slack: SurfaceRouting;
   toolApprovals: ToolApprovalSettings;
 }
 
@@ -245,7 +245,7 @@ function planClient(observed: BindingObservation): BindingPlan {
     slack: {
       channels: claims.granted,
       allowDirectMessages: directMessages,
-      ...(slack?.teamId === undefined ? {} : { teamId: slack.teamId }),
+      ...(slack?.teamId === undefined ? {} : { workspaceId: slack.teamId }),
     },
     toolApprovals: { enabled: approvals?.enabled ?? false, approverGroups: approvals?.approverGroups ?? [] },
   };

@@ -1,25 +1,25 @@
+// Longer than our ~400-line rule on purpose: the engine's whole public face (open, receive,
+// answer, resume, stop) over the one set of per-session maps they share; the work of a turn is
+// in the driver's parts beside it.
 import { hostname } from 'node:os';
-import {
-  type Actor,
-  actorMetadata,
-  composePersonText,
-  composeTriggerText,
-  messageIdFor,
-} from '../compose.js';
+import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
 import {
   type AgentRegistry,
+  type AnswerResult,
   type ChatSurface,
   type Clock,
   type EventSink,
+  type Inbound,
+  type ReceiveResult,
+  type StructuredAnswer,
   systemClock,
   type TurnTracer,
 } from '../ports.js';
 import {
   type AddTurnOptions,
   type NewTurn,
-  type SessionKey,
   type SessionStore,
   sessionIdOf,
   type TurnKind,
@@ -28,59 +28,6 @@ import {
 import { cutText, textLength } from '../text.js';
 import { SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
-
-/** A chat message for a session, as a surface hands it over. */
-export type Inbound =
-  | {
-      kind: 'person';
-      key: SessionKey;
-      binding: string;
-      /** The surface's id of the message (Slack ts): with the session, it fixes the messageId. */
-      chatMessageId: string;
-      actor: Actor;
-      text: string;
-      /** false: a thread reply that did not mention the broker, carried into the next turn (S-7). */
-      addressed: boolean;
-      /** The surface's id of the event that carried it, claimed with the turn (AddTurnOptions). */
-      inboundEvent?: string;
-    }
-  | {
-      kind: 'trigger';
-      key: SessionKey;
-      binding: string;
-      chatMessageId: string;
-      /** What the Binding's trigger asks of the agent. */
-      instruction: string;
-      /** The alert's fields, sent as untrusted data. */
-      fields: Record<string, string>;
-    };
-
-/** A decision taken in the chat's own controls (buttons), answering a structured question. */
-export interface StructuredAnswer {
-  key: SessionKey;
-  binding: string;
-  /** The question it answers, as it was shown: an answer to another question is stale. */
-  questionKey: string;
-  actor: Actor;
-  /** Shown and logged; no label line (S-6: a kagent-v1 structured answer carries none). */
-  text: string;
-  /** The dialect's reply, sent as the message's metadata (Q-3). */
-  metadata: Record<string, unknown>;
-}
-
-export type AnswerResult =
-  | { status: 'accepted'; sessionId: string; turnId: string }
-  /** Someone answered this question already (a double click, two approvers racing). */
-  | { status: 'duplicate'; sessionId: string; turnId: string }
-  /** The question is no longer pending (answered, timed out, or another one is). */
-  | { status: 'stale'; sessionId: string };
-
-export interface ReceiveResult {
-  sessionId: string;
-  turnId: string;
-  /** The same chat message was received before (a retry, a second delivery): nothing new. */
-  duplicate: boolean;
-}
 
 export interface EngineOptions {
   store: SessionStore;
@@ -99,6 +46,9 @@ export interface EngineOptions {
 
 const noEvents: EventSink = { emit: () => undefined };
 
+/** How many turns stored by this process are remembered as such (older ones count as not). */
+const MAX_STORED_HERE = 50_000;
+
 /**
  * The session engine: threads as A2A contexts, turns as tasks, durable across crashes. It knows
  * nothing of Slack or Kubernetes: surfaces hand it messages (`receive`), it shows everything
@@ -116,6 +66,8 @@ export class SessionEngine {
   readonly #events: EventSink;
   readonly #tracer: TurnTracer | undefined;
   readonly #firstText = new Set<string>();
+  /** Turns stored by this process, newest last (bounded): their answers cannot exist yet. */
+  readonly #storedHere = new Set<string>();
   readonly #timings: EngineTimings;
   readonly #owner: string;
   readonly #maxTextLength: number;
@@ -203,10 +155,12 @@ export class SessionEngine {
     const session = await this.#store.openSession({ key: input.key, binding: input.binding, now });
     let kind: TurnKind;
     let text: string;
+    let label: string | null = null;
     let metadata: Record<string, unknown> | null = null;
     if (input.kind === 'person') {
       kind = input.addressed ? 'message' : 'context';
-      text = composePersonText(input.actor, this.#bounded(input.text), []);
+      text = this.#bounded(input.text);
+      label = input.actor.label;
       metadata = actorMetadata(input.actor);
     } else {
       kind = 'trigger';
@@ -228,6 +182,7 @@ export class SessionEngine {
         kind,
         chatMessageId: input.chatMessageId,
         text,
+        label,
         metadata,
         taskId: null,
         state: 'queued',
@@ -287,6 +242,8 @@ export class SessionEngine {
         kind: 'answer',
         chatMessageId,
         text: this.#bounded(input.text),
+        // S-6: a structured answer carries no label line.
+        label: null,
         metadata: { ...actorMetadata(input.actor), ...input.metadata },
         taskId: question.taskId,
         state: 'queued',
@@ -381,6 +338,7 @@ export class SessionEngine {
           wakeAt: (id, at) => this.#wakeAt(id, at),
           tracer: this.#tracer,
           firstText: this.#firstText,
+          storedHere: this.#storedHere,
           unsavedRefs: this.#unsavedRefs,
         },
         sessionId,
@@ -455,7 +413,8 @@ export class SessionEngine {
   ): Promise<{ turn: TurnRecord; created: boolean }> {
     try {
       const added = await this.#store.addTurn(turn, options);
-      if (!added.created && traceContext !== null) this.#tracer?.discard(id);
+      if (added.created) this.#rememberStored(id);
+      else if (traceContext !== null) this.#tracer?.discard(id);
       return added;
     } catch (error) {
       if (traceContext !== null) this.#tracer?.discard(id);
@@ -463,9 +422,18 @@ export class SessionEngine {
     }
   }
 
+  #rememberStored(turnId: string): void {
+    this.#storedHere.add(turnId);
+    if (this.#storedHere.size <= MAX_STORED_HERE) return;
+    const oldest = this.#storedHere.values().next();
+    if (oldest.done !== true) this.#storedHere.delete(oldest.value);
+  }
+
   #emit(event: EngineEvent): void {
     this.#events.emit(event);
   }
 }
 
+// The engine's signatures speak these; their home is the ports (what a surface needs).
+export type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer };
 export { sessionIdOf };

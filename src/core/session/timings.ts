@@ -1,3 +1,5 @@
+import { backoffDelay } from '../backoff.js';
+
 /**
  * The engine's durations, from the agent contract. Injectable so tests run the same code with
  * milliseconds instead of minutes.
@@ -35,8 +37,8 @@ export const DEFAULT_TIMINGS: EngineTimings = {
   scanIntervalMs: 5_000,
 };
 
-/** Exponential backoff for the n-th retry (0-based), at least the agent's Retry-After. */
+/** The engine's backoff for the n-th retry (0-based), at least the agent's Retry-After. */
 export function backoff(timings: EngineTimings, attempt: number, retryAfterMs?: number): number {
-  const exp = Math.min(timings.retryMaxMs, timings.retryBaseMs * 2 ** Math.min(attempt, 20));
-  return Math.max(exp, retryAfterMs ?? 0);
+  const wait = backoffDelay(attempt, { baseMs: timings.retryBaseMs, maxMs: timings.retryMaxMs });
+  return Math.max(wait, retryAfterMs ?? 0);
 }

@@ -1,6 +1,7 @@
 import type { Task, TaskState, TaskStatus } from '../agent/model.js';
 import { AnswerBuffer } from '../answer.js';
-import type { AnswerSink, TraceContext } from '../ports.js';
+import type { AnswerSink } from '../ports.js';
+import type { TraceContext } from '../trace.js';
 
 /**
  * What one turn has seen of its task so far, across the send's stream, GetTask reads and

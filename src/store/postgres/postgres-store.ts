@@ -18,6 +18,7 @@ import {
   sessionFromRow,
   sessionsOf,
   storeFailure,
+  textColumn,
   toJson,
   turnFromRow,
 } from '../rows.js';
@@ -179,7 +180,7 @@ export class PostgresStore implements SessionStore {
           Number(counter.turn_seq) + 1,
           turn.kind,
           turn.chatMessageId,
-          turn.text,
+          textColumn(turn),
           toJson(turn.metadata),
           turn.taskId,
           turn.state,
@@ -190,6 +191,7 @@ export class PostgresStore implements SessionStore {
           turn.answerRef,
           turn.now,
           toJson(turn.traceContext),
+          turn.label,
         ]);
         if (inserted !== undefined) return { turn: turnFromRow(inserted, parsedJson), created: true };
         // A conflict: the row it hit is committed by now (DO NOTHING waits), so this sees it.
@@ -249,7 +251,7 @@ export class PostgresStore implements SessionStore {
             turn.id,
             turn.sessionId,
             turn.kind,
-            turn.text,
+            textColumn(turn),
             toJson(turn.metadata),
             turn.taskId,
             turn.state,

@@ -45,8 +45,8 @@ export function postgresSql(schema: string) {
       WITH inserted AS (
         INSERT INTO ${turns} (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                              outcome, attempts, first_sent_at, busy_notice_at, answer_ref, created_at,
-                             updated_at, trace_context)
-        VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16::jsonb)
+                             updated_at, trace_context, label)
+        VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16::jsonb, $17)
         ON CONFLICT DO NOTHING
         RETURNING *
       ), counted AS (

@@ -86,7 +86,14 @@ describe('SqliteStore', () => {
     const first = await migrated(path);
     const session = await first.openSession({ key, binding: 'ns/b', now: T0 });
     await first.addTurn(
-      queuedTurn({ id: 'm1', sessionId: session.id, chatMessageId: '1.3', text: 'hello', now: T0 }),
+      queuedTurn({
+        id: 'm1',
+        sessionId: session.id,
+        chatMessageId: '1.3',
+        text: 'hello',
+        label: '[Slack: Ada (U1)]',
+        now: T0,
+      }),
     );
     const written = await first.commit({ session: { ...session, contextId: 'ctx' }, now: T0 + 1 });
     expect(await first.acquireLease(session.id, 'me', T0, 60_000)).toBe(true);
@@ -100,6 +107,48 @@ describe('SqliteStore', () => {
     expect(await second.openTurns(session.id)).toStrictEqual([turn]);
     expect(await second.claimInboundEvent('Ev1', T0 + 1)).toBe(false);
     expect(await second.acquireLease(session.id, 'other', T0 + 1, 60_000)).toBe(false);
+  });
+
+  it('keeps the label line in front of the text column, where a build before migration 4 reads it', async () => {
+    const path = freshPath();
+    const store = await migrated(path);
+    const session = await store.openSession({ key, binding: 'ns/b', now: T0 });
+    const turn = {
+      id: 'm1',
+      sessionId: session.id,
+      kind: 'message' as const,
+      chatMessageId: '1.3',
+      text: 'hello',
+      label: '[Slack: Ada (U1)]',
+      metadata: null,
+      taskId: null,
+      state: 'queued' as const,
+      outcome: null,
+      attempts: 0,
+      firstSentAt: null,
+      busyNoticeAt: null,
+      answerRef: null,
+      traceContext: null,
+      now: T0,
+    };
+    await store.addTurn(turn);
+    await store.addTurn({ ...turn, id: 'm2', chatMessageId: '1.4', label: null, text: 'a trigger' });
+    const raw = () =>
+      inspect(path, (db) => db.prepare('SELECT id, text, label FROM turns ORDER BY seq').all());
+    expect(raw()).toEqual([
+      { id: 'm1', text: '[Slack: Ada (U1)]\nhello', label: '[Slack: Ada (U1)]' },
+      { id: 'm2', text: 'a trigger', label: null },
+    ]);
+    // An older build sends it and writes the text it sent (the line in front, replies after).
+    const older = new DatabaseSync(path);
+    older
+      .prepare("UPDATE turns SET text = :text, state = 'sending' WHERE id = 'm1'")
+      .run({ text: '[Slack: Ada (U1)]\nhello\n\nreplies' });
+    // A row an older build stored: no label, the line in its text.
+    older.prepare("UPDATE turns SET text = '[Slack: Eve (U6)]\nhi', label = NULL WHERE id = 'm2'").run();
+    older.close();
+    expect(await store.getTurn('m1')).toMatchObject({ text: 'hello\n\nreplies', label: '[Slack: Ada (U1)]' });
+    expect(await store.getTurn('m2')).toMatchObject({ text: '[Slack: Eve (U6)]\nhi', label: null });
   });
 
   it('puts the file in WAL mode and records each migration once', async () => {

@@ -18,6 +18,7 @@ import {
   sessionFromRow,
   sessionsOf,
   storeFailure,
+  textColumn,
   toJson,
   turnFromRow,
 } from '../rows.js';
@@ -130,10 +131,10 @@ export class SqliteStore implements SessionStore {
       const inserted = this.#get(
         `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                               outcome, attempts, first_sent_at, busy_notice_at, answer_ref,
-                              created_at, updated_at, trace_context)
+                              created_at, updated_at, trace_context, label)
            VALUES (:id, :session_id, :seq, :kind, :chat_message_id, :text, :metadata, :task_id, :state,
                    :outcome, :attempts, :first_sent_at, :busy_notice_at, :answer_ref, :now, :now,
-                   :trace_context)
+                   :trace_context, :label)
            ON CONFLICT DO NOTHING
            RETURNING *`,
         {
@@ -142,8 +143,9 @@ export class SqliteStore implements SessionStore {
           chat_message_id: turn.chatMessageId,
           seq,
           now: turn.now,
-          // Written once, here: a commit never changes a turn's trace context.
+          // Written once, here: a commit never changes a turn's trace context or label.
           trace_context: toJson(turn.traceContext),
+          label: turn.label,
         },
       );
       if (inserted !== undefined) {
@@ -337,7 +339,7 @@ function turnParams(turn: NewTurn | TurnRecord): Params {
   return {
     id: turn.id,
     kind: turn.kind,
-    text: turn.text,
+    text: textColumn(turn),
     metadata: toJson(turn.metadata),
     task_id: turn.taskId,
     state: turn.state,

@@ -1,5 +1,9 @@
+// Longer than our ~400-line rule on purpose: one answer's life in Slack (native stream or
+// edits, pages, the budget, the fall-back) is one state machine over shared fields. What can be
+// pure already lives in answer-plan.ts; this file walks the plan and does the I/O.
 import type { Logger } from 'pino';
 import type { AnswerView } from '../../core/answer.js';
+import { backoffDelay } from '../../core/backoff.js';
 import type { AnswerSink, Clock } from '../../core/ports.js';
 import { nextStep, type ShownPage, type Step } from './answer-plan.js';
 import { decodeAnswerRef, encodeAnswerRef } from './answer-ref.js';
@@ -14,7 +18,7 @@ import {
 } from './errors.js';
 import { markdownForStream, markdownToMrkdwn } from './mrkdwn.js';
 import { DEFAULT_PAGE_LIMITS, type PageLimits, paginate, settledPart } from './pages.js';
-import type { AnswerMetadata, CallContext, SlackApi } from './web-api.js';
+import { type AnswerMetadata, type CallContext, type SlackApi, UNAVAILABLE_BACKOFF } from './web-api.js';
 
 /**
  * One turn's answer in a Slack thread: the messages that show it, kept in step with the text as
@@ -376,7 +380,7 @@ export class SlackAnswer {
         this.#giveUp(error);
         return;
       }
-      await this.#sleep(Math.min(30_000, 500 * 2 ** this.#failures));
+      await this.#sleep(backoffDelay(this.#failures, UNAVAILABLE_BACKOFF));
       return;
     }
     this.#giveUp(error);

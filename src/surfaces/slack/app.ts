@@ -3,17 +3,21 @@ import type { AddressInfo } from 'node:net';
 import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
-import { type Clock, systemClock } from '../../core/ports.js';
-import type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer } from '../../core/session/engine.js';
+import { backoffDelay } from '../../core/backoff.js';
+import {
+  type AnswerStructured,
+  type Clock,
+  type Inbound,
+  type ReceiveResult,
+  systemClock,
+} from '../../core/ports.js';
+import type { ChannelDirectory } from '../../core/registry.js';
 import type { SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './activity.js';
 import type { AnswerSettings } from './answer.js';
-import {
-  type ApprovalBindings,
-  type ApprovalCounters,
-  type DecisionListener,
-  PromptDesk,
-} from './approvals.js';
+import type { DecisionListener } from './approval-audit.js';
+import type { ApprovalBindings, ApprovalCounters } from './approval-gate.js';
+import { PromptDesk } from './approvals.js';
 import { ApproverGroups, type ApproverOptions } from './approvers.js';
 import { BudgetBook, type MethodBudget } from './budget.js';
 import {
@@ -22,11 +26,11 @@ import {
   SlackRateLimitedError,
   SlackUnavailableError,
 } from './errors.js';
-import { InboundRouter, type SlackBindings } from './inbound.js';
+import { InboundRouter } from './inbound.js';
 import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
+import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
 import { PromptTokens } from './prompt-token.js';
-import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-view.js';
 import { SlackSurface } from './surface.js';
 import { SlackTriggerThreads } from './trigger-threads.js';
 import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
@@ -42,7 +46,7 @@ import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-
  *
  *   const slack = await SlackConnection.connect({ config, logger });
  *   const engine = new SessionEngine({ surface: slack.surface, events: slack.surface.activity, … });
- *   await slack.listen({ engine, store, bindings: registry, port: 8080 });
+ *   await slack.listen({ engine, answerStructured, store, bindings: registry, port: 8080 });
  */
 
 export interface ConnectOptions {
@@ -78,13 +82,15 @@ export interface ConnectOptions {
 }
 
 export interface ListenOptions {
-  engine: {
-    receive(input: Inbound): Promise<ReceiveResult>;
-    answer(input: StructuredAnswer): Promise<AnswerResult>;
-  };
+  engine: { receive(input: Inbound): Promise<ReceiveResult> };
+  /**
+   * Sends the structured answers collected from prompts (the composition root's, the same the
+   * web chat is given: app/structured-answers.ts builds the dialect's reply).
+   */
+  answerStructured: AnswerStructured;
   store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn'>;
   /** Which Binding owns a channel, and its tool-approval settings. `LiveRegistry` is one. */
-  bindings: SlackBindings & ApprovalBindings;
+  bindings: ChannelDirectory & ApprovalBindings;
   /**
    * HTTP mode: the port to listen on (0 picks one). Leave it out to mount `requestListener` on
    * the broker's own HTTP server instead.
@@ -195,14 +201,12 @@ export class SlackConnection {
       logger: this.#logger,
       botUserId: this.botUserId,
       teamId: this.teamId,
-      onTurn: (turnId, info) => this.surface.noteTurn(turnId, info),
     });
     this.approvals.wire({
-      engine: options.engine,
+      answerStructured: options.answerStructured,
       store: options.store,
       bindings: options.bindings,
       people: this.#people,
-      onTurn: (turnId, info) => this.surface.noteTurn(turnId, info),
     });
     const ackWithin = options.ackWithinMs ?? 2_000;
     const logger = slackLogger(this.#logger, 'slack-bolt');
@@ -328,7 +332,7 @@ async function authTestWhenReachable(
       if (!(error instanceof SlackUnavailableError || error instanceof SlackRateLimitedError)) throw error;
       const delayMs = Math.max(
         error instanceof SlackRateLimitedError ? error.retryAfterMs : 0,
-        Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20)),
+        backoffDelay(attempt, { baseMs, maxMs }),
       );
       options.logger.warn(
         { err: { name: error.name, code: error.code }, retryInMs: delayMs },

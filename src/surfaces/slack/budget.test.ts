@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, settle } from '../../../test/surfaces/slack/manual-clock.js';
+import { InvalidConfigError } from '../../core/errors.js';
 import { BudgetBook, BudgetClosedError, RateBudget } from './budget.js';
 
 /** Takes for `requester` in a loop, recording when each was granted, until stopped. */
@@ -113,16 +114,18 @@ describe('RateBudget', () => {
     const controller = new AbortController();
     const aborted = budget.take('a', { signal: controller.signal });
     const closed = budget.take('b');
-    controller.abort(new Error('gone'));
-    await expect(aborted).rejects.toThrow('gone');
+    const reason = new Error('gone');
+    controller.abort(reason);
+    await expect(aborted).rejects.toBe(reason);
     budget.close();
     await expect(closed).rejects.toBeInstanceOf(BudgetClosedError);
+    await expect(closed).rejects.toMatchObject({ code: 'budget_closed' });
     await expect(budget.take('c')).rejects.toBeInstanceOf(BudgetClosedError);
   });
 
   it('refuses a rate that could never grant a call', () => {
-    expect(() => new RateBudget({ perMinute: 0, burst: 1 }, new ManualClock())).toThrow(RangeError);
-    expect(() => new RateBudget({ perMinute: 10, burst: 0 }, new ManualClock())).toThrow(RangeError);
+    expect(() => new RateBudget({ perMinute: 0, burst: 1 }, new ManualClock())).toThrow(InvalidConfigError);
+    expect(() => new RateBudget({ perMinute: 10, burst: 0 }, new ManualClock())).toThrow(InvalidConfigError);
   });
 });
 

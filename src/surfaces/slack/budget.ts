@@ -1,3 +1,4 @@
+import { InvalidConfigError, KourierError } from '../../core/errors.js';
 import type { Clock } from '../../core/ports.js';
 
 /**
@@ -37,10 +38,9 @@ interface Waiter {
 }
 
 /** Rejects the takes still waiting when a budget is closed. */
-export class BudgetClosedError extends Error {
+export class BudgetClosedError extends KourierError {
   constructor() {
-    super('the rate budget was closed');
-    this.name = 'BudgetClosedError';
+    super('budget_closed', 'the rate budget was closed');
   }
 }
 
@@ -57,7 +57,7 @@ export class RateBudget {
 
   constructor(rate: BudgetRate, clock: Clock) {
     if (!(rate.perMinute > 0) || !(rate.burst >= 1))
-      throw new RangeError('a rate budget needs perMinute > 0 and burst >= 1');
+      throw new InvalidConfigError('a rate budget needs perMinute > 0 and burst >= 1');
     this.#clock = clock;
     this.#perMs = rate.perMinute / 60_000;
     this.#capacity = rate.burst;

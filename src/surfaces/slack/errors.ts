@@ -65,3 +65,17 @@ export const STREAM_ENDED = 'message_not_in_streaming_state';
 
 /** chat.update on a message that is still streaming: the stream must be stopped first. */
 export const STILL_STREAMING = 'streaming_state_conflict';
+
+/** What a log line says of an error: its class and stable code, never its message. */
+export function errorName(error: unknown): Record<string, unknown> {
+  if (error instanceof KourierError) return { name: error.name, code: error.code };
+  if (error instanceof Error) return { name: error.name };
+  return { name: typeof error };
+}
+
+/** A prompt was decided before the app listened (the desk is wired when it starts listening). */
+export class PromptsNotWiredError extends KourierError {
+  constructor() {
+    super('prompts_not_wired', 'prompts are not wired');
+  }
+}

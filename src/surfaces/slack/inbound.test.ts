@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { CHANNEL_HINT, DM_HINT, route, type SlackBindings, type SlackEvent } from './inbound.js';
+import type { ChannelDirectory } from '../../core/registry.js';
+import { CHANNEL_HINT, DM_HINT, route, type SlackEvent } from './inbound.js';
 
 const BOT = 'U0BOT';
-const bindings: SlackBindings = {
-  forChannel: (channel) => (channel === 'C1' ? { ref: 'team/a' } : undefined),
-  forDirectMessages: () => ({ ref: 'team/dm' }),
+// Routes only what Slack asks of it: its own surface's channels and DMs.
+const bindings: ChannelDirectory = {
+  forChannel: (surface, channel) => (surface === 'slack' && channel === 'C1' ? { ref: 'team/a' } : undefined),
+  forDirectMessages: (surface) => (surface === 'slack' ? { ref: 'team/dm' } : undefined),
 };
-const noDms: SlackBindings = { ...bindings, forDirectMessages: () => undefined };
+const noDms: ChannelDirectory = { ...bindings, forDirectMessages: () => undefined };
 
 function event(e: Partial<SlackEvent>): SlackEvent {
   return {

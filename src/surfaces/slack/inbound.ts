@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { messageIdFor } from '../../core/compose.js';
-import type { Clock } from '../../core/ports.js';
-import type { Inbound, ReceiveResult } from '../../core/session/engine.js';
+import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
+import type { ChannelDirectory } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
 import type { People } from './people.js';
 import { mentions, slackToPlain } from './text.js';
@@ -50,12 +49,6 @@ const envelopeSchema = z.object({
 
 export type SlackEvent = z.infer<typeof eventSchema>;
 
-/** Which Binding owns a channel or takes DMs. `LiveRegistry` is one. */
-export interface SlackBindings {
-  forChannel(channelId: string, teamId?: string): { ref: string } | undefined;
-  forDirectMessages(teamId?: string): { ref: string } | undefined;
-}
-
 export type Route =
   | { kind: 'ignore'; reason: string }
   | { kind: 'hint'; channel: string; user: string; threadTs: string | undefined; text: string }
@@ -80,7 +73,7 @@ export const DM_HINT =
   'Direct messages are not connected to an agent. Mention me in a channel that is connected to one.';
 
 /** Decides what an event is. Pure: the tests walk every rule through it. */
-export function route(event: SlackEvent, team: string, botUserId: string, bindings: SlackBindings): Route {
+export function route(event: SlackEvent, team: string, botUserId: string, bindings: ChannelDirectory): Route {
   if (event.subtype !== undefined && !PERSON_SUBTYPES.has(event.subtype))
     return { kind: 'ignore', reason: `subtype ${event.subtype}` };
   if (event.bot_id !== undefined || event.user === undefined || event.user === botUserId)
@@ -96,7 +89,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
   const direct =
     event.channel_type === 'im' || (event.channel_type === undefined && event.channel.startsWith('D'));
   if (event.type === 'message' && direct) {
-    const binding = bindings.forDirectMessages(team);
+    const binding = bindings.forDirectMessages(SURFACE, team);
     if (binding === undefined)
       return {
         kind: 'hint',
@@ -117,7 +110,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
     };
   }
   if (event.type === 'app_mention') {
-    const binding = bindings.forChannel(event.channel, team);
+    const binding = bindings.forChannel(SURFACE, event.channel, team);
     if (binding === undefined)
       return {
         kind: 'hint',
@@ -143,7 +136,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
     if (event.thread_ts === undefined || event.thread_ts === event.ts)
       return { kind: 'ignore', reason: 'not in a thread' };
     if (event.channel_type === 'mpim') return { kind: 'ignore', reason: 'group DM' };
-    const binding = bindings.forChannel(event.channel, team);
+    const binding = bindings.forChannel(SURFACE, event.channel, team);
     if (binding === undefined) return { kind: 'ignore', reason: 'channel without a Binding' };
     return {
       kind: 'turn',
@@ -162,7 +155,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
 export interface InboundDeps {
   engine: { receive(input: Inbound): Promise<ReceiveResult> };
   store: Pick<SessionStore, 'claimInboundEvent' | 'getSession'>;
-  bindings: SlackBindings;
+  bindings: ChannelDirectory;
   people: People;
   api: SlackApi;
   clock: Clock;
@@ -170,11 +163,6 @@ export interface InboundDeps {
   botUserId: string;
   /** The team of the bot token, for events that do not name one. */
   teamId: string;
-  /**
-   * Told of every turn taken here: whom it answers (a native stream needs the recipient), and
-   * whether it is new (a turn the store already had may have an answer posted by another process).
-   */
-  onTurn(turnId: string, info: { recipient: string; fresh: boolean }): void;
 }
 
 export const NOT_TAKEN =
@@ -223,11 +211,7 @@ export class InboundRouter {
     try {
       if (turn.needsSession && (await store.getSession(sessionIdOf(turn.key))) === undefined) return;
       const actor = await people.actor(team, turn.user);
-      // The engine may open the turn's answer before `receive` returns: the surface learns
-      // whom it answers first (the id is the engine's own, fixed by the chat message, S-2).
-      const expected = messageIdFor(sessionIdOf(turn.key), turn.ts, 'message');
-      this.#deps.onTurn(expected, { recipient: turn.user, fresh: true });
-      const result = await engine.receive({
+      await engine.receive({
         kind: 'person',
         key: turn.key,
         binding: turn.binding,
@@ -237,8 +221,6 @@ export class InboundRouter {
         addressed: turn.addressed,
         inboundEvent: `${team}:${eventId}`,
       });
-      if (result.turnId !== expected || result.duplicate)
-        this.#deps.onTurn(result.turnId, { recipient: turn.user, fresh: !result.duplicate });
     } catch (error) {
       logger.error({ eventId, err: errorName(error) }, 'could not take a Slack message');
       if (turn.addressed)

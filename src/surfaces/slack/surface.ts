@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { KourierError } from '../../core/errors.js';
 import type {
+  AnswerFor,
   AnswerSink,
   ChatSurface,
   ChatTarget,
@@ -43,8 +44,6 @@ export class NotASlackThreadError extends KourierError {
   }
 }
 
-/** How many turns the surface remembers having taken (whom each answers). */
-const MAX_TURNS = 50_000;
 /** How many finished answers it remembers (their messages, should the engine open one again). */
 const MAX_FINISHED = 5_000;
 
@@ -56,7 +55,6 @@ export class SlackSurface implements ChatSurface {
   readonly #settings: AnswerSettings;
   readonly #streams = new StreamSupport();
   readonly #answers = new Map<string, SlackAnswer>();
-  readonly #turns = new Map<string, { recipient: string; fresh: boolean }>();
   readonly #prompts: PromptDesk | undefined;
 
   constructor(options: SlackSurfaceOptions) {
@@ -68,32 +66,19 @@ export class SlackSurface implements ChatSurface {
     this.activity = new ThreadActivity(options.api, options.clock, options.logger, options.activity);
   }
 
-  /**
-   * A turn taken from Slack by this process: its answer streams to `recipient`. `fresh`: the
-   * store did not have it before, so no answer of it can have been posted yet.
-   */
-  noteTurn(turnId: string, info: { recipient: string; fresh: boolean }): void {
-    this.#turns.delete(turnId);
-    this.#turns.set(turnId, { recipient: info.recipient, fresh: info.fresh });
-    while (this.#turns.size > MAX_TURNS) {
-      const oldest = this.#turns.keys().next();
-      if (oldest.done === true) break;
-      this.#turns.delete(oldest.value);
-    }
-  }
-
   openAnswer(
     target: ChatTarget,
     turnId: string,
     ref: string | null,
     onRef: (ref: string) => void,
+    answering: AnswerFor,
   ): AnswerSink {
     const live = this.#answers.get(turnId);
     if (live !== undefined && !live.done) return live.sink(onRef);
     const { team, channel, threadTs } = place(target);
-    const taken = this.#turns.get(turnId);
     const answer = new SlackAnswer(
-      { team, channel, threadTs, turnId, recipient: taken?.recipient },
+      // The actor is a Slack user here: a native stream outside a DM is addressed to them.
+      { team, channel, threadTs, turnId, recipient: answering.actorId },
       {
         api: this.#api,
         clock: this.#clock,
@@ -104,9 +89,9 @@ export class SlackSurface implements ChatSurface {
       // A finished answer opened again without a ref (its save may not have landed) goes on
       // in the messages it already has.
       ref ?? live?.ref ?? null,
-      // A turn this process did not take fresh may have had its answer posted by a process
-      // that died before the engine persisted the ref: look for it before posting another.
-      taken?.fresh !== true,
+      // A turn this process did not store may have had its answer posted by a process that
+      // died before the engine persisted the ref: look for it before posting another.
+      !answering.fresh,
     );
     this.#answers.delete(turnId);
     this.#answers.set(turnId, answer);

@@ -1,7 +1,10 @@
+// Slightly over our ~400-line rule: every Slack Web API call goes through this one client, its
+// schema of answers, the rate budget and the spans; splitting it would scatter one call path.
 import { SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { type BackoffPolicy, backoffDelay } from '../../core/backoff.js';
 import type { BudgetBook } from './budget.js';
 import {
   SlackAuthError,
@@ -370,6 +373,9 @@ export function mapError(method: string, error: unknown): Error {
   return new SlackUnavailableError(method, { cause: error });
 }
 
+/** A call Slack did not answer waits 500 ms · 2ⁿ before its n-th retry (1 s, 2 s, …), at most 30 s. */
+export const UNAVAILABLE_BACKOFF: BackoffPolicy = { baseMs: 500, maxMs: 30_000 };
+
 /**
  * Runs a call that has no later state to catch up with (a notice, a question, a reaction) a
  * few times: after a 429 the budget has been paused, so trying again simply waits its turn;
@@ -390,7 +396,8 @@ export async function retrying<T>(
         error instanceof SlackRateLimitedError ||
         (options.only === undefined && error instanceof SlackUnavailableError);
       if (!transient || attempt >= attempts) throw error;
-      if (error instanceof SlackUnavailableError) await clock.sleep(500 * 2 ** attempt);
+      if (error instanceof SlackUnavailableError)
+        await clock.sleep(backoffDelay(attempt, UNAVAILABLE_BACKOFF));
     }
   }
 }

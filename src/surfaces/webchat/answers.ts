@@ -1,47 +1,13 @@
-import type { Actor } from '../../core/compose.js';
-import type { AnswerResult } from '../../core/session/engine.js';
-import type { SessionKey } from '../../core/store.js';
+import type { ToolDecision } from '../../core/ports.js';
 import { WebChatRequestError } from './errors.js';
 import type { DecisionInput } from './schemas.js';
 import type { ApprovalView, DecisionView, QuestionView } from './view.js';
 
 /**
  * Structured answers (kagent's human-in-the-loop): the web chat checks a reply against the
- * prompt it showed, then hands it to the composition root, which builds the dialect's message
- * (the kagent-v1 builders) and gives it to the engine (`SessionEngine.answer`).
+ * prompt it showed, then hands it to the answerer the composition root gave it (core's
+ * AnswerStructured port), which builds the dialect's message and gives it to the engine.
  */
-
-export interface ToolDecision {
-  /** The approval id of the tool call, as shown (kagent's `tools[].id` or `nested.tools[].id`). */
-  id: string;
-  approved: boolean;
-  /** Why it was denied; only on a denial. */
-  reason?: string;
-}
-
-export type StructuredReply =
-  /** One decision per tool call shown, in the order shown. */
-  | { type: 'tool_approval'; decisions: ToolDecision[] }
-  /** One list of strings per ask_user question, positional. */
-  | { type: 'ask_user'; answers: string[][] };
-
-export interface StructuredAnswerRequest {
-  key: SessionKey;
-  binding: string;
-  questionKey: string;
-  /** The question's payload as the engine gave it (kagent's request), for the builder. */
-  payload: unknown;
-  reply: StructuredReply;
-  actor: Actor;
-  /** A short human summary of the reply (shown in the thread); the builder may reuse it. */
-  summary: string;
-}
-
-/**
- * Given by the composition root: builds the dialect's reply and calls `engine.answer`, returning
- * its result (accepted, duplicate or stale).
- */
-export type AnswerStructured = (request: StructuredAnswerRequest) => Promise<AnswerResult>;
 
 /** Checks decisions against the tool calls shown: each one exactly once, no others. */
 export function checkDecisions(approval: ApprovalView, input: readonly DecisionInput[]): ToolDecision[] {

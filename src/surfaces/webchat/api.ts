@@ -2,16 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Actor } from '../../core/compose.js';
+import type { AnswerStructured, StructuredReply } from '../../core/ports.js';
 import type { SessionEngine } from '../../core/session/engine.js';
 import { type SessionStore, sessionIdOf } from '../../core/store.js';
-import {
-  type AnswerStructured,
-  checkAnswers,
-  checkDecisions,
-  type StructuredReply,
-  summariseAnswers,
-  summariseDecisions,
-} from './answers.js';
+import { checkAnswers, checkDecisions, summariseAnswers, summariseDecisions } from './answers.js';
 import { WebChatRequestError } from './errors.js';
 import { type FollowOptions, followThread } from './follow.js';
 import { parseBody, readJson, sendJson } from './http.js';
@@ -201,7 +195,6 @@ export class WebChatApi {
       payload: session.question.payload,
       reply,
       actor: this.#deps.actor,
-      summary,
     });
     if (result.status === 'stale') {
       thread.setPromptStatus(prompt.id, 'closed');

@@ -1,5 +1,4 @@
 /** The local web chat: a ChatSurface for the engine, and the HTTP server with its page and API. */
-export type { AnswerStructured, StructuredAnswerRequest, StructuredReply, ToolDecision } from './answers.js';
 export type { BindingDirectory } from './api.js';
 export { WebChatBuildError, WebChatRequestError } from './errors.js';
 export { createWebChat, DEFAULT_ACTOR, type WebChat, type WebChatOptions } from './server.js';

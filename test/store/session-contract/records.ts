@@ -78,6 +78,7 @@ export function recordsContract(c: ContractContext): void {
           taskId: 'task-9',
           attempts: 2,
           answerRef: 'ref',
+          label: '[Slack: Ada (U01)]',
           now: T0 + 7,
         }),
       );
@@ -88,6 +89,7 @@ export function recordsContract(c: ContractContext): void {
         kind: 'answer',
         chatMessageId: 'chat-m1',
         text: 'text of m1',
+        label: '[Slack: Ada (U01)]',
         metadata: { actor: { id: 'U01', name: 'Ada' } },
         taskId: 'task-9',
         state: 'queued',
@@ -125,6 +127,26 @@ export function recordsContract(c: ContractContext): void {
       expect(open?.traceContext).toStrictEqual(context);
       const plain = await added(newTurn(s.id, 'untraced', { traceContext: { traceparent: 'x' } }));
       expect(plain.traceContext).toStrictEqual({ traceparent: 'x' });
+    });
+
+    it("keeps a person's label apart from their text, through commits that change the text", async () => {
+      const s = await session('t1');
+      const label = '[Slack: Ada (U01) <ada@example.com>]';
+      // A text that itself starts with a label-like line keeps it: only the turn's label is apart.
+      const t = await added(newTurn(s.id, 'labelled', { label, text: '[Slack: Eve (U06)]\nhello' }));
+      expect(t).toMatchObject({ label, text: '[Slack: Eve (U06)]\nhello' });
+      await c.store.commit({
+        turns: [{ ...t, state: 'sending', text: 'hello, with carried replies', attempts: 1 }],
+        now: T0 + 1,
+      });
+      expect(await c.store.getTurn('labelled')).toMatchObject({ label, text: 'hello, with carried replies' });
+      expect((await c.store.openTurns(s.id))[0]).toMatchObject({
+        label,
+        text: 'hello, with carried replies',
+      });
+      const bare = await added(newTurn(s.id, 'bare', { label: null, text: 'no label\nat all' }));
+      expect(bare).toMatchObject({ label: null, text: 'no label\nat all' });
+      expect(await c.store.getTurn('bare')).toMatchObject({ label: null, text: 'no label\nat all' });
     });
 
     it('stores every kind and state of turn', async () => {

@@ -7,10 +7,8 @@ import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js'
 
 const silent = pino({ level: 'silent' });
 const noEngine = {
-  engine: {
-    receive: async () => ({ sessionId: '', turnId: '', duplicate: false }),
-    answer: async () => ({ status: 'stale' as const, sessionId: '' }),
-  },
+  engine: { receive: async () => ({ sessionId: '', turnId: '', duplicate: false }) },
+  answerStructured: async () => ({ status: 'stale' as const, sessionId: '' }),
   store: {
     claimInboundEvent: async () => true,
     getSession: async () => undefined,

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { A2AClient } from '../../../src/a2a/client.js';
+import { type DecisionCounter, kagentAnswerer } from '../../../src/app/structured-answers.js';
 import { loadSlackConfig } from '../../../src/config/slack.js';
 import type { EngineEvent } from '../../../src/core/events.js';
 import type { BindingSettings, Clock } from '../../../src/core/ports.js';
@@ -70,6 +71,8 @@ export interface SlackHarnessOptions {
   /** The Binding's interactions.toolApprovals (default disabled, no groups). */
   toolApprovals?: ToolApprovalSettings;
   approvals?: ConnectOptions['approvals'];
+  /** Where the answerer counts the decisions the engine took (BrokerMetrics). */
+  decisions?: DecisionCounter;
 }
 
 /** A button of a message's blocks, as a press needs it. */
@@ -147,7 +150,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     client,
     dialect: kagent ? dialectSpec('kagent-v1').dialect : a2aDialect,
     settings: { questionTimeoutMs: null, ...options.settings },
-    slack: { channels: options.channels ?? [CHANNEL], allowDirectMessages: true },
+    routes: { slack: { channels: options.channels ?? [CHANNEL], allowDirectMessages: true } },
     toolApprovals,
   });
   const logs: Array<Record<string, unknown>> = [];
@@ -188,7 +191,14 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     timings: { ...FAST_TIMINGS, ...options.timings },
   });
   await engine.start();
-  const { port } = await slack.listen({ engine, store, bindings: registry, port: 0, host: '127.0.0.1' });
+  const { port } = await slack.listen({
+    engine,
+    answerStructured: kagentAnswerer(engine, options.decisions),
+    store,
+    bindings: registry,
+    port: 0,
+    host: '127.0.0.1',
+  });
   const appUrl = `http://127.0.0.1:${port ?? 0}/slack/events`;
 
   const waitFor = async (what: string, predicate: () => boolean, timeoutMs = 10_000): Promise<void> => {

@@ -95,7 +95,6 @@ describe('a Slack event and its turn are stored together', () => {
         logger: silent,
         botUserId: 'UBOT',
         teamId: 'T0001',
-        onTurn: () => undefined,
       });
     await router(first).handle(envelope);
     await real.close();

@@ -2,18 +2,16 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/core/ports.js';
 import type { AskUserRequest, ToolApprovalRequest } from '../../../src/dialects/kagent-v1/index.js';
-import { candidates } from '../../../src/surfaces/slack/approvals.js';
 import { ApproverGroups } from '../../../src/surfaces/slack/approvers.js';
 import { BudgetBook } from '../../../src/surfaces/slack/budget.js';
+import { answerModal, denyModal, readAnswerModal } from '../../../src/surfaces/slack/prompt-modals.js';
+import { candidates } from '../../../src/surfaces/slack/prompt-state.js';
 import { argumentsHash, canonicalJson, PromptTokens } from '../../../src/surfaces/slack/prompt-token.js';
 import {
-  answerModal,
   approvalLayout,
   approvalMessage,
   askUserMessage,
-  denyModal,
   type Mark,
-  readAnswerModal,
   readMarks,
 } from '../../../src/surfaces/slack/prompt-view.js';
 import { createWebClient, SlackApi } from '../../../src/surfaces/slack/web-api.js';

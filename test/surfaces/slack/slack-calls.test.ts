@@ -63,8 +63,10 @@ describe('the Slack surface against the fake Web API', () => {
         logger: silent,
         answers: { intervalMs: 200 },
       });
-      surface.noteTurn('turn-1', { recipient: 'U0ADA', fresh: true });
-      const sink = surface.openAnswer(target, 'turn-1', null, () => undefined);
+      const sink = surface.openAnswer(target, 'turn-1', null, () => undefined, {
+        actorId: 'U0ADA',
+        fresh: true,
+      });
       const buffer = new AnswerBuffer();
       const started = Date.now();
       // 3,000 one-character updates over about a second: one page, thousands of events.

@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { buildPageScript } from '../../../scripts/build-webchat.js';
 import { A2AClient } from '../../../src/a2a/client.js';
 import type { Part, TaskStatus } from '../../../src/core/agent/model.js';
-import type { Dialect, PauseReading } from '../../../src/core/ports.js';
+import type { Dialect, PauseReading, StructuredAnswerRequest } from '../../../src/core/ports.js';
 import { LiveRegistry } from '../../../src/core/registry.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import type { SessionStore } from '../../../src/core/store.js';
@@ -13,7 +13,6 @@ import { createLogger } from '../../../src/observability/logging.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import {
   createWebChat,
-  type StructuredAnswerRequest,
   type ThreadEvent,
   type ThreadView,
   type WebChat,
@@ -112,7 +111,8 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     client,
     dialect: hitlTestDialect,
     settings: { questionTimeoutMs: null },
-    slack: { channels: [], allowDirectMessages: false },
+    // The web chat routes by the Binding the person picks, not by channel.
+    routes: {},
     toolApprovals: { enabled: true, approverGroups: [] },
   });
   const engine = new SessionEngine({
@@ -142,7 +142,7 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
         binding: req.binding,
         questionKey: req.questionKey,
         actor: req.actor,
-        text: req.summary,
+        text: `a ${req.reply.type} reply`,
         metadata: { [HITL_METADATA_KEY]: req.reply },
       });
     },

@@ -1,4 +1,5 @@
 /// <reference lib="dom" />
+import { backoffDelay } from '../../../core/backoff.js';
 import type { ThreadEvent } from '../view.js';
 import type { Api } from './api.js';
 
@@ -17,7 +18,8 @@ export function follow(
   onState: (state: FollowState) => void,
 ): () => void {
   const controller = new AbortController();
-  let delay = 500;
+  // Reconnects wait 500 ms, doubling to 10 s, and start again from 500 ms once live.
+  let retries = 0;
   const loop = async (): Promise<void> => {
     while (!controller.signal.aborted) {
       try {
@@ -29,7 +31,7 @@ export function follow(
         if (res.status === 401 && !api.askForToken()) return;
         if (res.ok && res.body !== null) {
           onState('live');
-          delay = 500;
+          retries = 0;
           await readFrames(res.body, onEvent);
         }
       } catch {
@@ -37,8 +39,8 @@ export function follow(
       }
       if (controller.signal.aborted) return;
       onState('reconnecting');
+      const delay = backoffDelay(retries++, { baseMs: 500, maxMs: 10_000 });
       await new Promise((resolve) => setTimeout(resolve, delay));
-      delay = Math.min(delay * 2, 10_000);
     }
   };
   void loop();

@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { systemClock } from './ports.js';
+
+describe('systemClock.sleep', () => {
+  it('resolves after the time given', async () => {
+    const started = performance.now();
+    await systemClock.sleep(20);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(15);
+  });
+
+  it("rejects with the signal's own reason when it aborts, at once when it already has", async () => {
+    const reason = new RangeError('stopping');
+    const controller = new AbortController();
+    const waiting = systemClock.sleep(60_000, controller.signal);
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    await expect(systemClock.sleep(60_000, AbortSignal.abort(reason))).rejects.toBe(reason);
+  });
+});

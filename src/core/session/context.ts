@@ -1,0 +1,242 @@
+import { actorIdOf } from '../compose.js';
+import type { EngineEvent } from '../events.js';
+import type {
+  AgentCallOptions,
+  AgentRoute,
+  ChatSurface,
+  ChatTarget,
+  Clock,
+  EventSink,
+  Notice,
+  TurnTracer,
+} from '../ports.js';
+import type { SessionRecord, SessionStore, TurnRecord } from '../store.js';
+import type { TraceContext } from '../trace.js';
+import type { EngineTimings } from './timings.js';
+import { TurnRun } from './turn-run.js';
+
+/**
+ * What every part of a session's driver shares (sending.ts, following.ts, settling.ts,
+ * paused.ts): the engine's dependencies, the session it drives, the signal that stops it, the
+ * session as last written, and the plumbing each part uses — commits, notices, events, runs,
+ * sleeps. The parts are functions over this context; none keeps state of its own.
+ */
+
+export interface DriverDeps {
+  store: SessionStore;
+  surface: ChatSurface;
+  clock: Clock;
+  events: EventSink;
+  timings: EngineTimings;
+  owner: string;
+  /** Whether writes are fenced by the session lease (a store shared by several replicas). */
+  fenced: boolean;
+  /** Resolves the session's Binding to its live client; undefined when it is gone. */
+  resolve(binding: string): AgentRoute | undefined;
+  /** Arms a wake-up of this session at `at` (a question's deadline). */
+  wakeAt(sessionId: string, at: number): void;
+  /** The spans of turns; undefined: not traced (no context is passed to the agent). */
+  tracer?: TurnTracer | undefined;
+  /** Turns whose first answer text was counted already (shared by the engine's drivers). */
+  firstText: Set<string>;
+  /** Turns this process stored (AnswerFor.fresh), kept by the engine. */
+  storedHere: ReadonlySet<string>;
+  /**
+   * Answer refs the store could not record yet (it was down), by turn, kept by the engine
+   * across drivers so the next driver of the turn updates the same message, not a new one.
+   */
+  unsavedRefs: Map<string, string>;
+}
+
+/** Thrown inside a driver when its work must stop (lease lost, engine stopping). */
+export class Stop extends Error {}
+
+export type StepResult = 'again' | 'idle';
+
+/** The paused task an answer goes to (Q-2). */
+export interface AnswerTarget {
+  taskId: string;
+  contextId: string;
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** An engine event as a part of the driver emits it: the session, Binding and time are added. */
+export type DriverEvent = DistributiveOmit<EngineEvent, 'sessionId' | 'binding' | 'at'>;
+
+export class DriverContext {
+  readonly deps: DriverDeps;
+  readonly sessionId: string;
+  readonly signal: AbortSignal;
+  /** The session as this driver last read or wrote it. */
+  current: SessionRecord | undefined;
+  /** The answer turn an auth-required task was last re-read for (T-6), so it is read once. */
+  authCheckedFor: string | null = null;
+  /** Failed ListTasks lookups per turn, so their backoff grows (M-5). */
+  readonly lookups = new Map<string, number>();
+  /** Writes started on their own (answer refs), awaited by drained(). */
+  readonly #background = new Set<Promise<void>>();
+
+  constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal) {
+    this.deps = deps;
+    this.sessionId = sessionId;
+    this.signal = signal;
+  }
+
+  /** Resolves once the writes this driver started on their own have finished. */
+  async drained(): Promise<void> {
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
+  }
+
+  runFor(session: SessionRecord, turn: TurnRecord | null): TurnRun {
+    const run = new TurnRun(
+      turn?.taskId ?? session.task?.taskId ?? null,
+      session.contextId,
+      this.deps.clock.now(),
+    );
+    if (session.task !== null) run.lastActivityAt = session.task.lastActivityAt;
+    if (turn !== null) {
+      run.turnId = turn.id;
+      run.receivedAt = turn.createdAt;
+      run.trace = this.traceOf(session, turn);
+    }
+    if (turn !== null && turn.kind !== 'context') {
+      const unsaved = this.deps.unsavedRefs.get(turn.id);
+      if (turn.answerRef === null && unsaved !== undefined) this.#saveInBackground(turn.id, unsaved);
+      run.sink = this.deps.surface.openAnswer(
+        this.target(session),
+        turn.id,
+        turn.answerRef ?? unsaved ?? null,
+        (ref) => this.#saveInBackground(turn.id, ref),
+        { actorId: actorIdOf(turn.metadata), fresh: this.deps.storedHere.has(turn.id) },
+      );
+    }
+    return run;
+  }
+
+  /** Saves an answer ref on its own; drained() awaits it. */
+  #saveInBackground(turnId: string, ref: string): void {
+    const write = this.#saveAnswerRef(turnId, ref).finally(() => this.#background.delete(write));
+    this.#background.add(write);
+  }
+
+  async #saveAnswerRef(turnId: string, ref: string): Promise<void> {
+    // Written on its own, so it never races the driver's writes of the session or the turn.
+    // A store that is down keeps it unsaved, for this turn's next driver and a later save.
+    try {
+      await this.deps.store.setAnswerRef(turnId, ref, this.deps.clock.now());
+      this.deps.unsavedRefs.delete(turnId);
+    } catch {
+      this.deps.unsavedRefs.set(turnId, ref);
+    }
+  }
+
+  async commit(session: SessionRecord, turns: TurnRecord[]): Promise<SessionRecord> {
+    const written = await this.deps.store.commit({
+      session,
+      turns,
+      now: this.deps.clock.now(),
+      ...(this.deps.fenced ? { fence: { owner: this.deps.owner } } : {}),
+    });
+    this.current = written ?? undefined;
+    return written ?? session;
+  }
+
+  /**
+   * The session as last written. While this driver holds the lease it is the only writer of the
+   * session row (writes are fenced), so what it wrote last is what the store holds; each step
+   * still starts from a fresh read.
+   */
+  async reload(sessionId: string): Promise<SessionRecord> {
+    if (this.current !== undefined && this.current.id === sessionId) return this.current;
+    const session = await this.deps.store.getSession(sessionId);
+    if (session === undefined) throw new Stop('session vanished');
+    this.current = session;
+    return session;
+  }
+
+  async notice(session: SessionRecord, message: Notice): Promise<void> {
+    this.emit(session, { type: 'notice.posted', kind: message.kind });
+    await this.deps.surface.postNotice(this.target(session), message).catch(() => undefined);
+  }
+
+  target(session: SessionRecord): ChatTarget {
+    return { sessionId: session.id, key: session.key };
+  }
+
+  emit(session: SessionRecord, event: DriverEvent): void {
+    if (event.type === 'turn.settled') {
+      this.deps.tracer?.end(event.turnId, event.outcome);
+      this.deps.firstText.delete(event.turnId);
+    }
+    this.deps.events.emit({
+      ...event,
+      sessionId: session.id,
+      binding: session.binding,
+      at: this.deps.clock.now(),
+    } as EngineEvent);
+  }
+
+  /** The context a turn's agent calls go under (none when the engine is not traced). */
+  traceOf(session: SessionRecord, turn: TurnRecord): TraceContext | undefined {
+    const tracer = this.deps.tracer;
+    if (tracer === undefined) return undefined;
+    const context = tracer.contextOf({
+      turnId: turn.id,
+      sessionId: session.id,
+      binding: session.binding,
+      kind: turn.kind,
+      stored: turn.traceContext,
+    });
+    return context ?? undefined;
+  }
+
+  /**
+   * The first answer text of a turn: counted once per turn. The flag is checked first, so
+   * after the first text this costs nothing per event.
+   */
+  noteText(session: SessionRecord, run: TurnRun): void {
+    if (run.textSeen || run.turnId === null) return;
+    if (run.answer.length === 0) return;
+    run.textSeen = true;
+    const seen = this.deps.firstText;
+    if (seen.has(run.turnId)) return;
+    // Bounded: entries leave when their turn settles; a replica that loses many sessions to
+    // another one forgets them all rather than grow.
+    if (seen.size >= 10_000) seen.clear();
+    seen.add(run.turnId);
+    this.emit(session, {
+      type: 'answer.started',
+      turnId: run.turnId,
+      latencyMs: this.deps.clock.now() - run.receivedAt,
+    });
+  }
+
+  /** The open turn whose task this is, if any. */
+  async turnOfTask(session: SessionRecord, taskId: string): Promise<TurnRecord | null> {
+    const open = await this.deps.store.openTurns(session.id);
+    return open.find((t) => t.taskId === taskId) ?? null;
+  }
+
+  /** How long ago a turn was first sent (the 15-minute windows, R-1, E-6); 0 before. */
+  sinceFirstSent(turn: TurnRecord): number {
+    const now = this.deps.clock.now();
+    return now - (turn.firstSentAt ?? now);
+  }
+
+  async sleep(ms: number): Promise<void> {
+    try {
+      await this.deps.clock.sleep(ms, this.signal);
+    } catch {
+      throw new Stop('stopped while waiting');
+    }
+  }
+
+  checkStop(): void {
+    if (this.signal.aborted) throw new Stop('stopped');
+  }
+}
+
+export function callOptions(signal: AbortSignal, trace: TraceContext | undefined): AgentCallOptions {
+  return trace === undefined ? { signal } : { signal, trace };
+}

@@ -1,0 +1,321 @@
+import {
+  eventIds,
+  isSettled,
+  namesTaskAndContext,
+  type StreamEvent,
+  type Task,
+  type TaskStatus,
+} from '../agent/model.js';
+import type { AgentRoute } from '../ports.js';
+import type { SessionRecord, TurnRecord } from '../store.js';
+import { callOptions, type DriverContext } from './context.js';
+import { afterReadFailure, afterSubscribeFailure } from './failure-policy.js';
+import { notice } from './notices.js';
+import { cancelTask, sessionGone, settle, taskRefused, taskUnreachable } from './settling.js';
+import { backoff } from './timings.js';
+import type { TurnRun } from './turn-run.js';
+
+/**
+ * Following a task the agent named: reading a send's or a subscription's stream into the turn's
+ * run, recording the task the moment it is named (R-7), and after a stream, following the task
+ * to its end with GetTask and SubscribeToTask, or by polling (M-2, M-3, R-5, R-6).
+ */
+
+/** Reads a send or subscribe stream into the run. Errors propagate to the caller. */
+export async function consumeStream(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  turn: TurnRecord | null,
+  run: TurnRun,
+  open: (signal: AbortSignal) => AsyncGenerator<StreamEvent>,
+  started: number,
+): Promise<void> {
+  const { clock, timings } = ctx.deps;
+  run.resetStream();
+  // Our own cut, apart from the engine's stop: after a settled status the stream is not
+  // waited for longer than the settle delay.
+  const cut = new AbortController();
+  let graceTimer: NodeJS.Timeout | undefined;
+  const stream = open(AbortSignal.any([ctx.signal, cut.signal]));
+  try {
+    for await (const event of stream) {
+      run.eventsSeen++;
+      const now = clock.now();
+      if (turn !== null) ctx.emit(session, { type: 'agent.event', turnId: turn.id, kind: event.kind });
+      if (!namesTaskAndContext(event)) {
+        run.sawUnnamedEvents = true;
+        continue;
+      }
+      const ids = eventIds(event);
+      if (run.taskId === null && turn !== null) {
+        await acceptTask(ctx, session, turn, run, ids.taskId, ids.contextId, started);
+      } else if (ids.taskId !== run.taskId) {
+        continue; // Another task's event has nothing to say about this turn.
+      }
+      run.lastActivityAt = now;
+      for (const step of route.dialect.toolSteps(event)) {
+        if (turn !== null)
+          await ctx.deps.surface.showToolStep(ctx.target(session), turn.id, step).catch(() => undefined);
+      }
+      if (event.kind === 'artifact-update') {
+        if (run.answer.apply(event)) {
+          run.sink?.update(run.answer);
+          ctx.noteText(session, run);
+        }
+      } else if (event.kind === 'task') {
+        run.takeTask(event.task, now);
+        ctx.noteText(session, run);
+        // The snapshot that opens the stream of an answer still shows the question it
+        // answers (the JS SDK sends it): that is the past, not a new pause.
+        const stale = run.eventsSeen === 1 && answeredQuestion(session, route, turn, event.task.status);
+        if (isSettled(event.task.status.state) && !stale) {
+          run.settledTask = event.task;
+          return;
+        }
+      } else if (event.kind === 'status-update') {
+        run.state = event.status.state;
+        run.status = event.status;
+        if (isSettled(event.status.state)) {
+          run.settledStatus = event.status;
+          // Some agents send the full Task next, most close the stream; an agent that does
+          // neither is not waited for longer than the settle delay (R-5).
+          if (graceTimer === undefined) {
+            graceTimer = setTimeout(
+              () => cut.abort(new Error('settled; not waiting for the stream to close')),
+              timings.settleDelayMs,
+            );
+          }
+        }
+      }
+    }
+  } catch (error) {
+    // A stream we cut after it said the task settled ended as it should.
+    if (cut.signal.aborted && !ctx.signal.aborted) return;
+    throw error;
+  } finally {
+    clearTimeout(graceTimer);
+  }
+}
+
+/** The agent named the task: record it before anything else happens (R-7). */
+export async function acceptTask(
+  ctx: DriverContext,
+  session: SessionRecord,
+  turn: TurnRecord,
+  run: TurnRun,
+  taskId: string,
+  contextId: string,
+  started: number,
+): Promise<void> {
+  const { clock } = ctx.deps;
+  const fresh = await ctx.reload(session.id);
+  if (fresh.contextId !== null && fresh.contextId !== contextId && contextId !== '') {
+    // R-3: a different context: the thread is told, and the new context is kept.
+    ctx.emit(session, { type: 'context.changed' });
+    await ctx.notice(session, notice('context-changed', turn.id));
+  }
+  run.taskId = taskId;
+  run.contextId = contextId;
+  const now = clock.now();
+  await ctx.commit(
+    {
+      ...fresh,
+      contextId: contextId === '' ? fresh.contextId : contextId,
+      task: {
+        taskId,
+        turnId: turn.id,
+        state: run.state ?? 'submitted',
+        lastActivityAt: now,
+        streamLostAt: null,
+      },
+    },
+    [{ ...turn, state: 'accepted', taskId }],
+  );
+  ctx.emit(session, {
+    type: 'turn.accepted',
+    turnId: turn.id,
+    taskId,
+    contextId,
+    latencyMs: now - started,
+  });
+}
+
+/** After a stream: settle from what it said, or read the task and follow it. */
+export async function afterStream(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  turn: TurnRecord,
+  run: TurnRun,
+  failed: boolean,
+): Promise<void> {
+  if (run.settledTask !== null) {
+    await settle(ctx, session, route, turn, run, run.settledTask.status);
+    return;
+  }
+  if (run.settledStatus !== null && !failed) {
+    // The SDKs close a finished stream right after the terminal status: read the task at
+    // once rather than waiting a second, and fall back to following it if it is not settled.
+    const task = await readTask(ctx, session, route, run, run.taskId ?? '');
+    if (task === 'gone') return;
+    if (isSettled(task.status.state)) {
+      await settle(ctx, session, route, turn, run, task.status);
+      return;
+    }
+  } else if (!failed) {
+    await ctx.sleep(ctx.deps.timings.settleDelayMs);
+  }
+  await followTask(
+    ctx,
+    await ctx.reload(session.id),
+    route,
+    turn,
+    run,
+    failed ? 'stream lost' : 'stream ended unsettled',
+  );
+}
+
+/**
+ * M-2, M-3, R-5, R-6: read the task with GetTask; while it runs, subscribe to it; without
+ * SubscribeToTask, poll with a backoff up to a minute. A task with no sign of life for an
+ * hour after its stream was lost is cancelled (M-4).
+ */
+export async function followTask(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  turn: TurnRecord | null,
+  run: TurnRun,
+  reason: string,
+): Promise<void> {
+  const { clock, timings } = ctx.deps;
+  const taskId = run.taskId ?? session.task?.taskId ?? null;
+  if (taskId === null) return;
+  run.taskId = taskId;
+  ctx.emit(session, { type: 'task.followed', taskId, reason });
+  let canSubscribe = true;
+  for (let attempt = 0; ; attempt++) {
+    ctx.checkStop();
+    if (!canSubscribe) ctx.emit(session, { type: 'task.polled', taskId });
+    const task = await readTask(ctx, session, route, run, taskId);
+    if (task === 'gone') return;
+    // After an answer, a task that still shows the question answered has not read it yet.
+    const stale = answeredQuestion(session, route, turn, task.status);
+    if ((isSettled(task.status.state) && !stale) || task.status.state === 'unknown') {
+      await settle(ctx, await ctx.reload(session.id), route, turn, run, task.status);
+      return;
+    }
+    if (clock.now() - run.lastActivityAt >= timings.noSignOfLifeMs) {
+      await cancelTask(ctx, session, route, taskId, 'no-sign-of-life', run.trace);
+      const after = await readTask(ctx, session, route, run, taskId);
+      if (after === 'gone') return;
+      await settle(
+        ctx,
+        await ctx.reload(session.id),
+        route,
+        turn,
+        run,
+        isSettled(after.status.state) ? after.status : { state: 'canceled' },
+      );
+      return;
+    }
+    if (canSubscribe) {
+      try {
+        ctx.emit(session, { type: 'task.resubscribed', taskId });
+        await consumeStream(
+          ctx,
+          session,
+          route,
+          turn,
+          run,
+          (signal) => route.client.subscribeToTask(taskId, callOptions(signal, run.trace)),
+          clock.now(),
+        );
+        if (run.settledTask !== null) {
+          await settle(ctx, await ctx.reload(session.id), route, turn, run, run.settledTask.status);
+          return;
+        }
+        if (run.settledStatus !== null) continue; // read it back at once
+      } catch (error) {
+        ctx.checkStop();
+        const verdict = afterSubscribeFailure(error);
+        if (verdict.kind === 'gone') {
+          await sessionGone(ctx, session, turn, taskId);
+          return;
+        }
+        if (verdict.kind === 'refused') {
+          await taskRefused(ctx, session, taskId, verdict);
+          return;
+        }
+        // M-3: without SubscribeToTask, live text stops and the task is polled.
+        if (verdict.kind === 'poll') canSubscribe = false;
+        else
+          ctx.emit(session, {
+            type: 'stream.lost',
+            turnId: turn?.id ?? null,
+            taskId,
+            code: verdict.code,
+          });
+      }
+    }
+    await ctx.sleep(canSubscribe ? timings.settleDelayMs : backoff(timings, attempt));
+  }
+}
+
+/** Whether a status is the question an answer turn answered (Q-1: the last question's key). */
+export function answeredQuestion(
+  session: SessionRecord,
+  route: AgentRoute,
+  turn: TurnRecord | null,
+  status: TaskStatus,
+): boolean {
+  if (turn?.kind !== 'answer' || status.state !== 'input-required' || session.lastQuestionKey === null)
+    return false;
+  const reading = route.dialect.readPause(status, null);
+  return reading.kind === 'question' && reading.question.key === session.lastQuestionKey;
+}
+
+/** GetTask with retries; 'gone' when the agent no longer knows the task (E-5). */
+export async function readTask(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  run: TurnRun,
+  taskId: string,
+): Promise<Task | 'gone'> {
+  const { clock, timings } = ctx.deps;
+  for (let attempt = 0; ; attempt++) {
+    ctx.checkStop();
+    try {
+      const task = await route.client.getTask(taskId, callOptions(ctx.signal, run.trace));
+      run.takeTask(task, clock.now());
+      ctx.noteText(session, run);
+      return task;
+    } catch (error) {
+      ctx.checkStop();
+      const verdict = afterReadFailure(
+        error,
+        { attempt, sinceActivityMs: clock.now() - run.lastActivityAt },
+        timings,
+      );
+      if (verdict.kind === 'gone') {
+        const turn = run.taskId === null ? null : await ctx.turnOfTask(session, taskId);
+        await sessionGone(ctx, await ctx.reload(session.id), turn, taskId);
+        return 'gone';
+      }
+      if (verdict.kind === 'refused') {
+        // E-1, E-2: at any call, the turn fails without a retry.
+        await taskRefused(ctx, session, taskId, verdict);
+        return 'gone';
+      }
+      if (verdict.kind === 'unreachable') {
+        // Every read failing for as long as a task may go quiet: the agent is not coming back
+        // for this task. The turn fails rather than waiting for ever (M-4's hour).
+        await taskUnreachable(ctx, session, taskId, verdict.code);
+        return 'gone';
+      }
+      await ctx.sleep(verdict.waitMs);
+    }
+  }
+}
