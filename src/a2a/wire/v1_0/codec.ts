@@ -1,7 +1,5 @@
 import { MalformedResponseError } from '../../../core/agent/errors.js';
 import type {
-  Artifact,
-  Message,
   OutgoingMessage,
   Part,
   Role,
@@ -9,9 +7,9 @@ import type {
   Task,
   TaskPage,
   TaskState,
-  TaskStatus,
 } from '../../../core/agent/model.js';
 import type { ListQuery, WireCodec } from '../codec.js';
+import { modelReaders } from '../to-model.js';
 import { malformed } from '../zod-error.js';
 import * as s from './schemas.js';
 
@@ -56,43 +54,18 @@ function toPart(p: s.WirePart): Part {
   return file;
 }
 
-function toMessage(m: s.WireMessage): Message {
-  const out: Message = { messageId: m.messageId, role: toRole(m.role), parts: m.parts.map(toPart) };
-  if (m.contextId !== undefined) out.contextId = m.contextId;
-  if (m.taskId !== undefined) out.taskId = m.taskId;
-  if (m.referenceTaskIds !== undefined) out.referenceTaskIds = m.referenceTaskIds;
-  if (m.extensions !== undefined) out.extensions = m.extensions;
-  if (m.metadata !== undefined) out.metadata = m.metadata;
-  return out;
-}
-
-function toStatus(st: s.WireTaskStatus): TaskStatus {
-  const out: TaskStatus = { state: toState(st.state) };
-  if (st.message !== undefined) out.message = toMessage(st.message);
-  if (st.timestamp !== undefined) out.timestamp = st.timestamp;
-  return out;
-}
-
-function toArtifact(a: s.WireArtifact): Artifact {
-  const out: Artifact = { artifactId: a.artifactId, parts: a.parts.map(toPart) };
-  if (a.name !== undefined) out.name = a.name;
-  if (a.description !== undefined) out.description = a.description;
-  if (a.metadata !== undefined) out.metadata = a.metadata;
-  if (a.extensions !== undefined) out.extensions = a.extensions;
-  return out;
-}
-
-function toTask(t: s.WireTask): Task {
-  const out: Task = {
-    id: t.id,
-    contextId: t.contextId,
-    status: toStatus(t.status),
-    artifacts: t.artifacts.map(toArtifact),
-    history: t.history.map(toMessage),
-  };
-  if (t.metadata !== undefined) out.metadata = t.metadata;
-  return out;
-}
+const read = modelReaders<
+  s.WirePart,
+  s.WireTaskStatus['state'],
+  s.WireMessage,
+  s.WireTaskStatus,
+  s.WireArtifact,
+  s.WireTask
+>({ part: toPart, state: toState, role: toRole });
+const toMessage = read.message;
+const toStatus = read.status;
+const toArtifact = read.artifact;
+const toTask = read.task;
 
 function withTenant(params: Record<string, unknown>, tenant: string | undefined): Record<string, unknown> {
   if (tenant !== undefined && tenant !== '') params.tenant = tenant;
