@@ -72,6 +72,8 @@ export class WebChatSurface implements ChatSurface {
   async postNotice(target: ChatTarget, notice: Notice): Promise<void> {
     const thread = this.threads.forKey(target.key);
     if (notice.kind === 'question-timeout') this.#closePrompts(thread, 'expired');
+    // A stopped task takes no answer to what it asked.
+    if (notice.kind === 'task-canceled') this.#closePrompts(thread, 'closed');
     thread.add({
       author: 'broker',
       kind: 'notice',
