@@ -97,6 +97,7 @@ export class DemoExecutor implements AgentExecutor {
   cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
     this.#running.get(taskId)?.abort();
     this.#asked.delete(taskId);
+    this.memory.state(taskId, TaskState.TASK_STATE_CANCELED);
     bus.publish(
       AgentEvent.statusUpdate({
         taskId,
