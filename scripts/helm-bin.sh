@@ -72,11 +72,10 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "helm-bin: building helm $helm_version into $dir (cold, with downloads: ~4-5 min on 2 cores)" >&2
 start=$(date +%s)
-# Go's "go: downloading" lines (one per module, cold) are dropped; its errors kept (pipefail).
 (
   cd "$mod"
-  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm 2>&1
-) | { grep -v '^go: downloading ' || true; } >&2
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm
+) >&2
 helm_says=$("$tmp/helm" version --short)
 if [ "${helm_says%%+*}" != "$helm_version" ]; then
   echo "helm-bin: the built helm says \"$helm_says\", not $helm_version" >&2

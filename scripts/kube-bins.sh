@@ -75,13 +75,11 @@ start=$(date +%s)
 # shared dependencies, grpc/protobuf/otel/the etcd client, are compiled once either way, via
 # GOCACHE). `-o dir/` names each binary after its package path: kube-apiserver, and `server`
 # for go.etcd.io/etcd/server/v3.
-# Go names every module it downloads (hundreds of lines on a cold cache): those lines are
-# dropped, its errors kept (pipefail keeps go's exit status).
 (
   cd "$mod"
   CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 2>&1
-) | { grep -v '^go: downloading ' || true; } >&2
+    k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3
+) >&2
 mv "$tmp/server" "$tmp/etcd"
 # Both must run; print the first line of each (no `| head`: with pipefail its SIGPIPE fails us).
 apiserver_says=$("$tmp/kube-apiserver" --version)
