@@ -11,7 +11,11 @@ want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/kagent-adk" ]; then
   exit 0
 fi
+# The first run takes minutes and pip is quiet: say what is happening, and how long it took.
+started=$(date +%s)
+echo "kagent runtime: creating $venv with kagent's ADK runtime (first run only; about 2-3 minutes)..." >&2
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install --disable-pip-version-check --quiet -r "$req"
 echo "$want" > "$stamp"
+echo "kagent runtime: $venv ready in $(( $(date +%s) - started )) s" >&2

@@ -11,6 +11,7 @@ want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
   exit 0
 fi
+echo "python peers: creating $venv with the pinned a2a-sdk (first run only; about 30 s)..." >&2
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install --disable-pip-version-check --quiet -r "$req"

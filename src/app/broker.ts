@@ -60,6 +60,11 @@ export interface ComposeOptions {
   owner?: string | undefined;
   /** While true, trigger deliveries are answered 503 (the controller while it drains). */
   draining?: () => boolean;
+  /**
+   * Runs at stop after the engine stopped, just before the store closes (local mode: the web
+   * chat writes the last of what its threads show).
+   */
+  beforeStoreCloses?: () => Promise<void>;
 }
 
 /** What compose() built: the engine and what feeds it, for the mode to wire its ports to. */
@@ -119,6 +124,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       const obs = observability;
       const store = obs.store(o.store);
       stops.push(() => store.close());
+      if (o.beforeStoreCloses !== undefined) stops.push(o.beforeStoreCloses);
       const triggerStore = obs.triggerStore(triggerStoreOf(o.store));
       const slack = slackRequested(options.env)
         ? await SlackConnection.connect({

@@ -5,7 +5,7 @@ import { TriggerDirectory } from '../core/triggers.js';
 import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
 import { startLocalManifests } from '../local/index.js';
 import { opsRoutes } from '../observability/index.js';
-import { openStore } from '../store/open.js';
+import { openStore, transcriptStoreOf } from '../store/open.js';
 import { createWebChat, WebChatSurface, WebChatTriggerThreads } from '../surfaces/webchat/index.js';
 import { localBanner } from './banner.js';
 import { type Env, openBroker } from './broker.js';
@@ -15,7 +15,8 @@ import { kagentAnswerer } from './structured-answers.js';
  * `agentkourier local` (what `npm start` runs): the broker on one laptop. The start-up both modes
  * share is ./broker.ts; this file adds local mode's part: Bindings from a YAML file (the CRD
  * shapes, reloaded on edit), the demo agent unless told not to, and the web chat on loopback,
- * which serves /metrics, /healthz and /readyz too. State lives in SQLite under ./.agentkourier/,
+ * which serves /metrics, /healthz and /readyz too. State lives in SQLite under ./.agentkourier/
+ * (the web chat's threads too: they come back after a restart),
  * and Slack joins in when its settings are in the environment. Trigger webhooks are served on the
  * web chat's port (POST /triggers/<namespace>/<binding>/<name>, with their own bearer tokens, not
  * the web chat's); their threads appear in the web chat under their Binding, or in Slack when the
@@ -74,9 +75,21 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     });
     broker.defer(() => manifests.close());
 
-    const web = new WebChatSurface();
+    const store = await openStore(config.store, { logger });
+    // The threads the web chat showed before a restart come back before the engine resumes
+    // their sessions, so what it shows next lands in them.
+    const web = new WebChatSurface({ transcripts: transcriptStoreOf(store), logger });
+    let restored: number;
+    try {
+      restored = await web.restore();
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    if (restored > 0) logger.info({ threads: restored }, 'web chat threads restored');
     const core = await broker.compose({
-      store: await openStore(config.store, { logger }),
+      store,
+      beforeStoreCloses: () => web.close(),
       registry,
       triggerDirectory,
       surfaces: { webchat: web },

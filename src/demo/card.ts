@@ -32,7 +32,7 @@ export function demoCard(endpoint: string): AgentCard {
       {
         id: 'demo',
         name: 'Demo',
-        description: 'Say anything; or "ask", "approve", "fail".',
+        description: 'Say anything; or "ask", "approve", "fail", "long".',
         tags: ['demo'],
         examples: ['hello', 'ask me something', 'approve a deploy', 'fail please'],
         inputModes: [],

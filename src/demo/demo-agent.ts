@@ -5,6 +5,7 @@ import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/serve
 import express from 'express';
 import { demoCard } from './card.js';
 import { DemoExecutor } from './executor.js';
+import { refuseFinishedSubscribe } from './finished-subscribe.js';
 import { answerRepeat } from './memory.js';
 
 /**
@@ -53,6 +54,7 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
       if (!answered) next();
     }, next);
   });
+  app.use(DEMO_AGENT_PATH, refuseFinishedSubscribe(executor.memory));
   app.use(
     DEMO_AGENT_PATH,
     jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),

@@ -9,7 +9,16 @@ import {
 import { type Decision, decisionsOf } from './decisions.js';
 import { TaskMemory } from './memory.js';
 import { agentMessage, data, firstText, text } from './parts.js';
-import { APPROVAL_TOOLS, answerChunks, type DemoTool, HITL_URI, QUESTION, scenarioFor } from './scenarios.js';
+import {
+  APPROVAL_TOOLS,
+  answerChunks,
+  type DemoTool,
+  HITL_URI,
+  longAnswerChunks,
+  personWords,
+  QUESTION,
+  scenarioFor,
+} from './scenarios.js';
 
 /**
  * What the demo agent does with a turn (the texts and tools are ./scenarios.ts): answer in
@@ -88,6 +97,7 @@ export class DemoExecutor implements AgentExecutor {
   cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
     this.#running.get(taskId)?.abort();
     this.#asked.delete(taskId);
+    this.memory.state(taskId, TaskState.TASK_STATE_CANCELED);
     bus.publish(
       AgentEvent.statusUpdate({
         taskId,
@@ -151,14 +161,19 @@ export class DemoExecutor implements AgentExecutor {
         this.#status(task, bus, TaskState.TASK_STATE_INPUT_REQUIRED, message);
         return;
       }
+      case 'long':
+        await this.#stream(task, bus, signal, longAnswerChunks());
+        // A cancel stopped the stream: the cancel's own status is the task's last word.
+        if (!signal.aborted) this.#status(task, bus, TaskState.TASK_STATE_COMPLETED);
+        return;
       default:
         this.#toolStep(task, bus, {
           id: 'call-search',
           callId: 'call-search',
           name: 'search_docs',
-          args: { query: words.slice(0, 60) },
+          args: { query: personWords(words).slice(0, 60) },
         });
-        await this.#stream(task, bus, signal, answerChunks(words.split('\n').at(-1) ?? words));
+        await this.#stream(task, bus, signal, answerChunks(personWords(words)));
         this.#status(task, bus, TaskState.TASK_STATE_COMPLETED);
     }
   }

@@ -47,6 +47,11 @@ export class TaskMemory {
     if (remembered !== undefined) remembered.state = state;
   }
 
+  /** The task's last state, if the demo ran it. */
+  stateOf(taskId: string): TaskState | undefined {
+    return this.#tasks.get(taskId)?.state;
+  }
+
   chunk(taskId: string, artifactId: string, text: string): void {
     const artifacts = this.#tasks.get(taskId)?.artifacts;
     artifacts?.set(artifactId, (artifacts.get(artifactId) ?? '') + text);

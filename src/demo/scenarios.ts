@@ -5,18 +5,27 @@
 
 export const HITL_URI = 'https://kagent.dev/extensions/hitl/v1';
 
-export type Scenario = 'answer' | 'question' | 'approval' | 'failure';
+export type Scenario = 'answer' | 'long' | 'question' | 'approval' | 'failure';
 
-/** Picks the scenario from the person's words (the label line the broker adds is skipped). */
-export function scenarioFor(text: string): Scenario {
-  const words = text
+/**
+ * What the person wrote: the text without the label line the broker sends in front of it
+ * (`[Web chat: Local user (webchat-local)]`), which is the broker's, not the person's words.
+ */
+export function personWords(text: string): string {
+  return text
     .split('\n')
     .slice(text.startsWith('[') ? 1 : 0)
     .join('\n')
-    .toLowerCase();
+    .trim();
+}
+
+/** Picks the scenario from the person's words. */
+export function scenarioFor(text: string): Scenario {
+  const words = personWords(text).toLowerCase();
   if (/\b(fail|break|error)\b/.test(words)) return 'failure';
   if (/\b(approve|approval|deploy|restart)\b/.test(words)) return 'approval';
   if (/\b(ask|question|choose)\b/.test(words)) return 'question';
+  if (/\b(long|story|essay)\b/.test(words)) return 'long';
   return 'answer';
 }
 
@@ -55,10 +64,21 @@ export function answerChunks(prompt: string): string[] {
     'Try these words to see the other paths:\n',
     '- `ask` — the agent asks a question and waits for your reply\n',
     '- `approve` — the agent asks to run two tools; approve one, deny the other\n',
-    '- `fail` — the task fails, and the broker says so in plain words\n\n',
+    '- `fail` — the task fails, and the broker says so in plain words\n',
+    '- `long` — a long answer that takes a while: stop it with the Stop button\n\n',
     'Point `url` in the local manifest at your own agent to talk to it instead.',
   ].join('');
   return splitWords(text, 3);
+}
+
+/** A long answer (some seconds to stream): something to press Stop on. */
+export function longAnswerChunks(): string[] {
+  const paragraphs = Array.from(
+    { length: 40 },
+    (_, i) =>
+      `${i + 1}. A long answer streams for a while, as a thorough agent would; press Stop to cancel its task.\n\n`,
+  );
+  return splitWords(`**A long answer.**\n\n${paragraphs.join('')}That is all.`, 3);
 }
 
 function splitWords(text: string, wordsPerChunk: number): string[] {

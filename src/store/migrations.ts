@@ -171,7 +171,46 @@ export const migrations: readonly Migration[] = [
     sqlite: `ALTER TABLE turns ADD COLUMN label TEXT;`,
     postgres: `ALTER TABLE turns ADD COLUMN label text;`,
   },
+  {
+    version: 5,
+    // What the web chat showed, per thread (src/store/transcript-queries.ts): the thread list and
+    // each thread's messages come back after a restart. Bounded by the writer (kept messages per
+    // thread, text per message); one text for both dialects, JSON kept as text.
+    name: 'transcripts: web chat threads and messages',
+    sqlite: transcriptTables('INTEGER', ' STRICT'),
+    postgres: transcriptTables('bigint', ''),
+  },
 ];
+
+/**
+ * A thread's row (its key: surface, workspace, thread) and its messages by seq; the index on
+ * (surface, workspace, updated_at) serves "the newest threads".
+ */
+function transcriptTables(int: string, strict: string): string {
+  return `
+    CREATE TABLE transcript_threads (
+      surface TEXT NOT NULL,
+      workspace_id TEXT NOT NULL,
+      thread_id TEXT NOT NULL,
+      binding TEXT NOT NULL,
+      title TEXT NOT NULL,
+      created_at ${int} NOT NULL,
+      updated_at ${int} NOT NULL,
+      PRIMARY KEY (surface, workspace_id, thread_id)
+    )${strict};
+    CREATE INDEX transcript_threads_recent ON transcript_threads (surface, workspace_id, updated_at);
+
+    CREATE TABLE transcript_messages (
+      surface TEXT NOT NULL,
+      workspace_id TEXT NOT NULL,
+      thread_id TEXT NOT NULL,
+      seq ${int} NOT NULL,
+      body TEXT NOT NULL,
+      updated_at ${int} NOT NULL,
+      PRIMARY KEY (surface, workspace_id, thread_id, seq)
+    )${strict};
+  `;
+}
 
 /**
  * The trigger tables, the same in both dialects but for the integer type and SQLite's STRICT.

@@ -6,6 +6,7 @@ import type { StoreConfig } from '../config/broker.js';
 import { backoffDelay } from '../core/backoff.js';
 import { InvalidConfigError } from '../core/errors.js';
 import type { SessionStore } from '../core/store.js';
+import type { TranscriptStore } from '../core/transcript-store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
@@ -75,4 +76,10 @@ function codeOf(error: unknown): string | undefined {
 export function triggerStoreOf(store: SessionStore): TriggerStore {
   if (store instanceof SqliteStore || store instanceof PostgresStore) return store.triggers();
   throw new InvalidConfigError('this session store keeps no trigger state');
+}
+
+/** The transcript store on the same database as a store `openStore` opened (migrated with it). */
+export function transcriptStoreOf(store: SessionStore): TranscriptStore {
+  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.transcripts();
+  throw new InvalidConfigError('this session store keeps no transcripts');
 }

@@ -28,10 +28,19 @@ export const TRIGGER_TABLES = {
   schedules: 'trigger_schedules',
 } as const;
 
+/** The transcript store's tables (transcript-queries.ts), run by the same runners. */
+export const TRANSCRIPT_TABLES = {
+  tthreads: 'transcript_threads',
+  tmessages: 'transcript_messages',
+} as const;
+
+const TABLES: Record<string, string> = { ...TRIGGER_TABLES, ...TRANSCRIPT_TABLES };
+
 /** Replaces @groups … with the dialect's table names and, for SQLite, $n with ?n. */
 export function render(sql: string, table: (name: string) => string, numbered: '$' | '?'): string {
-  const withTables = sql.replace(/@(groups|alerts|work|activity|schedules)\b/g, (_m, name: string) =>
-    table(TRIGGER_TABLES[name as keyof typeof TRIGGER_TABLES]),
+  const withTables = sql.replace(
+    /@(groups|alerts|work|activity|schedules|tthreads|tmessages)\b/g,
+    (_m, name: string) => table(TABLES[name] ?? name),
   );
   return numbered === '$' ? withTables : withTables.replace(/\$(\d+)/g, '?$1');
 }

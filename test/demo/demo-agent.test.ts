@@ -37,6 +37,19 @@ describe('the demo agent (a real A2A 1.0 server on the official SDK)', () => {
     expect(steps.map((s) => `${s.kind}:${s.toolName}`)).toEqual(['call:search_docs', 'result:search_docs']);
   });
 
+  it("searches for the person's words, not the broker's label line in front of them", async () => {
+    const events = await collect(
+      client.sendStreamingMessage({
+        messageId: 'd1-label',
+        text: '[Web chat: Local user (webchat-local)]\nhello there',
+      }),
+    );
+    const call = events.flatMap((e) => toolStepsOf(e)).find((s) => s.kind === 'call');
+    expect(call?.summary).toContain('hello there');
+    expect(call?.summary).not.toContain('Web chat');
+    expect(answerText(events)).toContain('You said: _hello there_');
+  });
+
   it('asks a text question and answers the reply', async () => {
     const asked = await collect(client.sendStreamingMessage({ messageId: 'd2', text: 'ask me something' }));
     expect(lastState(asked)).toBe('input-required');

@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildPageScript } from '../../scripts/build-webchat.js';
+import { type RunningLocal, startLocal } from '../../src/app/local.js';
+import { createLogger } from '../../src/observability/logging.js';
 import { answer, script } from '../agents/contract-agent.js';
 import { startWebChatHarness, TOKEN, type WebChatHarness } from '../surfaces/webchat/harness.js';
 
@@ -14,6 +17,8 @@ import { startWebChatHarness, TOKEN, type WebChatHarness } from '../surfaces/web
  * other. An agent's Markdown is rendered, and its HTML shown as text. At 390×844 (a phone) a
  * thread is started, answered and replied to with nothing wider than the screen. Screenshots of
  * both layouts land in test-output/ (docs/images/webchat.png is the desktop one, copied by hand).
+ * Then local mode itself (the demo agent, SQLite on disk): Stop cancels a long answer's task,
+ * and after a restart on the same file the thread list and the thread's history are back.
  */
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -168,7 +173,7 @@ describe.skipIf(skipReason !== undefined)(
       await page.fill('#new-text', 'How are the payments pods?');
       await page.click('#new-thread button[type=submit]');
 
-      const activity = page.locator('#activity');
+      const activity = page.locator('#activity-text');
       await activity.waitFor({ state: 'visible', timeout: 5_000 });
       await expect.poll(() => activity.textContent()).toMatch(/^The agent is working · \d+ s$/);
       expect(await page.locator('li.msg.answer').count()).toBe(0);
@@ -412,6 +417,92 @@ describe.skipIf(skipReason !== undefined)(
       expect(overflow.page).toBeLessThanOrEqual(overflow.window);
       expect(problems).toEqual([]);
       await page.close();
+    });
+  },
+);
+
+describe.skipIf(skipReason !== undefined)(
+  'local mode in Chromium: Stop, and threads after a restart (skipped only without Debian chromium or playwright-core)',
+  () => {
+    let dir: string;
+    let local: RunningLocal | undefined;
+    let browser: Awaited<ReturnType<NonNullable<typeof playwright>['chromium']['launch']>> | undefined;
+
+    beforeAll(async () => {
+      if (playwright === undefined) return;
+      dir = await mkdtemp(join(tmpdir(), 'webchat-local-'));
+      await mkdir(OUT, { recursive: true });
+      browser = await playwright.chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+      });
+    });
+
+    afterAll(async () => {
+      await browser?.close();
+      await local?.stop();
+      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    });
+
+    async function startLocalMode(): Promise<string> {
+      local = await startLocal({
+        config: 'examples/local.yaml',
+        host: '127.0.0.1',
+        port: 0,
+        demo: true,
+        env: { AGENTKOURIER_STORE: `sqlite:${join(dir, 'state.db')}` },
+        out: () => undefined,
+        pageScript: buildPageScript,
+        logger: createLogger({ level: 'silent' }),
+      });
+      return local.url;
+    }
+
+    it('Stop cancels a running answer, and the thread and its history come back after a restart', async () => {
+      if (browser === undefined) throw new Error('no browser');
+      let url = await startLocalMode();
+      const page = await browser.newPage({ viewport: { width: 1200, height: 860 } });
+      const problems: string[] = [];
+      page.on('pageerror', (error) => problems.push(error.message));
+      await page.goto(url);
+      await page.locator('#new-binding option').first().waitFor({ state: 'attached' });
+      // No Stop before there is anything to stop.
+      expect(await page.locator('#stop').isVisible()).toBe(false);
+      await page.fill('#new-text', 'Tell me a long story');
+      await page.click('#new-thread button[type=submit]');
+      // The demo's long answer streams for seconds: Stop shows while the agent works.
+      await page.locator('li.msg.answer.streaming').waitFor({ timeout: 10_000 });
+      await page.locator('#stop').waitFor({ state: 'visible', timeout: 5_000 });
+      await page.click('#stop');
+      await page
+        .locator('li.msg.notice', { hasText: "The agent's task was canceled." })
+        .waitFor({ timeout: 10_000 });
+      await page.locator('#activity').waitFor({ state: 'hidden', timeout: 5_000 });
+      const stopped = (await page.locator('li.msg.answer .text').textContent()) ?? '';
+      expect(stopped).toContain('A long answer');
+      // Cut short: the end of the answer never came.
+      expect(stopped).not.toContain('That is all.');
+      await page.screenshot({ path: `${OUT}/webchat-stopped.png` });
+      const shownBefore = await page.locator('#messages li.msg').allTextContents();
+      await page.close();
+
+      await local?.stop();
+      local = undefined;
+      url = await startLocalMode();
+      const again = await browser.newPage({ viewport: { width: 1200, height: 860 } });
+      again.on('pageerror', (error) => problems.push(error.message));
+      await again.goto(url);
+      const link = again.locator('#bindings a[data-thread]', { hasText: 'Tell me a long story' });
+      await link.waitFor({ timeout: 5_000 });
+      await link.click();
+      await again.locator('li.msg.notice', { hasText: "The agent's task was canceled." }).waitFor({
+        timeout: 5_000,
+      });
+      expect(await again.locator('#messages li.msg').allTextContents()).toEqual(shownBefore);
+      expect(await again.locator('li.msg.answer .text').textContent()).toBe(stopped);
+      await again.screenshot({ path: `${OUT}/webchat-after-restart.png` });
+      expect(problems).toEqual([]);
+      await again.close();
     });
   },
 );

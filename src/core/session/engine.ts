@@ -1,5 +1,5 @@
 // Longer than our ~400-line rule on purpose: the engine's whole public face (open, receive,
-// answer, resume, stop) over the one set of per-session maps they share; the work of a turn is
+// answer, cancel, resume, stop) over the one set of per-session maps they share; the work of a turn is
 // in the driver's parts beside it.
 import { hostname } from 'node:os';
 import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
@@ -20,12 +20,15 @@ import {
 import {
   type AddTurnOptions,
   type NewTurn,
+  type SessionKey,
   type SessionStore,
   sessionIdOf,
   type TurnKind,
   type TurnRecord,
 } from '../store.js';
 import { cutText, textLength } from '../text.js';
+import { type CancelRequest, type CancelResult, cancelRunning } from './cancelling.js';
+import type { DriverDeps } from './context.js';
 import { SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
 
@@ -271,6 +274,25 @@ export class SessionEngine {
     return { status: 'accepted', sessionId, turnId: turn.id };
   }
 
+  /**
+   * A person's stop: cancels the task running for this thread through the agent (CancelTask,
+   * retried as M-4 says); nothing happens when no task runs. Any surface calls it the same way
+   * (the web chat's stop button, Slack's). Resolves once the agent answered the cancel; the
+   * thread is told when the task settles as canceled.
+   */
+  cancel(key: SessionKey, request: CancelRequest): Promise<CancelResult> {
+    return cancelRunning(
+      {
+        driver: this.#driverDeps(this.#store.sharedByReplicas),
+        signal: this.#stopping.signal,
+        kick: (id) => this.kick(id),
+      },
+      sessionIdOf(key),
+      key,
+      request,
+    );
+  }
+
   /** Makes sure the session is being driven (or will be looked at again when its driver ends). */
   kick(sessionId: string): void {
     if (this.#stopping.signal.aborted) return;
@@ -325,25 +347,7 @@ export class SessionEngine {
         this.#renewedAt = Math.max(this.#renewedAt, now);
       }
       const signal = AbortSignal.any([entry.controller.signal, this.#stopping.signal]);
-      driver = new SessionDriver(
-        {
-          store: this.#store,
-          surface: this.#surface,
-          clock: this.#clock,
-          events: this.#events,
-          timings: this.#timings,
-          owner: this.#owner,
-          fenced: leased,
-          resolve: (binding) => this.#registry.resolve(binding),
-          wakeAt: (id, at) => this.#wakeAt(id, at),
-          tracer: this.#tracer,
-          firstText: this.#firstText,
-          storedHere: this.#storedHere,
-          unsavedRefs: this.#unsavedRefs,
-        },
-        sessionId,
-        signal,
-      );
+      driver = new SessionDriver(this.#driverDeps(leased), sessionId, signal);
       do {
         entry.again = false;
         await driver.run();
@@ -355,6 +359,24 @@ export class SessionEngine {
       // Also when stopping: the driver and its writes are done, so nothing of ours writes after.
       if (held) await this.#store.releaseLease(sessionId, this.#owner).catch(() => undefined);
     }
+  }
+
+  #driverDeps(fenced: boolean): DriverDeps {
+    return {
+      store: this.#store,
+      surface: this.#surface,
+      clock: this.#clock,
+      events: this.#events,
+      timings: this.#timings,
+      owner: this.#owner,
+      fenced,
+      resolve: (binding) => this.#registry.resolve(binding),
+      wakeAt: (id, at) => this.#wakeAt(id, at),
+      tracer: this.#tracer,
+      firstText: this.#firstText,
+      storedHere: this.#storedHere,
+      unsavedRefs: this.#unsavedRefs,
+    };
   }
 
   /** Renews the leases of driven sessions; a driver whose lease is gone stops at once. */
@@ -435,5 +457,5 @@ export class SessionEngine {
 }
 
 // The engine's signatures speak these; their home is the ports (what a surface needs).
-export type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer };
+export type { AnswerResult, CancelRequest, CancelResult, Inbound, ReceiveResult, StructuredAnswer };
 export { sessionIdOf };

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
 import { storeContract } from '../../../test/store/session-contract.js';
+import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
 import { InvalidConfigError, StoreError } from '../../core/errors.js';
 import { migrations } from '../migrations.js';
@@ -40,6 +41,11 @@ storeContract(
 triggerStoreContract('postgres', async () => {
   const sessions = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
   return { sessions, triggers: sessions.triggers() };
+});
+
+transcriptStoreContract('postgres', async () => {
+  const sessions = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+  return { sessions, transcripts: sessions.transcripts() };
 });
 
 describe('PostgresStore', () => {

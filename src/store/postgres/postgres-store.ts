@@ -10,6 +10,7 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
+import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import {
@@ -22,7 +23,8 @@ import {
   toJson,
   turnFromRow,
 } from '../rows.js';
-import { PostgresTriggerStore } from './postgres-trigger-store.js';
+import { StepsTranscriptStore } from '../transcript-queries.js';
+import { PostgresSteps, PostgresTriggerStore } from './postgres-trigger-store.js';
 import { type PostgresSql, postgresSql, SCHEMA_NAME } from './sql.js';
 
 export interface PostgresStoreOptions {
@@ -65,6 +67,7 @@ export class PostgresStore implements SessionStore {
   readonly #callerClock: boolean;
   #claims = 0;
   #closed = false;
+  #transcripts: TranscriptStore | undefined;
   #triggers: PostgresTriggerStore | undefined;
 
   constructor(options: PostgresStoreOptions) {
@@ -129,6 +132,14 @@ export class PostgresStore implements SessionStore {
   triggers(): TriggerStore {
     this.#triggers ??= new PostgresTriggerStore(this.#pool, this.#schema);
     return this.#triggers;
+  }
+
+  /** The web chat's transcripts on the same database (their tables come with migrate()). */
+  transcripts(): TranscriptStore {
+    this.#transcripts ??= new StepsTranscriptStore(
+      new PostgresSteps(this.#pool, this.#schema, 'transcript store'),
+    );
+    return this.#transcripts;
   }
 
   async close(): Promise<void> {

@@ -17,13 +17,16 @@ export class PostgresTriggerStore extends StepsTriggerStore {
   }
 }
 
-class PostgresSteps implements StepsRunner {
+export class PostgresSteps implements StepsRunner {
   readonly #pool: pg.Pool;
   readonly #schema: string;
   readonly #sql = new Map<string, string>();
+  readonly #what: string;
 
-  constructor(pool: pg.Pool, schema: string) {
+  /** `what` names the store in errors ('trigger store', 'transcript store'). */
+  constructor(pool: pg.Pool, schema: string, what = 'trigger store') {
     this.#pool = pool;
+    this.#what = what;
     this.#schema = schema;
   }
 
@@ -53,7 +56,7 @@ class PostgresSteps implements StepsRunner {
       await client?.query('ROLLBACK').catch((rollbackError: unknown) => {
         broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
       });
-      throw storeFailure(`postgres trigger store: ${operation}`, error);
+      throw storeFailure(`postgres ${this.#what}: ${operation}`, error);
     } finally {
       client?.release(broken);
     }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { storeContract } from '../../../test/store/session-contract.js';
+import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
 import { queuedTurn } from '../../../testkit/turns.js';
 import { StoreError } from '../../core/errors.js';
@@ -26,6 +27,11 @@ storeContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
 triggerStoreContract('sqlite file', async () => {
   const sessions = new SqliteStore(freshPath());
   return { sessions, triggers: sessions.triggers() };
+});
+
+transcriptStoreContract('sqlite file', async () => {
+  const sessions = new SqliteStore(freshPath());
+  return { sessions, transcripts: sessions.transcripts() };
 });
 
 describe('SqliteStore', () => {

@@ -10,6 +10,7 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
+import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
@@ -22,9 +23,10 @@ import {
   toJson,
   turnFromRow,
 } from '../rows.js';
+import { StepsTranscriptStore } from '../transcript-queries.js';
 import { durabilityOf, migrateDatabase, openDatabase, Statements } from './connection.js';
 import { GroupCommit } from './group-commit.js';
-import { SqliteTriggerStore } from './sqlite-trigger-store.js';
+import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
 
 type Params = Record<string, SQLInputValue>;
 
@@ -54,6 +56,7 @@ export class SqliteStore implements SessionStore {
   readonly #statements: Statements;
   readonly #writes: GroupCommit;
   #claims = 0;
+  #transcripts: TranscriptStore | undefined;
   #triggers: SqliteTriggerStore | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
@@ -76,6 +79,12 @@ export class SqliteStore implements SessionStore {
   triggers(): TriggerStore {
     this.#triggers ??= new SqliteTriggerStore(this.#db);
     return this.#triggers;
+  }
+
+  /** The web chat's transcripts on the same database (their tables come with migrate()). */
+  transcripts(): TranscriptStore {
+    this.#transcripts ??= new StepsTranscriptStore(new SqliteSteps(this.#db, 'transcript store'));
+    return this.#transcripts;
   }
 
   async close(): Promise<void> {

@@ -16,12 +16,15 @@ export class SqliteTriggerStore extends StepsTriggerStore {
   }
 }
 
-class SqliteSteps implements StepsRunner {
+export class SqliteSteps implements StepsRunner {
   readonly #db: DatabaseSync;
   readonly #statements: Statements;
+  readonly #what: string;
 
-  constructor(db: DatabaseSync) {
+  /** `what` names the store in errors ('trigger store', 'transcript store'). */
+  constructor(db: DatabaseSync, what = 'trigger store') {
     this.#db = db;
+    this.#what = what;
     this.#statements = new Statements(db, (sql) => Q.render(sql, (name) => name, '?'));
   }
 
@@ -29,7 +32,7 @@ class SqliteSteps implements StepsRunner {
     try {
       return how.write ? immediate(this.#db, () => this.#steps(steps)) : this.#steps(steps);
     } catch (cause) {
-      throw storeFailure(`sqlite trigger store: ${operation}`, cause);
+      throw storeFailure(`sqlite ${this.#what}: ${operation}`, cause);
     }
   }
 

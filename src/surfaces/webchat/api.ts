@@ -21,7 +21,7 @@ export interface BindingDirectory {
 }
 
 export interface ApiDeps {
-  engine: Pick<SessionEngine, 'receive'>;
+  engine: Pick<SessionEngine, 'receive' | 'cancel'>;
   surface: WebChatSurface;
   registry: BindingDirectory;
   store: Pick<SessionStore, 'getSession'>;
@@ -66,6 +66,7 @@ export class WebChatApi {
       route('POST', '/api/threads/:thread/messages/:message/answer', (req, res, p) =>
         this.#answer(req, res, p),
       ),
+      route('POST', '/api/threads/:thread/cancel', (_q, res, p) => this.#cancel(res, p)),
       route('GET', '/api/threads/:thread/events', (_q, res, p) => this.#follow(res, p)),
     ];
   }
@@ -216,6 +217,20 @@ export class WebChatApi {
     });
     const message = thread.add({ author: 'person', kind: 'message', text: summary, turnId: result.turnId });
     sendJson(res, 202, { status: 'accepted', message });
+  }
+
+  /** The stop button: the engine cancels the thread's running task (the thread shows how it ends). */
+  async #cancel(res: ServerResponse, params: Params): Promise<void> {
+    const thread = this.#thread(params);
+    const result = await this.#deps.engine.cancel(thread.key, { actor: this.#deps.actor });
+    if (result.status === 'failed' && result.code === 'binding-unavailable') {
+      throw new WebChatRequestError(
+        409,
+        'binding_unavailable',
+        'the Binding of this thread is not available',
+      );
+    }
+    sendJson(res, 200, { status: result.status });
   }
 
   async #follow(res: ServerResponse, params: Params): Promise<void> {

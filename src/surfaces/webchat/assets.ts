@@ -49,7 +49,7 @@ export const PAGE_HTML = `<!doctype html>
       <div class="thread-title" id="thread-head">No thread open. Start one, or pick one from the list.</div>
     </header>
     <ol class="messages" id="messages" aria-live="polite"></ol>
-    <div class="activity" id="activity" role="status" hidden></div>
+    <div class="activity" id="activity" hidden><span id="activity-text" role="status"></span><button type="button" class="stop secondary" id="stop" hidden>Stop</button></div>
     <form class="composer" id="composer" aria-label="Reply" hidden>
       <textarea id="composer-text" rows="2" placeholder="Reply… (Enter sends, Shift+Enter for a new line)" required></textarea>
       <button type="submit">Send</button>

@@ -16,7 +16,7 @@ import { accessPolicy, checkHost, checkOrigin, checkToken, isLoopback } from './
 import type { WebChatSurface } from './surface.js';
 
 export interface WebChatOptions {
-  engine: Pick<SessionEngine, 'receive'>;
+  engine: Pick<SessionEngine, 'receive' | 'cancel'>;
   /** The surface the engine was built with: the server shows and streams its threads. */
   surface: WebChatSurface;
   /** The live Bindings (LiveRegistry): one list of threads each. */

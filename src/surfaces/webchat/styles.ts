@@ -99,6 +99,7 @@ fieldset { min-width: 0; }
 .activity::before { content: ""; width: 10px; height: 10px; border-radius: 50%; flex: none;
   border: 2px solid var(--accent); border-right-color: transparent; animation: spin 1s linear infinite; }
 @keyframes spin { to { transform: rotate(360deg); } }
+.activity .stop { margin-left: auto; padding: 2px 12px; font-size: 13px; }
 .composer { display: flex; gap: 8px; padding: 12px 16px; border-top: 1px solid var(--line); background: var(--panel); }
 .composer textarea { flex: 1; min-width: 0; resize: vertical; }
 .status { position: fixed; bottom: 12px; right: 12px; max-width: min(420px, calc(100vw - 24px)); }

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type {
   AnswerSink,
   ChatSurface,
@@ -7,8 +8,10 @@ import type {
   QuestionPrompt,
   ToolStep,
 } from '../../core/ports.js';
+import type { TranscriptStore } from '../../core/transcript-store.js';
 import { WebChatActivity } from './activity.js';
 import { CoalescedAnswer, DEFAULT_ANSWER_INTERVAL_MS } from './answer-sink.js';
+import { type JournalOptions, ThreadJournal } from './journal.js';
 import { readStructured } from './structured.js';
 import { type Thread, ThreadBook } from './threads.js';
 import type { MessageView } from './view.js';
@@ -17,22 +20,44 @@ export interface WebChatSurfaceOptions {
   /** Smallest gap between two shown updates of one answer (default 100 ms: ≤ 10 per second). */
   answerIntervalMs?: number;
   now?: () => number;
+  /** Where threads are kept across restarts; unset: in memory only (tests of the surface alone). */
+  transcripts?: TranscriptStore;
+  /** Needed with `transcripts`: a failed save is logged. */
+  logger?: Logger;
+  journal?: Omit<JournalOptions, 'logger'>;
 }
 
 /**
- * The web chat's side of the chat port: everything the engine shows lands in an in-memory
- * thread (threads per Binding), which the HTTP API reads and streams to the page. `activity`
- * is an EventSink for the engine's events: it tells each thread what the engine is doing.
+ * The web chat's side of the chat port: everything the engine shows lands in a thread (threads
+ * per Binding), which the HTTP API reads and streams to the page, and which the journal keeps
+ * in the store (restore() at start, close() at stop). `activity` is an EventSink for the
+ * engine's events: it tells each thread what the engine is doing.
  */
 export class WebChatSurface implements ChatSurface {
   readonly threads: ThreadBook;
   readonly activity: WebChatActivity;
   readonly #answerIntervalMs: number;
+  readonly #journal: ThreadJournal | undefined;
 
   constructor(options: WebChatSurfaceOptions = {}) {
     this.threads = new ThreadBook(options.now);
     this.activity = new WebChatActivity(this.threads);
     this.#answerIntervalMs = options.answerIntervalMs ?? DEFAULT_ANSWER_INTERVAL_MS;
+    if (options.transcripts !== undefined) {
+      if (options.logger === undefined) throw new TypeError('a web chat that keeps threads needs a logger');
+      this.#journal = new ThreadJournal(options.transcripts, { ...options.journal, logger: options.logger });
+      this.threads.observe(this.#journal);
+    }
+  }
+
+  /** Reads the kept threads back (call before the engine starts); returns how many. */
+  restore(): Promise<number> {
+    return this.#journal?.restore(this.threads) ?? Promise.resolve(0);
+  }
+
+  /** Writes what is not saved yet (call after the engine stopped, before the store closes). */
+  async close(): Promise<void> {
+    await this.#journal?.close();
   }
 
   openAnswer(
@@ -47,6 +72,8 @@ export class WebChatSurface implements ChatSurface {
   async postNotice(target: ChatTarget, notice: Notice): Promise<void> {
     const thread = this.threads.forKey(target.key);
     if (notice.kind === 'question-timeout') this.#closePrompts(thread, 'expired');
+    // A stopped task takes no answer to what it asked.
+    if (notice.kind === 'task-canceled') this.#closePrompts(thread, 'closed');
     thread.add({
       author: 'broker',
       kind: 'notice',

@@ -11,9 +11,9 @@ import type {
 } from './view.js';
 
 /**
- * The web chat's threads, in memory: what each thread shows, in order. The engine's store keeps
- * what a session needs to survive a restart; this keeps only what the page shows, so a restart
- * starts with an empty list (threads the engine resumes reappear as it posts into them).
+ * The web chat's threads: what each thread shows, in order, held in memory and served from
+ * there. An observer (journal.ts) is told of every change and writes it to the store, from which
+ * the book is restored at start, so the list and each thread's history survive a restart.
  */
 
 export const WEBCHAT_SURFACE = 'webchat';
@@ -22,6 +22,22 @@ export const WEBCHAT_WORKSPACE = 'local';
 export type ThreadListener = (event: ThreadEvent) => void;
 
 type NewMessage = Omit<MessageView, 'id' | 'seq' | 'createdAt' | 'updatedAt'>;
+
+/** Told of every change of a thread (its messages by id; no id: the thread's own fields). */
+export interface ThreadObserver {
+  changed(thread: Thread, messageId?: string): void;
+}
+
+/** A thread as it was kept (journal.ts reads it back from the store). */
+export interface RestoredThread {
+  id: string;
+  binding: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+  /** In seq order. */
+  messages: MessageView[];
+}
 
 export class Thread {
   readonly id: string;
@@ -34,13 +50,34 @@ export class Thread {
   readonly #byId = new Map<string, MessageView>();
   readonly #listeners = new Set<ThreadListener>();
   readonly #now: () => number;
+  readonly #observer: ThreadObserver | undefined;
+  #lastSeq = 0;
 
-  constructor(id: string, binding: string, now: () => number) {
+  constructor(
+    id: string,
+    binding: string,
+    now: () => number,
+    observer?: ThreadObserver,
+    restored?: RestoredThread,
+  ) {
     this.id = id;
     this.binding = binding;
     this.#now = now;
-    this.createdAt = new Date(now()).toISOString();
-    this.#updatedAt = this.createdAt;
+    this.#observer = observer;
+    this.createdAt = restored?.createdAt ?? new Date(now()).toISOString();
+    this.#updatedAt = restored?.updatedAt ?? this.createdAt;
+    if (restored !== undefined) {
+      this.#title = restored.title;
+      for (const message of restored.messages) {
+        this.#messages.push(message);
+        this.#byId.set(message.id, message);
+        this.#lastSeq = Math.max(this.#lastSeq, message.seq);
+      }
+    }
+  }
+
+  get title(): string {
+    return this.#title;
   }
 
   get key(): SessionKey {
@@ -54,11 +91,13 @@ export class Thread {
 
   add(message: NewMessage): MessageView {
     const at = this.#stamp();
-    const seq = this.#messages.length + 1;
+    // Numbered on from the last one kept: a restored thread may hold only its newest messages.
+    const seq = ++this.#lastSeq;
     const view: MessageView = { ...message, id: `m${seq}`, seq, createdAt: at, updatedAt: at };
     this.#messages.push(view);
     this.#byId.set(view.id, view);
     if (this.#title === '' && view.kind === 'message') this.#title = titleOf(view.text);
+    this.#observer?.changed(this, view.id);
     this.#emit({ event: 'message', data: view });
     return view;
   }
@@ -69,7 +108,9 @@ export class Thread {
 
   /** Names a thread that no person started (a trigger's): its title is not a person's message. */
   entitle(title: string): void {
-    if (this.#title === '') this.#title = titleOf(title);
+    if (this.#title !== '') return;
+    this.#title = titleOf(title);
+    this.#observer?.changed(this);
   }
 
   /** Changes a message in place and tells followers (they replace it by id). */
@@ -78,6 +119,7 @@ export class Thread {
     if (message === undefined) return;
     apply(message);
     message.updatedAt = this.#stamp();
+    this.#observer?.changed(this, id);
     this.#emit({ event: 'message', data: message });
   }
 
@@ -88,6 +130,8 @@ export class Thread {
     const at = message.text.length;
     message.text += text;
     message.updatedAt = this.#stamp();
+    // The observer only marks the message: it reads the text when it writes, not per chunk.
+    this.#observer?.changed(this, id);
     this.#emit({ event: 'append', data: { id, at, text, updatedAt: message.updatedAt } });
   }
 
@@ -168,13 +212,27 @@ export function promptStatus(message: MessageView): PromptStatus | undefined {
 export class ThreadBook {
   readonly #threads = new Map<string, Thread>();
   readonly #now: () => number;
+  #observer: ThreadObserver | undefined;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
   }
 
+  /** Who is told of every change from now on (set before any thread exists: the journal). */
+  observe(observer: ThreadObserver): void {
+    this.#observer = observer;
+  }
+
   create(binding: string): Thread {
-    const thread = new Thread(`t-${randomUUID()}`, binding, this.#now);
+    const thread = new Thread(`t-${randomUUID()}`, binding, this.#now, this.#observer);
+    this.#threads.set(thread.id, thread);
+    this.#observer?.changed(thread);
+    return thread;
+  }
+
+  /** Puts back a thread read from the store (at start, before anything is served). */
+  restore(kept: RestoredThread): Thread {
+    const thread = new Thread(kept.id, kept.binding, this.#now, this.#observer, kept);
     this.#threads.set(thread.id, thread);
     return thread;
   }
@@ -187,8 +245,9 @@ export class ThreadBook {
   forKey(key: SessionKey): Thread {
     const found = this.#threads.get(key.threadId);
     if (found !== undefined) return found;
-    const thread = new Thread(key.threadId, key.channelId, this.#now);
+    const thread = new Thread(key.threadId, key.channelId, this.#now, this.#observer);
     this.#threads.set(thread.id, thread);
+    this.#observer?.changed(thread);
     return thread;
   }
 

@@ -326,6 +326,20 @@ describe('web chat API', () => {
     expect(notice?.text).not.toContain('internal boom');
   });
 
+  it('takes a stop: nothing running is said so, an unknown thread is a 404', async () => {
+    const w = await harness();
+    const { thread } = await start(w, 'hello there');
+    await w.waitForThread(thread.id, (t) => finalAnswer(t) && t.activity === null, 'the final answer');
+    await w.engine.idle();
+    const stop = await w.api('POST', `/api/threads/${thread.id}/cancel`, {});
+    expect(stop.status, stop.text).toBe(200);
+    expect(stop.json).toEqual({ status: 'nothing-running' });
+    expect([...w.agent.rpc('CancelTask'), ...w.agent.rpc('tasks/cancel')]).toEqual([]);
+    const unknown = await w.api('POST', '/api/threads/t-nope/cancel', {});
+    expect(unknown.status).toBe(404);
+    expect(errorOf(unknown.json).code).toBe('thread_not_found');
+  });
+
   it('refuses bad input with a 400 that says what is wrong', async () => {
     const w = await harness({ bodyLimitBytes: 2_048 });
     const cases: Array<[unknown, string]> = [
@@ -434,7 +448,10 @@ describe('web chat access', () => {
 
   it('will not listen beyond loopback without a token', async () => {
     const options = {
-      engine: { receive: () => Promise.reject(new Error('unused')) },
+      engine: {
+        receive: () => Promise.reject(new Error('unused')),
+        cancel: () => Promise.reject(new Error('unused')),
+      },
       surface: new WebChatSurface(),
       registry: { list: () => [], get: () => undefined },
       store: { getSession: () => Promise.resolve(undefined) },

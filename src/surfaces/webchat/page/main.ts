@@ -34,6 +34,8 @@ const ui = {
   head: must('thread-head', HTMLElement),
   messages: must('messages', HTMLOListElement),
   activity: must('activity', HTMLElement),
+  activityText: must('activity-text', HTMLElement),
+  stop: must('stop', HTMLButtonElement),
   composer: must('composer', HTMLFormElement),
   composerText: must('composer-text', HTMLTextAreaElement),
   status: must('status', HTMLElement),
@@ -138,13 +140,16 @@ function showActivity(next: ActivityView | null): void {
   window.clearInterval(activityTimer);
   activityTimer = undefined;
   ui.activity.hidden = next === null;
+  // Stop is offered once the agent has a task to cancel (it works on it, or is followed again).
+  ui.stop.hidden = next === null || !(next.state === 'working' || next.state === 'following');
   if (next === null) {
-    ui.activity.textContent = '';
+    ui.activityText.textContent = '';
+    ui.stop.disabled = false;
     return;
   }
   ui.activity.setAttribute('data-state', next.state);
   const tick = (): void => {
-    if (activity !== null) ui.activity.textContent = activityText(activity);
+    if (activity !== null) ui.activityText.textContent = activityText(activity);
   };
   tick();
   activityTimer = window.setInterval(tick, 1_000);
@@ -244,6 +249,23 @@ sendOnEnter(ui.newText, ui.newThread);
 sendOnEnter(ui.composerText, ui.composer);
 
 ui.back.addEventListener('click', () => closeThread(true));
+
+/** Stop: the broker cancels the task; the thread then says how it ended (a notice). */
+ui.stop.addEventListener('click', () => {
+  if (current === undefined) return;
+  ui.stop.disabled = true;
+  api
+    .post<{ status: string }>(`/api/threads/${encodeURIComponent(current.id)}/cancel`, {})
+    .then(({ status }) => {
+      if (status === 'nothing-running') showError(new Error('Nothing is running to stop.'));
+      if (status === 'failed')
+        showError(new Error('The agent did not stop its task; it may still be running.'));
+    })
+    .catch(showError)
+    .finally(() => {
+      ui.stop.disabled = false;
+    });
+});
 
 window.addEventListener('popstate', () => {
   const id = new URLSearchParams(location.search).get('thread');

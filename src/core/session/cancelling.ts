@@ -1,0 +1,83 @@
+import type { Actor } from '../compose.js';
+import { StaleWriteError } from '../errors.js';
+import type { SessionKey, SessionRecord } from '../store.js';
+import { DriverContext, type DriverDeps } from './context.js';
+import { notice } from './notices.js';
+import { cancelTask } from './settling.js';
+
+/**
+ * A person's stop (the web chat's stop button, Slack's): the session's running task is cancelled
+ * through the agent (CancelTask, with M-4's tries and its read of the task when they fail). The
+ * surface only asks; the engine decides, so every surface stops a task the same way.
+ *
+ * - A task the session follows: once the agent has cancelled it, the stream (or the next read
+ *   of the task) says so, and the driver settles the turn as any canceled task (T-4: the thread
+ *   is told).
+ * - A task paused on a question: nobody follows it, so the question is dropped here and the
+ *   thread told, as when a question times out.
+ */
+
+export interface CancelRequest {
+  /** Who pressed stop (kept in the engine's events: the turn log says who stopped a task). */
+  actor: Actor;
+}
+
+export type CancelResult =
+  /** The agent cancelled the task, or it had ended already: nothing of it runs any more. */
+  | { status: 'canceled'; sessionId: string; taskId: string }
+  /** No task is running for this thread (none sent yet, or all settled): nothing was done. */
+  | { status: 'nothing-running'; sessionId: string }
+  /**
+   * The task may still run: the agent refused or could not be reached (the thread is told), or
+   * the Binding is gone (`binding-unavailable`: there is no agent to ask).
+   */
+  | { status: 'failed'; sessionId: string; taskId: string; code: 'agent-refused' | 'binding-unavailable' };
+
+export interface CancelDeps {
+  driver: DriverDeps;
+  /** Stops the cancel's waits when the engine stops. */
+  signal: AbortSignal;
+  /** Looks at the session again (its driver settles what the agent now reports). */
+  kick(sessionId: string): void;
+}
+
+export async function cancelRunning(
+  deps: CancelDeps,
+  sessionId: string,
+  key: SessionKey,
+  request: CancelRequest,
+): Promise<CancelResult> {
+  const { store } = deps.driver;
+  const session = await store.getSession(sessionId);
+  const taskId = session?.task?.taskId ?? session?.question?.taskId;
+  if (session === undefined || taskId === undefined) return { status: 'nothing-running', sessionId };
+  const route = deps.driver.resolve(session.binding);
+  if (route === undefined) return { status: 'failed', sessionId, taskId, code: 'binding-unavailable' };
+  const ctx = new DriverContext(deps.driver, sessionId, deps.signal);
+  const reason = `requested by ${request.actor.id}`;
+  const ok = await cancelTask(ctx, session, route, taskId, reason);
+  if (!ok) return { status: 'failed', sessionId, taskId, code: 'agent-refused' };
+  if (session.question?.taskId === taskId) await dropQuestion(ctx, key, taskId);
+  deps.kick(sessionId);
+  return { status: 'canceled', sessionId, taskId };
+}
+
+/** The paused task is gone: its question takes no answer, and the thread is told (once). */
+async function dropQuestion(ctx: DriverContext, key: SessionKey, taskId: string): Promise<void> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const fresh = await ctx.deps.store.getSession(ctx.sessionId);
+    if (fresh === undefined || fresh.question?.taskId !== taskId) return;
+    try {
+      const written: SessionRecord | undefined = await ctx.deps.store.commit({
+        session: { ...fresh, question: null, task: null },
+        now: ctx.deps.clock.now(),
+      });
+      if (written !== undefined) ctx.current = written;
+      await ctx.notice({ ...fresh, key }, notice('task-canceled'));
+      return;
+    } catch (error) {
+      // Someone wrote the session meanwhile (an answer, a timeout): read it again.
+      if (!(error instanceof StaleWriteError)) throw error;
+    }
+  }
+}
