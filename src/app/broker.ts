@@ -130,7 +130,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         : undefined;
       // Each surface shows the agent working from the engine's events.
       const sinks: EventSink[] = [...(o.sinks ?? [])];
-      if (slack !== undefined) sinks.push(slack.surface.activity);
+      if (slack !== undefined) sinks.push(slack.surface.activity, slack.surface.statuses);
       const engine = new SessionEngine({
         store,
         registry: o.registry,

@@ -26,6 +26,7 @@ import {
   type TurnRecord,
 } from '../store.js';
 import { cutText, textLength } from '../text.js';
+import { type CancelRequest, type CancelResult, cancelRunning } from './cancel.js';
 import { SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
 
@@ -271,6 +272,24 @@ export class SessionEngine {
     return { status: 'accepted', sessionId, turnId: turn.id };
   }
 
+  /**
+   * A person's stop: CancelTask for the session's running task, retried per the contract
+   * (cancel.ts); a no-op when nothing runs. The driver following the task settles the turn.
+   */
+  cancel(request: CancelRequest): Promise<CancelResult> {
+    return cancelRunning(
+      {
+        store: this.#store,
+        registry: this.#registry,
+        surface: this.#surface,
+        clock: this.#clock,
+        timings: this.#timings,
+        emit: (event) => this.#emit(event),
+      },
+      request,
+    );
+  }
+
   /** Makes sure the session is being driven (or will be looked at again when its driver ends). */
   kick(sessionId: string): void {
     if (this.#stopping.signal.aborted) return;
@@ -435,5 +454,5 @@ export class SessionEngine {
 }
 
 // The engine's signatures speak these; their home is the ports (what a surface needs).
-export type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer };
+export type { AnswerResult, CancelRequest, CancelResult, Inbound, ReceiveResult, StructuredAnswer };
 export { sessionIdOf };

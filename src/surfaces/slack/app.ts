@@ -12,8 +12,10 @@ import {
   systemClock,
 } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
+import type { CancelRequest, CancelResult } from '../../core/session/cancel.js';
 import type { SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './activity.js';
+import { AgentStops } from './agent-stop.js';
 import type { AnswerSettings } from './answer.js';
 import type { DecisionListener } from './approval-audit.js';
 import type { ApprovalBindings, ApprovalCounters } from './approval-gate.js';
@@ -31,6 +33,7 @@ import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
 import { PromptTokens } from './prompt-token.js';
+import type { SessionStatusOptions } from './session-status.js';
 import { SlackSurface } from './surface.js';
 import { SlackTriggerThreads } from './trigger-threads.js';
 import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
@@ -62,6 +65,8 @@ export interface ConnectOptions {
   budgets?: Readonly<Record<string, MethodBudget>>;
   answers?: Partial<AnswerSettings>;
   activity?: Partial<ActivityOptions>;
+  /** The agent sessions' statuses (grace before `active`, title length). */
+  statuses?: Partial<SessionStatusOptions>;
   people?: Partial<PeopleOptions>;
   /** Tool approvals and kagent's questions as buttons (Q-3, Q-5). */
   approvals?: {
@@ -82,7 +87,11 @@ export interface ConnectOptions {
 }
 
 export interface ListenOptions {
-  engine: { receive(input: Inbound): Promise<ReceiveResult> };
+  engine: {
+    receive(input: Inbound): Promise<ReceiveResult>;
+    /** A person's stop button (agent-stop.ts). */
+    cancel(request: CancelRequest): Promise<CancelResult>;
+  };
   /**
    * Sends the structured answers collected from prompts (the composition root's, the same the
    * web chat is given: app/structured-answers.ts builds the dialect's reply).
@@ -162,6 +171,7 @@ export class SlackConnection {
       prompts: this.approvals,
       ...(options.answers === undefined ? {} : { answers: options.answers }),
       ...(options.activity === undefined ? {} : { activity: options.activity }),
+      ...(options.statuses === undefined ? {} : { statuses: options.statuses }),
     });
   }
 
@@ -200,6 +210,16 @@ export class SlackConnection {
       clock: this.#clock,
       logger: this.#logger,
       botUserId: this.botUserId,
+      teamId: this.teamId,
+      titles: this.surface.statuses,
+    });
+    const stops = new AgentStops({
+      engine: options.engine,
+      store: options.store,
+      surface: this.surface,
+      api: this.api,
+      clock: this.#clock,
+      logger: this.#logger,
       teamId: this.teamId,
     });
     this.approvals.wire({
@@ -256,6 +276,8 @@ export class SlackConnection {
     const handle = async ({ body }: { body: unknown }): Promise<void> => bounded(router.handle(body));
     app.event('app_mention', handle);
     app.event('message', handle);
+    // The agent session's stop button (Bolt 5.1 has no helper: a plain event listener).
+    app.event('agent_session_stopped', async ({ body }) => bounded(stops.handle(body)));
     // Buttons of kagent's prompts, and the modals they open (approvals.ts). The press is
     // acknowledged at once; the work runs within the same bound as events.
     app.action({ type: 'block_actions', action_id: /^agentkourier\.prompt\./ }, async ({ ack, body }) => {

@@ -173,6 +173,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     logger,
     answers: { intervalMs: 250, ...options.answers },
     activity: { settleGraceMs: 50 },
+    statuses: { settleGraceMs: 50 },
     ...(options.approvals === undefined ? {} : { approvals: options.approvals }),
     ...(options.budgets === undefined ? {} : { budgets: options.budgets }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
@@ -186,6 +187,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
       emit: (e) => {
         events.push(e);
         slack.surface.activity.emit(e);
+        slack.surface.statuses.emit(e);
       },
     },
     timings: { ...FAST_TIMINGS, ...options.timings },
