@@ -198,13 +198,13 @@ describe('fake Slack: the agent platform', () => {
     f.addChannelMember(CHANNEL, 'U0A');
     f.postUserMessage({ channel: CHANNEL, user: 'U0B', text: 'hi' });
     const page = await web.apiCall('conversations.members', { channel: CHANNEL, limit: 2 });
-    expect(page.members).toEqual(['U0BOT', 'U0A']);
+    expect((page as { members?: string[] }).members).toEqual(['U0BOT', 'U0A']);
     const next = await web.apiCall('conversations.members', {
       channel: CHANNEL,
       limit: 2,
       cursor: (page.response_metadata as { next_cursor: string }).next_cursor,
     });
-    expect(next.members).toEqual(['U0B']);
+    expect((next as { members?: string[] }).members).toEqual(['U0B']);
     expect(await slackError(web.apiCall('conversations.members', { channel: CHANNEL, limit: 0 }))).toBe(
       'invalid_limit',
     );
