@@ -145,7 +145,7 @@ describe('fake Slack: the agent platform', () => {
   it('a stop press stops the app’s streams in the thread: appends answer stopped_by_user, the event names them', async () => {
     const { f, web } = await fake();
     const root = f.postUserMessage({ channel: 'D0DM', user: USER, text: 'hi' });
-    const started = await web.apiCall('chat.startStream', {
+    const started: { ts?: string } = await web.apiCall('chat.startStream', {
       channel: 'D0DM',
       thread_ts: root.ts,
       markdown_text: 'first',
@@ -180,7 +180,7 @@ describe('fake Slack: the agent platform', () => {
   it('chat.stopStream sets the session status it is given, from the same closed list', async () => {
     const { f, web } = await fake();
     const root = f.postUserMessage({ channel: 'D0DM', user: USER, text: 'hi' });
-    const a = await web.apiCall('chat.startStream', {
+    const a: { ts?: string } = await web.apiCall('chat.startStream', {
       channel: 'D0DM',
       thread_ts: root.ts,
       markdown_text: 'a',
