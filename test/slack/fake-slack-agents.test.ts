@@ -38,6 +38,11 @@ async function fake(options: FakeSlackOptions = {}): Promise<{ f: FakeSlack; web
   return { f, web };
 }
 
+/** The `ts` of a message a call answered with. */
+function tsOf(answer: unknown): string {
+  return String((answer as { ts?: unknown }).ts);
+}
+
 async function slackError(p: Promise<unknown>): Promise<string> {
   try {
     await p;
@@ -145,7 +150,7 @@ describe('fake Slack: the agent platform', () => {
   it('a stop press stops the app’s streams in the thread: appends answer stopped_by_user, the event names them', async () => {
     const { f, web } = await fake();
     const root = f.postUserMessage({ channel: 'D0DM', user: USER, text: 'hi' });
-    const started: { ts?: string } = await web.apiCall('chat.startStream', {
+    const started = await web.apiCall('chat.startStream', {
       channel: 'D0DM',
       thread_ts: root.ts,
       markdown_text: 'first',
@@ -162,33 +167,35 @@ describe('fake Slack: the agent platform', () => {
       channel: 'D0DM',
       user: USER,
       thread_ts: root.ts,
-      streaming_message_ts: [started.ts],
+      streaming_message_ts: [tsOf(started)],
     });
     expect(
       await slackError(
-        web.apiCall('chat.appendStream', { channel: 'D0DM', ts: started.ts, markdown_text: 'more' }),
+        web.apiCall('chat.appendStream', { channel: 'D0DM', ts: tsOf(started), markdown_text: 'more' }),
       ),
     ).toBe('stopped_by_user');
-    expect(await slackError(web.apiCall('chat.stopStream', { channel: 'D0DM', ts: started.ts }))).toBe(
+    expect(await slackError(web.apiCall('chat.stopStream', { channel: 'D0DM', ts: tsOf(started) }))).toBe(
       'message_not_in_streaming_state',
     );
     // Slack leaves the status to the app.
     expect(f.session('D0DM', root.ts)?.status).toBe('processing');
-    expect(f.message('D0DM', String(started.ts))?.text).toBe('first');
+    expect(f.message('D0DM', tsOf(started))?.text).toBe('first');
   });
 
   it('chat.stopStream sets the session status it is given, from the same closed list', async () => {
     const { f, web } = await fake();
     const root = f.postUserMessage({ channel: 'D0DM', user: USER, text: 'hi' });
-    const a: { ts?: string } = await web.apiCall('chat.startStream', {
+    const a = await web.apiCall('chat.startStream', {
       channel: 'D0DM',
       thread_ts: root.ts,
       markdown_text: 'a',
     });
     expect(
-      await slackError(web.apiCall('chat.stopStream', { channel: 'D0DM', ts: a.ts, session_status: 'done' })),
+      await slackError(
+        web.apiCall('chat.stopStream', { channel: 'D0DM', ts: tsOf(a), session_status: 'done' }),
+      ),
     ).toBe('invalid_arguments');
-    await web.apiCall('chat.stopStream', { channel: 'D0DM', ts: a.ts, session_status: 'active' });
+    await web.apiCall('chat.stopStream', { channel: 'D0DM', ts: tsOf(a), session_status: 'active' });
     expect(f.session('D0DM', root.ts)?.status).toBe('active');
   });
 
