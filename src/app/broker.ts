@@ -126,6 +126,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
             logger,
             telemetry: obs.slack,
             approvals: { counters: obs.metrics },
+            feedback: obs.metrics,
           })
         : undefined;
       // Each surface shows the agent working from the engine's events.

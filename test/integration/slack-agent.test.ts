@@ -165,6 +165,52 @@ describe('Slack agent sessions: the stop button and the status', () => {
     expect(h.events.find((e) => e.type === 'turn.settled')).toMatchObject({ outcome: 'completed' });
   });
 
+  it('feedback buttons under a finished answer: each person counted once per value, logged with the turn and task, never a turn', async () => {
+    const store = new SqliteStore(':memory:');
+    const counted: string[] = [];
+    const feedback = {
+      feedbackGiven: (binding: string, value: string) => counted.push(`${binding} ${value}`),
+    };
+    const a = await startSlackHarness({ store, feedback });
+    a.fake.addUser({ id: BOB, name: 'bob' });
+    const { ts } = await a.mention('hello');
+    await a.settled(1);
+    const [answered] = a.botMessages(ts);
+    const buttons = a.feedback(CHANNEL, answered?.ts ?? '');
+    expect(buttons?.positive).toMatch(/^positive:/);
+    const stop = a.fake.callsOf('chat.stopStream')[0];
+    expect(stop?.args.blocks).toEqual([expect.objectContaining({ type: 'context_actions' })]);
+    const message = { ts: answered?.ts ?? '' };
+    expect((await a.pressFeedback(message, buttons?.positive ?? '', ADA)).status).toBe(200);
+    await a.pressFeedback(message, buttons?.positive ?? '', ADA);
+    await a.pressFeedback(message, buttons?.negative ?? '', ADA);
+    await a.pressFeedback(message, buttons?.positive ?? '', BOB);
+    await a.waitFor(
+      'four logged presses',
+      () => a.logs.filter((l) => l.msg === 'feedback on an answer').length === 4,
+    );
+    expect(counted.sort()).toEqual([
+      'team-a/support negative',
+      'team-a/support positive',
+      'team-a/support positive',
+    ]);
+    const turnId = a.events.find((e) => e.type === 'turn.settled');
+    const task = [...a.agent.tasks.values()][0];
+    expect(a.logs.find((l) => l.msg === 'feedback on an answer')).toMatchObject({
+      turnId: turnId?.type === 'turn.settled' ? turnId.turnId : '',
+      taskId: task?.id,
+      value: 'positive',
+      user: ADA,
+    });
+    // After a restart the same press is still not counted twice.
+    await a.close({ keepAgent: true, keepStore: true, keepFake: true });
+    const b = await harness({ store, agent: a.agent, fakeSlack: a.fake, feedback });
+    await b.pressFeedback(message, buttons?.positive ?? '', ADA);
+    await b.waitFor('the press logged', () => b.logs.some((l) => l.msg === 'feedback on an answer'));
+    expect(counted).toHaveLength(3);
+    expect(b.agent.rpc(SEND)).toHaveLength(1);
+  });
+
   it('a stop for a task the restarted broker follows still cancels it', async () => {
     const store = new SqliteStore(':memory:');
     const a = await startSlackHarness({ store, agentOptions: { workOn: true } });

@@ -17,6 +17,7 @@ import {
   STOPPED_BY_USER,
   STREAM_ENDED,
 } from './errors.js';
+import { feedbackBlock } from './feedback.js';
 import { markdownForStream, markdownToMrkdwn } from './mrkdwn.js';
 import { DEFAULT_PAGE_LIMITS, type PageLimits, paginate, settledPart } from './pages.js';
 import { type AnswerMetadata, type CallContext, type SlackApi, UNAVAILABLE_BACKOFF } from './web-api.js';
@@ -53,6 +54,8 @@ export interface AnswerSettings {
   streaming: boolean;
   /** Calls that fail without an answer from Slack are tried this many times before giving up. */
   maxFailures: number;
+  /** Feedback buttons under a finished streamed answer (feedback.ts). */
+  feedback: boolean;
 }
 
 export const DEFAULT_ANSWER_SETTINGS: AnswerSettings = {
@@ -60,6 +63,7 @@ export const DEFAULT_ANSWER_SETTINGS: AnswerSettings = {
   intervalMs: 1_000,
   streaming: true,
   maxFailures: 5,
+  feedback: true,
 };
 
 /** Whether a workspace has native streams; learnt from Slack's answer to the first try. */
@@ -360,7 +364,12 @@ export class SlackAnswer {
       }
       case 'stop': {
         const page = this.#page(step.index);
-        await api.stopStream(ctx, { channel, ts: page.ts, metadata: this.#metadata(step.index) });
+        await api.stopStream(ctx, {
+          channel,
+          ts: page.ts,
+          metadata: this.#metadata(step.index),
+          ...(this.#closesAnswer(step.index) ? { blocks: [feedbackBlock(this.place.turnId)] } : {}),
+        });
         page.state = 'stopped';
         this.#emitRef();
         return;
@@ -385,6 +394,12 @@ export class SlackAnswer {
         return;
       }
     }
+  }
+
+  /** The stop of the answer's last page, once it is final: where the feedback buttons go. */
+  #closesAnswer(index: number): boolean {
+    if (!this.#deps.settings.feedback || !this.#final || this.#view === undefined) return false;
+    return index === this.#desired(this.#view).length - 1;
   }
 
   #page(index: number): ShownPage {

@@ -28,6 +28,7 @@ import {
   SlackRateLimitedError,
   SlackUnavailableError,
 } from './errors.js';
+import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './feedback.js';
 import { InboundRouter } from './inbound.js';
 import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
@@ -84,6 +85,8 @@ export interface ConnectOptions {
   };
   /** Metrics and spans of Web API calls. */
   telemetry?: SlackTelemetry;
+  /** Where feedback presses are counted (agentkourier_feedback_total). */
+  feedback?: FeedbackCounter;
 }
 
 export interface ListenOptions {
@@ -125,6 +128,7 @@ export class SlackConnection {
   readonly #budgets: BudgetBook;
   readonly #people: People;
   readonly #botId: string | undefined;
+  readonly #feedback: FeedbackCounter | undefined;
   #app: App | undefined;
   #receiver: HTTPReceiver | undefined;
   #server: Server | undefined;
@@ -147,6 +151,7 @@ export class SlackConnection {
     this.botUserId = init.botUserId;
     this.teamId = init.teamId;
     this.#botId = init.botId;
+    this.#feedback = options.feedback;
     this.#people = new People(init.api, this.#clock, options.logger, options.people);
     this.approvals = new PromptDesk({
       api: init.api,
@@ -222,6 +227,13 @@ export class SlackConnection {
       logger: this.#logger,
       teamId: this.teamId,
     });
+    const feedback = new FeedbackDesk({
+      store: options.store,
+      clock: this.#clock,
+      logger: this.#logger,
+      teamId: this.teamId,
+      ...(this.#feedback === undefined ? {} : { counter: this.#feedback }),
+    });
     this.approvals.wire({
       answerStructured: options.answerStructured,
       store: options.store,
@@ -283,6 +295,11 @@ export class SlackConnection {
     app.action({ type: 'block_actions', action_id: /^agentkourier\.prompt\./ }, async ({ ack, body }) => {
       await ack();
       await bounded(this.approvals.press(body));
+    });
+    // Feedback buttons under an answer: recorded, never a turn.
+    app.action({ type: 'block_actions', action_id: FEEDBACK_ACTION }, async ({ ack, body }) => {
+      await ack();
+      await bounded(feedback.press(body));
     });
     app.view({ type: 'view_submission', callback_id: DENY_CALLBACK }, async ({ ack, body }) => {
       await ack();
