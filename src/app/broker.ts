@@ -167,6 +167,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
           answerStructured: kagentAnswerer(engine, observability.metrics),
           store: core.store,
           bindings: core.registry,
+          describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
         });
         stops.push(() => slack.stop());

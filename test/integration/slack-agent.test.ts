@@ -1,11 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { A2AClient } from '../../src/a2a/client.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { STOP_REFUSED } from '../../src/surfaces/slack/agent-stop.js';
-import { answer } from '../agents/contract-agent.js';
+import { answer, startContractAgent } from '../agents/contract-agent.js';
 import { sendSlackEvent } from '../slack/events.js';
 import {
   ADA,
+  BINDING,
   CHANNEL,
+  DM,
   SECRET,
   type SlackHarness,
   type SlackHarnessOptions,
@@ -26,8 +29,10 @@ const LONG = answer({ chunks: Array.from({ length: 30 }, (_, i) => `part ${i}. `
 
 describe('Slack agent sessions: the stop button and the status', () => {
   const harnesses: SlackHarness[] = [];
+  const cleanups: Array<() => Promise<void>> = [];
   afterEach(async () => {
     await Promise.all(harnesses.splice(0).map((h) => h.close()));
+    await Promise.all(cleanups.splice(0).map((c) => c()));
   });
   async function harness(options: SlackHarnessOptions = {}): Promise<SlackHarness> {
     const h = await startSlackHarness(options);
@@ -209,6 +214,69 @@ describe('Slack agent sessions: the stop button and the status', () => {
     await b.waitFor('the press logged', () => b.logs.some((l) => l.msg === 'feedback on an answer'));
     expect(counted).toHaveLength(3);
     expect(b.agent.rpc(SEND)).toHaveLength(1);
+  });
+
+  it('opening the Messages tab sets suggested prompts from the card’s skill examples (at most 4), again when the card changes', async () => {
+    const skills = [
+      {
+        id: 'k8s',
+        name: 'Kubernetes',
+        description: 'Runs kubectl',
+        tags: [],
+        examples: ['list pods', 'restart api'],
+      },
+      { id: 'none', name: 'Without examples', description: 'x', tags: [] },
+      {
+        id: 'logs',
+        name: 'Logs',
+        description: 'Reads logs',
+        tags: [],
+        examples: ['errors today', 'tail web', 'more'],
+      },
+    ];
+    const h = await harness({ agentOptions: { card: { skills } } });
+    const open = (tab: string) =>
+      sendSlackEvent(h.appUrl, SECRET, {
+        type: 'app_home_opened',
+        user: ADA,
+        channel: DM,
+        tab,
+        event_ts: '1.000001',
+      });
+    await open('home');
+    await open('messages');
+    await h.waitFor('the prompts', () => h.fake.suggestedPrompts.length === 1);
+    expect(h.fake.suggestedPrompts[0]).toEqual({
+      channel: DM,
+      title: 'Try asking Contract Agent',
+      prompts: [
+        { title: 'Kubernetes', message: 'list pods' },
+        { title: 'Kubernetes', message: 'restart api' },
+        { title: 'Logs', message: 'errors today' },
+        { title: 'Logs', message: 'tail web' },
+      ],
+    });
+    // The same card: not set again so soon.
+    await open('messages');
+    // The control plane replaced the Binding's client after its card changed.
+    const other = await startContractAgent({
+      version: '1.0',
+      card: { skills: [{ id: 'n', name: 'New', description: '', tags: [], examples: ['hello'] }] },
+    });
+    cleanups.push(() => other.close());
+    const binding = h.registry.get(BINDING);
+    if (binding === undefined) throw new Error('no binding');
+    h.registry.upsert({
+      ...binding,
+      client: new A2AClient({ endpoint: other.endpoint, identity: { kind: 'bearer', token: 't' } }),
+    });
+    await open('messages');
+    await h.waitFor('the new prompts', () => h.fake.suggestedPrompts.length === 2);
+    expect(h.fake.suggestedPrompts[1]?.prompts).toEqual([{ title: 'New', message: 'hello' }]);
+    expect(
+      h.fake.callsOf('assistant.threads.setSuggestedPrompts').every((c) => c.args.thread_ts === undefined),
+    ).toBe(true);
+    expect(h.agent.rpc(SEND)).toHaveLength(0);
   });
 
   it('a stop for a task the restarted broker follows still cancels it', async () => {

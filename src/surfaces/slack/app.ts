@@ -35,6 +35,7 @@ import { People, type PeopleOptions } from './people.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
 import { PromptTokens } from './prompt-token.js';
 import type { SessionStatusOptions } from './session-status.js';
+import { type DescribeAgent, SuggestedPrompts } from './suggested-prompts.js';
 import { SlackSurface } from './surface.js';
 import { SlackTriggerThreads } from './trigger-threads.js';
 import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
@@ -111,6 +112,8 @@ export interface ListenOptions {
   host?: string;
   /** How long an event handler may run before Slack is answered anyway (Slack allows 3 s). */
   ackWithinMs?: number;
+  /** A Binding's agent as its card describes it: the DM's suggested prompts (suggested-prompts.ts). */
+  describeAgent?: DescribeAgent;
 }
 
 export class SlackConnection {
@@ -227,6 +230,14 @@ export class SlackConnection {
       logger: this.#logger,
       teamId: this.teamId,
     });
+    const prompts = new SuggestedPrompts({
+      agents: this.surface.agents,
+      bindings: options.bindings,
+      describe: options.describeAgent,
+      clock: this.#clock,
+      logger: this.#logger,
+      teamId: this.teamId,
+    });
     const feedback = new FeedbackDesk({
       store: options.store,
       clock: this.#clock,
@@ -290,6 +301,8 @@ export class SlackConnection {
     app.event('message', handle);
     // The agent session's stop button (Bolt 5.1 has no helper: a plain event listener).
     app.event('agent_session_stopped', async ({ body }) => bounded(stops.handle(body)));
+    // A person opened the app's Messages tab: the DM's suggested prompts, from the agent card.
+    app.event('app_home_opened', async ({ body }) => bounded(prompts.opened(body)));
     // Buttons of kagent's prompts, and the modals they open (approvals.ts). The press is
     // acknowledged at once; the work runs within the same bound as events.
     app.action({ type: 'block_actions', action_id: /^agentkourier\.prompt\./ }, async ({ ack, body }) => {

@@ -210,6 +210,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     answerStructured: kagentAnswerer(engine, options.decisions),
     store,
     bindings: registry,
+    describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),
     port: 0,
     host: '127.0.0.1',
   });
