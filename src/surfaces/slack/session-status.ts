@@ -164,8 +164,14 @@ export class SessionStatuses implements EventSink {
   #kick(sessionId: string, tracked: Tracked): void {
     if (tracked.running) return;
     tracked.running = true;
-    tracked.done = this.#send(sessionId, tracked).finally(() => {
+    tracked.done = this.#send(sessionId, tracked).then((settled) => {
       tracked.running = false;
+      // The status changed again after the last call went out: send the newest (a run that
+      // gave up after a failure waits for the next change instead of retrying for ever).
+      if (settled && !this.#closed && tracked.grace === undefined && tracked.shown !== tracked.desired) {
+        this.#kick(sessionId, tracked);
+        return;
+      }
       // Done and settled: forget it (memory stays bounded by the sessions at work).
       if (
         tracked.grace === undefined &&
@@ -176,21 +182,22 @@ export class SessionStatuses implements EventSink {
     });
   }
 
-  async #send(sessionId: string, tracked: Tracked): Promise<void> {
+  /** Sends the newest status; false when it gave up (a failure, the budget closed). */
+  async #send(sessionId: string, tracked: Tracked): Promise<boolean> {
     const { key } = tracked;
     const ctx = { team: key.workspaceId, requester: sessionId };
     for (let attempt = 0; attempt < 5; attempt++) {
-      if (this.#closed || tracked.shown === tracked.desired || tracked.grace !== undefined) return;
+      if (this.#closed || tracked.shown === tracked.desired || tracked.grace !== undefined) return true;
       try {
         await this.#api.acquire('agents.sessions.setStatus', ctx);
       } catch {
-        return; // the budget closed: shutting down
+        return false; // the budget closed: shutting down
       }
       // The wait may have been long: send the status of now.
       const status = tracked.desired;
       if (tracked.shown === status || tracked.grace !== undefined) {
         this.#api.refund('agents.sessions.setStatus', key.workspaceId);
-        return;
+        return true;
       }
       const title = tracked.shown === undefined ? this.#titles.get(sessionId) : undefined;
       try {
@@ -211,22 +218,24 @@ export class SessionStatuses implements EventSink {
         }
       } catch (error) {
         if (error instanceof SlackRateLimitedError) continue; // the budget waits Retry-After out
-        if (error instanceof BudgetClosedError) return;
+        if (error instanceof BudgetClosedError) return false;
         if (meansNoAgentPlatform(error)) {
           this.#absent.add(key.workspaceId);
           this.#logger.info(
             { team: key.workspaceId },
             'no agent sessions in this workspace; statuses are not set',
           );
-          return;
+          return false;
         }
         this.#logger.warn(
           { channel: key.channelId, status, err: describe(error) },
           'could not set the agent session status',
         );
-        return;
+        return false;
       }
     }
+    // Five rounds and the status still moved on: the next change sends it.
+    return false;
   }
 
   async #rename(key: SessionKey, title: string): Promise<void> {
