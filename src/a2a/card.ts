@@ -5,6 +5,8 @@ import {
   UnsupportedExtensionRequiredError,
 } from '../core/agent/errors.js';
 import type { WireVersion } from '../core/agent/model.js';
+import type { AgentSkill } from '../core/ports.js';
+import { skillsOf } from './skills.js';
 import { malformedCard } from './wire/zod-error.js';
 
 /**
@@ -55,6 +57,8 @@ const cardSchema = z.object({
       }),
     )
     .optional(),
+  // Read leniently (skills.ts): a card's skills only feed suggested prompts, never a refusal.
+  skills: z.unknown().optional(),
   capabilities: z
     .object({
       streaming: z.boolean().optional(),
@@ -86,6 +90,8 @@ export interface AgentCardInfo {
   extensions: Array<{ uri: string; required: boolean }>;
   /** The JSON-RPC interfaces the card lists, for status and diagnostics only (DT-7). */
   jsonRpcInterfaces: CardInterface[];
+  /** What the card says the agent can do (bounded; for suggested prompts). */
+  skills: AgentSkill[];
 }
 
 /** Major.Minor only (A2A 1.0 §3.6): "0.3.0" is 0.3, "1.0" and "1.1" speak 1.0's wire. */
@@ -164,6 +170,7 @@ export function readCard(raw: unknown, policy: CardPolicy): AgentCardInfo {
     streaming: true,
     extensions,
     jsonRpcInterfaces: interfaces,
+    skills: skillsOf(card.skills),
   };
   if (chosen.tenant !== undefined) info.tenant = chosen.tenant;
   return info;

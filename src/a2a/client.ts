@@ -1,5 +1,6 @@
 import { UnsupportedByVersionError } from '../core/agent/errors.js';
 import type { OutgoingMessage, StreamEvent, Task, TaskPage } from '../core/agent/model.js';
+import type { AgentDescription } from '../core/ports.js';
 import type { AgentCardInfo } from './card.js';
 import { fetchCard } from './card-fetch.js';
 import type { CallKind } from './jsonrpc.js';
@@ -74,6 +75,12 @@ export class A2AClient {
    * caller that finds it still pending later than that (timers held up) starts a fresh one, so
    * every call on a Binding never waits behind one stuck read.
    */
+  /** The card's name and skills (a chat's suggested prompts); the card is read as for a call. */
+  async describe(): Promise<AgentDescription> {
+    const card = await this.card();
+    return { name: card.name, skills: card.skills };
+  }
+
   card(): Promise<AgentCardInfo> {
     const now = performance.now();
     const held = this.#card;

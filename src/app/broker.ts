@@ -132,11 +132,12 @@ export function openBroker(options: BrokerOpenOptions): Broker {
             logger,
             telemetry: obs.slack,
             approvals: { counters: obs.metrics },
+            feedback: obs.metrics,
           })
         : undefined;
       // Each surface shows the agent working from the engine's events.
       const sinks: EventSink[] = [...(o.sinks ?? [])];
-      if (slack !== undefined) sinks.push(slack.surface.activity);
+      if (slack !== undefined) sinks.push(slack.surface.activity, slack.surface.statuses);
       const engine = new SessionEngine({
         store,
         registry: o.registry,
@@ -172,6 +173,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
           answerStructured: kagentAnswerer(engine, observability.metrics),
           store: core.store,
           bindings: core.registry,
+          describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
         });
         stops.push(() => slack.stop());

@@ -12,6 +12,7 @@ const CARD: AgentCardInfo = {
   streaming: true,
   extensions: [],
   jsonRpcInterfaces: [],
+  skills: [],
 };
 
 /** A card source that answers at once, or never (until released). */

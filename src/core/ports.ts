@@ -17,8 +17,23 @@ export interface AgentCallOptions {
   trace?: TraceContext;
 }
 
+/** One thing an agent's card says it can do, with example requests. */
+export interface AgentSkill {
+  name: string;
+  description: string;
+  examples: string[];
+}
+
+/** What a chat may show of an agent before anyone talks to it (its card's name and skills). */
+export interface AgentDescription {
+  name: string;
+  skills: AgentSkill[];
+}
+
 /** What the engine needs of an agent. `A2AClient` implements it. */
 export interface AgentClient {
+  /** The agent as its card describes it, for a chat's suggested prompts; optional. */
+  describe?(options?: AgentCallOptions): Promise<AgentDescription>;
   sendStreamingMessage(message: OutgoingMessage, options?: AgentCallOptions): AsyncGenerator<StreamEvent>;
   subscribeToTask(taskId: string, options?: AgentCallOptions): AsyncGenerator<StreamEvent>;
   getTask(taskId: string, options?: AgentCallOptions & { historyLength?: number }): Promise<Task>;

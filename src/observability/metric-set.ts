@@ -136,6 +136,11 @@ export function defineMetrics(registry: Registry) {
       'Presses on approval prompts refused, by reason.',
       ['binding', 'reason'],
     ),
+    feedback: counter(
+      'agentkourier_feedback_total',
+      'Feedback presses on answers, by value (positive, negative): each person once per answer and value.',
+      ['binding', 'value'],
+    ),
     cancels: counter(
       'agentkourier_task_cancels_total',
       'Tasks the broker canceled, by reason and result (ok, failed: the cancel did not take, M-4).',

@@ -178,6 +178,10 @@ export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver 
     this.m.approvalDecisions.inc({ binding, decision, surface });
   }
 
+  feedbackGiven(binding: string, value: 'positive' | 'negative'): void {
+    this.m.feedback.inc({ binding, value });
+  }
+
   approvalRefused(binding: string, reason: string): void {
     this.m.approvalRefusals.inc({ binding, reason });
   }

@@ -18,6 +18,8 @@ export interface CardOptions {
   raw?: string;
   /** Send the headers, then the card one byte every `trickleMs`: a card that takes for ever. */
   trickleMs?: number;
+  /** The card's skills (default: one Echo skill without examples). */
+  skills?: JsonObject[];
 }
 
 const BINDINGS = { jsonrpc: 'JSONRPC', 'grpc-only': 'GRPC', 'rest-only': 'HTTP+JSON' } as const;
@@ -43,7 +45,9 @@ export function buildCard(v: WireVersion, endpoint: string, o: CardOptions): Jso
     capabilities,
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: [{ id: 'echo', name: 'Echo', description: 'Echoes the text it is sent', tags: ['test'] }],
+    skills: o.skills ?? [
+      { id: 'echo', name: 'Echo', description: 'Echoes the text it is sent', tags: ['test'] },
+    ],
   };
   if (v === '1.0') {
     return {

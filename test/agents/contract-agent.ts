@@ -24,7 +24,7 @@ import {
   newLedger,
   type PendingPause,
 } from './kagent.js';
-import { agentMessage, answerOps, type Op, type Plan, shapeOps, stepsToOps } from './ops.js';
+import { agentMessage, answerOps, isEventOp, type Op, type Plan, shapeOps, stepsToOps } from './ops.js';
 import {
   awkwardSseFrame,
   isGone,
@@ -648,10 +648,22 @@ class Agent implements ContractAgent {
     }
     const id = plan.wrongId ? otherId(call.id) : call.id;
     const o: EncodeOptions = { omitIds: plan.omitIds ?? false };
+    const canceled = (): boolean =>
+      task !== undefined && (this.tasks.get(task.id) ?? task).status.state === 'canceled';
+    const canceledBefore = canceled();
     for (const op of plan.ops) {
       if (this.signal.aborted) return;
       const gone = isGone(res);
       if (gone && !this.workOn) return;
+      // A CancelTask while the task streams ends the stream with its canceled status, as the
+      // SDKs' servers do (their executor's cancel publishes it); nothing after it is sent.
+      if (!unary && !canceledBefore && canceled() && isEventOp(op)) {
+        if (!gone) {
+          await write(res, sseFrame(this.apply({ op: 'status', state: 'canceled' }, task, id, o, false)));
+          res.end();
+        }
+        return;
+      }
       if (op.op === 'wait') {
         await sleep(op.ms, this.signal).catch(() => undefined);
         continue;

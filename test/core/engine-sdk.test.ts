@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
+import { STOP_REASON } from '../../src/core/session/cancelling.js';
 import { APPROVER, BINDING, type Harness, startHarness } from '../helpers/engine-harness.js';
 import { type SdkAgent, startSdkAgent } from '../peers/js-sdk-agent.js';
 
@@ -85,7 +86,7 @@ describe('session engine against the @a2a-js/sdk 1.3.0 server', () => {
     expect(sdk.requests.filter((r) => r.method === 'CancelTask')).toHaveLength(1);
     expect(h.events.find((e) => e.type === 'task.cancel')).toMatchObject({
       ok: true,
-      reason: `requested by ${APPROVER.id}`,
+      reason: STOP_REASON,
     });
     // What streamed before the stop stays, complete; the thread says the task was canceled.
     expect(h.surface.of(sessionId, 'answer').map((a) => a.text)).toEqual(['chunk 0 ']);

@@ -447,6 +447,23 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     ).toBe(2);
   });
 
+  it('[Q-5] the agent session is suspended while the approval waits, processing again once decided, active at the end', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));
+    const { ts } = await h.mention('go');
+    const shown = await prompt(h, ts);
+    await h.waitFor('suspended', () => h.fake.session(CHANNEL, ts)?.status === 'suspended');
+    await h.press({ ts: shown.ts }, button(h, shown.ts, 'all', 'approve-all'), BOB);
+    await h.settled(2);
+    await h.slack.surface.statuses.idle();
+    expect(h.fake.session(CHANNEL, ts)?.history.map((s) => s.status)).toEqual([
+      'processing',
+      'suspended',
+      'processing',
+      'active',
+    ]);
+  });
+
   it('[Q-5] Deny all asks one reason for every call, and nothing runs', async () => {
     const h = await harness();
     h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));

@@ -215,6 +215,8 @@ export function blockActionsPayload(o: {
   messageText?: string;
   teamId?: string;
   botUserId?: string;
+  /** The element's type (default 'button'; 'feedback_buttons' for a feedback press). */
+  actionType?: string;
 }): Record<string, unknown> {
   const teamId = o.teamId ?? 'T0001';
   const actionTs = `${(Date.now() / 1000).toFixed(6)}`;
@@ -248,7 +250,7 @@ export function blockActionsPayload(o: {
     response_url: `https://hooks.slack.com/actions/${teamId}/0/fake`,
     actions: [
       {
-        type: 'button',
+        type: o.actionType ?? 'button',
         action_id: o.actionId,
         block_id: o.blockId ?? 'b',
         text: { type: 'plain_text', text: o.actionId, emoji: true },

@@ -43,6 +43,18 @@ export interface FakeSlackOptions {
   longText?: 'refuse' | 'truncate';
   /** Cumulative text across all blocks of one message before msg_blocks_too_long. Default 12,000. */
   blocksTextLimit?: number;
+  /**
+   * Whether the app is declared an agent (manifest `features.agent_view`; default true). When
+   * false, assistant.threads.setSuggestedPrompts answers not_agent_app (documented) and the
+   * agents.sessions.* methods answer not_agent_app too (assumed: Slack documents no answer for
+   * a non-agent app there; the surface treats the whole family alike).
+   */
+  agentApp?: boolean;
+  /**
+   * Whether the app subscribes to agent_session_stopped (default true). When false,
+   * setStatus still succeeds but warns missing_agent_session_stopped_event_subscription.
+   */
+  subscribedToStop?: boolean;
   /** Largest `limit` conversations.replies honours (default 1000; 15 for non-Marketplace distributed apps). */
   repliesMaxLimit?: number;
 }
@@ -69,6 +81,19 @@ export interface FakeMessage {
   recipientTeamId?: string;
 }
 
+/** A thread's agent session as the fake holds it. */
+export interface FakeAgentSession {
+  channel: string;
+  threadTs: string;
+  status: string;
+  title: string;
+  initiator?: string;
+  /** Every status it was given, in order, and by which method. */
+  history: Array<{ status: string; via: string; at: number }>;
+  /** Every title it was given (the creating setStatus's, then each rename). */
+  titles: string[];
+}
+
 export interface RecordedCall {
   method: string;
   args: Record<string, unknown>;
@@ -93,6 +118,18 @@ export interface FakeSlack {
     blocks?: unknown[];
   }>;
   reactions: Array<{ channel: string; ts: string; name: string; removed: boolean }>;
+  /** The agent session of a thread (by its root ts), if the app made one. */
+  session(channel: string, threadTs: string): FakeAgentSession | undefined;
+  /** Suggested prompts set with assistant.threads.setSuggestedPrompts, in order. */
+  suggestedPrompts: Array<{
+    channel: string;
+    title?: string;
+    prompts: Array<{ title: string; message: string }>;
+  }>;
+  /** A person presses the session's stop button: returns the agent_session_stopped event to send. */
+  pressStop(channel: string, threadTs: string, user: string): Record<string, unknown>;
+  /** Puts a person in a channel (conversations.members); people who post there are in it too. */
+  addChannelMember(channel: string, user: string): void;
   /** Modals opened with views.open, in order (addition). */
   views: Array<{ id: string; triggerId: string; view: Record<string, unknown> }>;
   addUser(u: {
@@ -135,6 +172,10 @@ export const DEFAULT_RATE_LIMITS: Readonly<Record<string, number>> = {
   'conversations.replies': 50, // Tier 3 (internal apps; 1/min for distributed non-Marketplace apps)
   'conversations.info': 50, // Tier 3
   'conversations.history': 50, // Tier 3 (internal apps; 1/min for distributed non-Marketplace apps)
+  'conversations.members': 100, // Tier 4
+  'agents.sessions.setStatus': 50, // Tier 3
+  'agents.sessions.rename': 50, // Tier 3
+  'assistant.threads.setSuggestedPrompts': 100, // Tier 4
   // auth.test is "special" with no published number: not limited. chat.update: see workspaceUpdatesPerMinute.
 };
 /** chat.update is Tier 3: 50 per minute for the whole workspace, shared by every thread editing messages. */

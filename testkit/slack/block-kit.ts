@@ -80,6 +80,34 @@ function checkElement(el: unknown, pointer: string, actionIds: Set<string>): voi
   }
 }
 
+/** feedback_buttons (positive and negative, each text ≤ 75, value ≤ 2,000) or icon_button. */
+function checkContextAction(el: unknown, pointer: string, actionIds: Set<string>): void {
+  checkElement(el, pointer, actionIds);
+  const e = el as Record<string, unknown>;
+  if (e.type === 'icon_button') return;
+  if (e.type !== 'feedback_buttons') {
+    throw problem('invalid_blocks', 'must be one of [feedback_buttons, icon_button]', `${pointer}/type`);
+  }
+  for (const side of ['positive_button', 'negative_button']) {
+    const button = e[side];
+    if (!isRecord(button)) throw problem('invalid_blocks', `missing required field: ${side}`, pointer);
+    checkTextObject(button.text, `${pointer}/${side}/text`, SLACK_LIMITS.buttonTextChars, true);
+    if (typeof button.value !== 'string' || chars(button.value) > SLACK_LIMITS.buttonValueChars) {
+      throw problem('invalid_blocks', 'must be less than 2001 characters', `${pointer}/${side}/value`);
+    }
+    if (
+      button.accessibility_label !== undefined &&
+      (typeof button.accessibility_label !== 'string' || chars(button.accessibility_label) > 75)
+    ) {
+      throw problem(
+        'invalid_blocks',
+        'must be less than 76 characters',
+        `${pointer}/${side}/accessibility_label`,
+      );
+    }
+  }
+}
+
 function checkBlock(block: unknown, pointer: string, blockIds: Set<string>): void {
   if (!isRecord(block) || typeof block.type !== 'string') {
     throw problem('invalid_blocks', 'missing required field: type', pointer);
@@ -142,7 +170,26 @@ function checkBlock(block: unknown, pointer: string, blockIds: Set<string>): voi
         throw problem('invalid_blocks', 'no more than 25 items allowed', `${pointer}/elements`);
       }
       block.elements.forEach((el, i) => {
+        // feedback_buttons may only appear inside context_actions.
+        if (isRecord(el) && el.type === 'feedback_buttons')
+          throw problem(
+            'invalid_blocks',
+            'unsupported type: feedback_buttons',
+            `${pointer}/elements/${i}/type`,
+          );
         checkElement(el, `${pointer}/elements/${i}`, actionIds);
+      });
+      break;
+    case 'context_actions':
+      // docs.slack.dev context actions block: 1 to 5 feedback_buttons or icon_button elements.
+      if (!Array.isArray(block.elements) || block.elements.length === 0) {
+        throw problem('invalid_blocks', 'must provide at least 1 item', `${pointer}/elements`);
+      }
+      if (block.elements.length > 5) {
+        throw problem('invalid_blocks', 'no more than 5 items allowed', `${pointer}/elements`);
+      }
+      block.elements.forEach((el, i) => {
+        checkContextAction(el, `${pointer}/elements/${i}`, actionIds);
       });
       break;
     case 'rich_text':

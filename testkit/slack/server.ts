@@ -18,7 +18,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FakeMessage, FakeSlack, FakeSlackOptions, RecordedCall } from './api.js';
+import type { FakeAgentSession, FakeMessage, FakeSlack, FakeSlackOptions, RecordedCall } from './api.js';
+import { agentMethods } from './methods/agents.js';
 import { conversationMethods } from './methods/conversations.js';
 import { directoryMethods } from './methods/directory.js';
 import { messageMethods } from './methods/messages.js';
@@ -44,6 +45,7 @@ const JSON_FIELDS: Record<string, string> = {
   chunks: 'invalid_chunks',
   unfurls: 'invalid_unfurls',
   file_ids: 'invalid_array_arg',
+  prompts: 'invalid_arguments',
 };
 
 class FakeSlackServer implements FakeSlack {
@@ -79,6 +81,7 @@ class FakeSlackServer implements FakeSlack {
       ...streamMethods(this.ws),
       ...viewMethods(this.ws),
       ...conversationMethods(this.ws),
+      ...agentMethods(this.ws),
     };
   }
 
@@ -148,6 +151,23 @@ class FakeSlackServer implements FakeSlack {
 
   endStreamEarly(channel: string, ts: string): void {
     this.ws.endStreamEarly(channel, ts);
+  }
+
+  get suggestedPrompts(): FakeSlack['suggestedPrompts'] {
+    return this.ws.suggestedPrompts;
+  }
+
+  session(channel: string, threadTs: string): FakeAgentSession | undefined {
+    const s = this.ws.sessions.get(`${channel} ${threadTs}`);
+    return s === undefined ? undefined : structuredClone(s);
+  }
+
+  pressStop(channel: string, threadTs: string, user: string): Record<string, unknown> {
+    return this.ws.pressStop(channel, threadTs, user);
+  }
+
+  addChannelMember(channel: string, user: string): void {
+    this.ws.addChannelMember(channel, user);
   }
 
   postUserMessage(m: { channel: string; user: string; text: string; threadTs?: string }): FakeMessage {

@@ -18,6 +18,8 @@ export class SlackRefusal extends Error {
 
 export interface StoredMessage extends FakeMessage {
   appId?: string;
+  /** A person pressed the session's stop button while this streamed. */
+  stoppedByUser?: boolean;
 }
 
 export interface StoredUser {

@@ -1,4 +1,4 @@
-import type { FakeMessage, FakeSlack, FakeSlackOptions } from './api.js';
+import type { FakeAgentSession, FakeMessage, FakeSlack, FakeSlackOptions } from './api.js';
 import { SLACK_LIMITS } from './api.js';
 import { readChunks } from './block-kit.js';
 import {
@@ -21,6 +21,9 @@ import {
  * The methods (./methods/) read and change it; the server (./server.ts) only routes to them.
  */
 
+/** agents.sessions.setStatus: the four statuses an agent session can have. */
+export const SESSION_STATUSES: ReadonlySet<string> = new Set(['processing', 'active', 'suspended', 'closed']);
+
 /** One Web API method: its arguments in, the rest of `{ok: true, …}` out, or a SlackRefusal thrown. */
 export type Handler = (args: Args, warnings: string[]) => Result;
 
@@ -37,6 +40,12 @@ export class Workspace {
   readonly ephemerals: FakeSlack['ephemerals'] = [];
   readonly reactions: FakeSlack['reactions'] = [];
   readonly views: FakeSlack['views'] = [];
+  /** Agent sessions by `${channel} ${thread root ts}` (agents.sessions.*, ./methods/agents.ts). */
+  readonly sessions = new Map<string, FakeAgentSession>();
+  /** Suggested prompts set per DM channel, latest last. */
+  readonly suggestedPrompts: FakeSlack['suggestedPrompts'] = [];
+  readonly agentApp: boolean;
+  readonly subscribedToStop: boolean;
 
   readonly store = new Map<string, StoredMessage[]>(); // channel → messages in ts order
   readonly users = new Map<string, StoredUser>();
@@ -56,6 +65,8 @@ export class Workspace {
     this.longText = options.longText ?? 'refuse';
     this.blocksTextLimit = options.blocksTextLimit ?? SLACK_LIMITS.blocksTextTotal;
     this.repliesMaxLimit = options.repliesMaxLimit ?? 1000;
+    this.agentApp = options.agentApp ?? true;
+    this.subscribedToStop = options.subscribedToStop ?? true;
     this.users.set(this.botUserId, { id: this.botUserId, name: 'kourier', realName: 'Kourier', isBot: true });
   }
 
@@ -154,6 +165,86 @@ export class Workspace {
     return channel;
   }
 
+  /** Who is in a channel: people added to it and people seen posting in it (the bot always). */
+  channelMembers(channel: string): string[] {
+    const out = [this.botUserId];
+    for (const entry of this.members) {
+      const [c, u] = entry.split(' ');
+      if (c === channel && u !== undefined && u !== this.botUserId) out.push(u);
+    }
+    return out;
+  }
+
+  addChannelMember(channel: string, user: string): void {
+    this.members.add(`${channel} ${user}`);
+  }
+
+  /**
+   * A person presses the stop button of the thread's agent session: Slack stops the app's
+   * streams in the thread (later appends answer stopped_by_user) and sends
+   * agent_session_stopped, which this returns for the test to deliver. The status is left as
+   * it was: the app must set it (docs.slack.dev, agent_session_stopped).
+   */
+  pressStop(channel: string, threadTs: string, user: string): Record<string, unknown> {
+    const session = this.sessions.get(`${channel} ${threadTs}`);
+    if (session === undefined) throw new Error(`fake slack: no agent session in ${channel}/${threadTs}`);
+    if (session.status !== 'processing')
+      throw new Error(
+        `fake slack: the session is ${session.status}; the stop button shows only while processing`,
+      );
+    const stopped: string[] = [];
+    for (const m of this.store.get(channel) ?? []) {
+      if (m.threadTs !== threadTs || !m.streaming || !this.isBotMessage(m)) continue;
+      m.streaming = false;
+      m.streamState = 'stopped';
+      m.stoppedByUser = true;
+      stopped.push(m.ts);
+    }
+    return {
+      type: 'agent_session_stopped',
+      channel,
+      user,
+      thread_ts: threadTs,
+      streaming_message_ts: stopped,
+      event_ts: this.nextTs(),
+    };
+  }
+
+  /**
+   * Creates the thread's agent session or changes its status (agents.sessions.setStatus, and
+   * chat.stopStream's session_status). The statuses are a closed list; free text is refused
+   * with invalid_arguments, as the live API answers (docs/reference/slack.md).
+   */
+  setSessionStatus(
+    channel: string,
+    threadTs: string,
+    status: string,
+    via: string,
+    create: { title?: string; initiator?: string } = {},
+  ): FakeAgentSession {
+    if (!SESSION_STATUSES.has(status))
+      throw new SlackRefusal('invalid_arguments', [
+        '[ERROR] must be a valid enum value [json-pointer:/status]',
+      ]);
+    const key = `${channel} ${threadTs}`;
+    let session = this.sessions.get(key);
+    if (session === undefined) {
+      session = {
+        channel,
+        threadTs,
+        status,
+        title: create.title ?? '',
+        history: [],
+        titles: create.title === undefined ? [] : [create.title],
+        ...(create.initiator === undefined ? {} : { initiator: create.initiator }),
+      };
+      this.sessions.set(key, session);
+    }
+    session.status = status;
+    session.history.push({ status, via, at: this.clock() });
+    return session;
+  }
+
   isKnownMember(channel: string, user: string): boolean {
     return this.users.has(user) || this.members.has(`${channel} ${user}`);
   }
@@ -249,12 +340,19 @@ export class Workspace {
     return { text, other: [] };
   }
 
-  streamTarget(args: Args): StoredMessage {
+  /**
+   * `stopCode`: what a stream a person stopped answers. chat.appendStream documents
+   * stopped_by_user; for chat.stopStream Slack documents nothing (assumed here:
+   * message_not_in_streaming_state, the answer for any stream no longer streaming).
+   */
+  streamTarget(args: Args, stopCode = 'message_not_in_streaming_state'): StoredMessage {
     const channel = this.checkChannel(args);
     const ts = str(args, 'ts');
     const m = ts !== undefined ? this.find(channel, ts) : undefined;
     if (!m || m.deleted) throw new SlackRefusal('message_not_found');
     if (!this.isBotMessage(m)) throw new SlackRefusal('message_not_owned_by_app');
+    // After a person's stop, appends are refused as such (chat.appendStream: stopped_by_user).
+    if (m.stoppedByUser === true) throw new SlackRefusal(stopCode);
     if (!m.streaming) throw new SlackRefusal('message_not_in_streaming_state');
     return m;
   }

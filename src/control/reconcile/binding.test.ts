@@ -20,6 +20,7 @@ const okCard: CardState = {
     streaming: true,
     extensions: [],
     jsonRpcInterfaces: [],
+    skills: [],
   }),
 };
 

@@ -18,15 +18,28 @@ import { cancelTask } from './settling.js';
  */
 
 export interface CancelRequest {
-  /** Who pressed stop (kept in the engine's events: the turn log says who stopped a task). */
-  actor: Actor;
+  /** Who pressed stop; the surface checked that they may (the engine knows nothing of chat rights). */
+  actor: Pick<Actor, 'id'>;
+  /**
+   * Only this turn's task: a stop pressed on an answer that has settled since (a new turn runs
+   * now) stops nothing new. Without it, whatever runs in the thread is stopped.
+   */
+  turnId?: string;
 }
 
+/** The reason a person's stop carries in the task.cancel event (a bounded metric label). */
+export const STOP_REASON = 'stopped-by-person';
+
 export type CancelResult =
-  /** The agent cancelled the task, or it had ended already: nothing of it runs any more. */
-  | { status: 'canceled'; sessionId: string; taskId: string }
+  /**
+   * The agent cancelled the task, or it had ended already: nothing of it runs any more.
+   * `wasPaused`: it waited on a question, which is dropped (no driver follows it to settle it).
+   */
+  | { status: 'canceled'; sessionId: string; taskId: string; turnId: string | null; wasPaused: boolean }
   /** No task is running for this thread (none sent yet, or all settled): nothing was done. */
   | { status: 'nothing-running'; sessionId: string }
+  /** The stop named another turn than the one whose task runs now: nothing was sent. */
+  | { status: 'stale'; sessionId: string; taskId: string }
   /**
    * The task may still run: the agent refused or could not be reached (the thread is told), or
    * the Binding is gone (`binding-unavailable`: there is no agent to ask).
@@ -51,15 +64,21 @@ export async function cancelRunning(
   const session = await store.getSession(sessionId);
   const taskId = session?.task?.taskId ?? session?.question?.taskId;
   if (session === undefined || taskId === undefined) return { status: 'nothing-running', sessionId };
+  const turnId = session.task?.turnId ?? null;
+  if (request.turnId !== undefined && request.turnId !== turnId) {
+    // An answer that resumed the task names it too; any other turn is an earlier one.
+    const turn = await store.getTurn(request.turnId);
+    if (turn?.taskId !== taskId) return { status: 'stale', sessionId, taskId };
+  }
   const route = deps.driver.resolve(session.binding);
   if (route === undefined) return { status: 'failed', sessionId, taskId, code: 'binding-unavailable' };
   const ctx = new DriverContext(deps.driver, sessionId, deps.signal);
-  const reason = `requested by ${request.actor.id}`;
-  const ok = await cancelTask(ctx, session, route, taskId, reason);
+  const ok = await cancelTask(ctx, session, route, taskId, STOP_REASON);
   if (!ok) return { status: 'failed', sessionId, taskId, code: 'agent-refused' };
-  if (session.question?.taskId === taskId) await dropQuestion(ctx, key, taskId);
+  const wasPaused = session.question?.taskId === taskId;
+  if (wasPaused) await dropQuestion(ctx, key, taskId);
   deps.kick(sessionId);
-  return { status: 'canceled', sessionId, taskId };
+  return { status: 'canceled', sessionId, taskId, turnId, wasPaused };
 }
 
 /** The paused task is gone: its question takes no answer, and the thread is told (once). */

@@ -14,8 +14,10 @@ import {
   SlackRateLimitedError,
   SlackUnavailableError,
   STILL_STREAMING,
+  STOPPED_BY_USER,
   STREAM_ENDED,
 } from './errors.js';
+import { feedbackBlock } from './feedback.js';
 import { markdownForStream, markdownToMrkdwn } from './mrkdwn.js';
 import { DEFAULT_PAGE_LIMITS, type PageLimits, paginate, settledPart } from './pages.js';
 import { type AnswerMetadata, type CallContext, type SlackApi, UNAVAILABLE_BACKOFF } from './web-api.js';
@@ -52,6 +54,8 @@ export interface AnswerSettings {
   streaming: boolean;
   /** Calls that fail without an answer from Slack are tried this many times before giving up. */
   maxFailures: number;
+  /** Feedback buttons under a finished streamed answer (feedback.ts). */
+  feedback: boolean;
 }
 
 export const DEFAULT_ANSWER_SETTINGS: AnswerSettings = {
@@ -59,6 +63,7 @@ export const DEFAULT_ANSWER_SETTINGS: AnswerSettings = {
   intervalMs: 1_000,
   streaming: true,
   maxFailures: 5,
+  feedback: true,
 };
 
 /** Whether a workspace has native streams; learnt from Slack's answer to the first try. */
@@ -118,6 +123,8 @@ export class SlackAnswer {
   readonly #finished = deferred();
   #onRef: ((ref: string) => void) | undefined;
   #lastRef: string | undefined;
+  /** A person stopped the task: nothing more is shown, open streams are closed as they are. */
+  #halted = false;
 
   /**
    * @param ref the reference the engine persisted (null: none)
@@ -143,6 +150,24 @@ export class SlackAnswer {
   /** Whether the final text is shown (or the answer gave up). */
   get done(): boolean {
     return this.#done;
+  }
+
+  /** Whether one of its messages is `ts` (a stream Slack stopped names its message). */
+  shows(ts: string): boolean {
+    return this.#pages.some((p) => p.ts === ts);
+  }
+
+  /**
+   * A person stopped the task: the answer stays as shown. `stoppedTs` are the streams Slack
+   * already stopped; any other stream of it is closed without more text. Resolves when done.
+   */
+  halt(stoppedTs: ReadonlySet<string>): Promise<void> {
+    if (this.#done) return Promise.resolve();
+    for (const page of this.#pages) if (stoppedTs.has(page.ts)) page.state = 'stopped';
+    this.#halted = true;
+    this.#kick();
+    this.#wake?.abort();
+    return this.#finished.promise;
   }
 
   /** The reference of the messages that show it, once there are any. */
@@ -181,6 +206,11 @@ export class SlackAnswer {
 
   async #loop(): Promise<void> {
     for (;;) {
+      if (this.#halted && !this.#done) {
+        await this.#closeAsShown();
+        this.#running = false;
+        return;
+      }
       const view = this.#view;
       if (this.#done || view === undefined) {
         this.#running = false;
@@ -227,6 +257,28 @@ export class SlackAnswer {
         await this.#failed(step, error);
       }
     }
+  }
+
+  /** After a stop: each stream still open is stopped with no more text; then it is done. */
+  async #closeAsShown(): Promise<void> {
+    for (const [index, page] of this.#pages.entries()) {
+      if (page.state !== 'streaming') continue;
+      try {
+        await this.#deps.api.stopStream(
+          { ...this.#ctx(), urgent: true },
+          { channel: this.place.channel, ts: page.ts, metadata: this.#metadata(index) },
+        );
+      } catch (error) {
+        // Slack ended it already (or cannot be reached): it shows what it showed.
+        this.#deps.logger.debug(
+          { turnId: this.place.turnId, err: describe(error) },
+          'a stopped stream did not close',
+        );
+      }
+      page.state = 'stopped';
+    }
+    this.#emitRef();
+    this.#complete();
   }
 
   #plan(view: AnswerView): Step | null {
@@ -312,7 +364,12 @@ export class SlackAnswer {
       }
       case 'stop': {
         const page = this.#page(step.index);
-        await api.stopStream(ctx, { channel, ts: page.ts, metadata: this.#metadata(step.index) });
+        await api.stopStream(ctx, {
+          channel,
+          ts: page.ts,
+          metadata: this.#metadata(step.index),
+          ...(this.#closesAnswer(step.index) ? { blocks: [feedbackBlock(this.place.turnId)] } : {}),
+        });
         page.state = 'stopped';
         this.#emitRef();
         return;
@@ -339,6 +396,12 @@ export class SlackAnswer {
     }
   }
 
+  /** The stop of the answer's last page, once it is final: where the feedback buttons go. */
+  #closesAnswer(index: number): boolean {
+    if (!this.#deps.settings.feedback || !this.#final || this.#view === undefined) return false;
+    return index === this.#desired(this.#view).length - 1;
+  }
+
   #page(index: number): ShownPage {
     const page = this.#pages[index];
     if (page === undefined) throw new RangeError(`no page ${index}`);
@@ -353,8 +416,9 @@ export class SlackAnswer {
       return;
     }
     if (error instanceof SlackPlatformError) {
-      if (error.slackError === STREAM_ENDED && page !== undefined) {
-        // Slack closed the stream itself. It shows what was appended before: edit from there.
+      if ((error.slackError === STREAM_ENDED || error.slackError === STOPPED_BY_USER) && page !== undefined) {
+        // Slack closed the stream itself (its time ran out, or a person pressed stop and the
+        // stop was not for this task). It shows what was appended before: edit from there.
         page.state = 'stopped';
         this.#emitRef();
         return;

@@ -12,8 +12,10 @@ import {
   systemClock,
 } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
-import type { SessionStore } from '../../core/store.js';
+import type { CancelRequest, CancelResult } from '../../core/session/cancelling.js';
+import type { SessionKey, SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './activity.js';
+import { AgentStops } from './agent-stop.js';
 import type { AnswerSettings } from './answer.js';
 import type { DecisionListener } from './approval-audit.js';
 import type { ApprovalBindings, ApprovalCounters } from './approval-gate.js';
@@ -26,11 +28,14 @@ import {
   SlackRateLimitedError,
   SlackUnavailableError,
 } from './errors.js';
+import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './feedback.js';
 import { InboundRouter } from './inbound.js';
 import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
 import { PromptTokens } from './prompt-token.js';
+import type { SessionStatusOptions } from './session-status.js';
+import { type DescribeAgent, SuggestedPrompts } from './suggested-prompts.js';
 import { SlackSurface } from './surface.js';
 import { SlackTriggerThreads } from './trigger-threads.js';
 import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
@@ -62,6 +67,8 @@ export interface ConnectOptions {
   budgets?: Readonly<Record<string, MethodBudget>>;
   answers?: Partial<AnswerSettings>;
   activity?: Partial<ActivityOptions>;
+  /** The agent sessions' statuses (grace before `active`, title length). */
+  statuses?: Partial<SessionStatusOptions>;
   people?: Partial<PeopleOptions>;
   /** Tool approvals and kagent's questions as buttons (Q-3, Q-5). */
   approvals?: {
@@ -79,10 +86,16 @@ export interface ConnectOptions {
   };
   /** Metrics and spans of Web API calls. */
   telemetry?: SlackTelemetry;
+  /** Where feedback presses are counted (agentkourier_feedback_total). */
+  feedback?: FeedbackCounter;
 }
 
 export interface ListenOptions {
-  engine: { receive(input: Inbound): Promise<ReceiveResult> };
+  engine: {
+    receive(input: Inbound): Promise<ReceiveResult>;
+    /** A person's stop button (agent-stop.ts). */
+    cancel(key: SessionKey, request: CancelRequest): Promise<CancelResult>;
+  };
   /**
    * Sends the structured answers collected from prompts (the composition root's, the same the
    * web chat is given: app/structured-answers.ts builds the dialect's reply).
@@ -99,6 +112,8 @@ export interface ListenOptions {
   host?: string;
   /** How long an event handler may run before Slack is answered anyway (Slack allows 3 s). */
   ackWithinMs?: number;
+  /** A Binding's agent as its card describes it: the DM's suggested prompts (suggested-prompts.ts). */
+  describeAgent?: DescribeAgent;
 }
 
 export class SlackConnection {
@@ -116,6 +131,7 @@ export class SlackConnection {
   readonly #budgets: BudgetBook;
   readonly #people: People;
   readonly #botId: string | undefined;
+  readonly #feedback: FeedbackCounter | undefined;
   #app: App | undefined;
   #receiver: HTTPReceiver | undefined;
   #server: Server | undefined;
@@ -138,6 +154,7 @@ export class SlackConnection {
     this.botUserId = init.botUserId;
     this.teamId = init.teamId;
     this.#botId = init.botId;
+    this.#feedback = options.feedback;
     this.#people = new People(init.api, this.#clock, options.logger, options.people);
     this.approvals = new PromptDesk({
       api: init.api,
@@ -162,6 +179,7 @@ export class SlackConnection {
       prompts: this.approvals,
       ...(options.answers === undefined ? {} : { answers: options.answers }),
       ...(options.activity === undefined ? {} : { activity: options.activity }),
+      ...(options.statuses === undefined ? {} : { statuses: options.statuses }),
     });
   }
 
@@ -201,6 +219,31 @@ export class SlackConnection {
       logger: this.#logger,
       botUserId: this.botUserId,
       teamId: this.teamId,
+      titles: this.surface.statuses,
+    });
+    const stops = new AgentStops({
+      engine: options.engine,
+      store: options.store,
+      surface: this.surface,
+      api: this.api,
+      clock: this.#clock,
+      logger: this.#logger,
+      teamId: this.teamId,
+    });
+    const prompts = new SuggestedPrompts({
+      agents: this.surface.agents,
+      bindings: options.bindings,
+      describe: options.describeAgent,
+      clock: this.#clock,
+      logger: this.#logger,
+      teamId: this.teamId,
+    });
+    const feedback = new FeedbackDesk({
+      store: options.store,
+      clock: this.#clock,
+      logger: this.#logger,
+      teamId: this.teamId,
+      ...(this.#feedback === undefined ? {} : { counter: this.#feedback }),
     });
     this.approvals.wire({
       answerStructured: options.answerStructured,
@@ -256,11 +299,20 @@ export class SlackConnection {
     const handle = async ({ body }: { body: unknown }): Promise<void> => bounded(router.handle(body));
     app.event('app_mention', handle);
     app.event('message', handle);
+    // The agent session's stop button (Bolt 5.1 has no helper: a plain event listener).
+    app.event('agent_session_stopped', async ({ body }) => bounded(stops.handle(body)));
+    // A person opened the app's Messages tab: the DM's suggested prompts, from the agent card.
+    app.event('app_home_opened', async ({ body }) => bounded(prompts.opened(body)));
     // Buttons of kagent's prompts, and the modals they open (approvals.ts). The press is
     // acknowledged at once; the work runs within the same bound as events.
     app.action({ type: 'block_actions', action_id: /^agentkourier\.prompt\./ }, async ({ ack, body }) => {
       await ack();
       await bounded(this.approvals.press(body));
+    });
+    // Feedback buttons under an answer: recorded, never a turn.
+    app.action({ type: 'block_actions', action_id: FEEDBACK_ACTION }, async ({ ack, body }) => {
+      await ack();
+      await bounded(feedback.press(body));
     });
     app.view({ type: 'view_submission', callback_id: DENY_CALLBACK }, async ({ ack, body }) => {
       await ack();

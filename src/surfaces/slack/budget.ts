@@ -202,6 +202,13 @@ export const DEFAULT_METHOD_BUDGETS: Readonly<Record<string, MethodBudget>> = {
   'usergroups.users.list': { scope: 'workspace', perMinute: 16, burst: 4 },
   // Tier 4: a modal opens in answer to a press, within the press's 3-second trigger.
   'views.open': { scope: 'workspace', perMinute: 90, burst: 10 },
+  // Tier 3 each, their own allowances (not chat.update's): a session's status and its title.
+  'agents.sessions.setStatus': { scope: 'workspace', perMinute: 45, burst: 5 },
+  'agents.sessions.rename': { scope: 'workspace', perMinute: 45, burst: 5 },
+  // Tier 4: a DM's suggested prompts, when a person opens it.
+  'assistant.threads.setSuggestedPrompts': { scope: 'workspace', perMinute: 90, burst: 10 },
+  // Tier 4: who may stop a task in a channel (a stop press is rare).
+  'conversations.members': { scope: 'workspace', perMinute: 90, burst: 10 },
 };
 
 const UNLISTED: MethodBudget = { scope: 'workspace', perMinute: 45, burst: 5 };

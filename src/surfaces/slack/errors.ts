@@ -64,6 +64,9 @@ export class SlackAuthError extends KourierError {
 export const STREAM_ENDED = 'message_not_in_streaming_state';
 
 /** chat.update on a message that is still streaming: the stream must be stopped first. */
+/** chat.appendStream on a stream a person stopped with the session's stop button. */
+export const STOPPED_BY_USER = 'stopped_by_user';
+
 export const STILL_STREAMING = 'streaming_state_conflict';
 
 /** What a log line says of an error: its class and stable code, never its message. */

@@ -163,6 +163,8 @@ export interface InboundDeps {
   botUserId: string;
   /** The team of the bot token, for events that do not name one. */
   teamId: string;
+  /** Where a new thread's first message becomes its agent session's title. */
+  titles?: { titleFrom(sessionId: string, text: string): void };
 }
 
 export const NOT_TAKEN =
@@ -211,6 +213,9 @@ export class InboundRouter {
     try {
       if (turn.needsSession && (await store.getSession(sessionIdOf(turn.key))) === undefined) return;
       const actor = await people.actor(team, turn.user);
+      // A thread's first message names its agent session.
+      if (turn.addressed && turn.ts === turn.key.threadId)
+        this.#deps.titles?.titleFrom(sessionIdOf(turn.key), turn.text);
       await engine.receive({
         kind: 'person',
         key: turn.key,

@@ -25,6 +25,13 @@ export const METHOD_SCOPES: Readonly<Record<string, string | null>> = {
   'conversations.replies': 'channels:history',
   // A trigger's thread root, looked for after a crash before it is posted again.
   'conversations.history': 'channels:history',
+  // An agent session's status and title (the stop button shows while it is processing).
+  'agents.sessions.setStatus': 'chat:write',
+  'agents.sessions.rename': 'chat:write',
+  // A DM's suggested prompts, from the agent card's skills.
+  'assistant.threads.setSuggestedPrompts': 'assistant:write',
+  // Who may stop a task: the members of the thread's channel.
+  'conversations.members': 'channels:read',
 };
 
 /** Scopes a method needs beyond its own, depending on where it is used. */
@@ -34,18 +41,26 @@ export const EXTRA_SCOPES: readonly string[] = [
   // conversations.replies and conversations.history in private channels and DMs.
   'groups:history',
   'im:history',
+  // conversations.members of private channels, DMs and group DMs.
+  'groups:read',
+  'im:read',
+  'mpim:read',
 ];
 
-export const EVENT_SCOPES: Readonly<Record<string, string>> = {
+export const EVENT_SCOPES: Readonly<Record<string, string | null>> = {
   app_mention: 'app_mentions:read',
   'message.channels': 'channels:history',
   'message.groups': 'groups:history',
   'message.im': 'im:history',
+  // The stop button of an agent session.
+  agent_session_stopped: 'chat:write',
+  // A person opened the app's Messages tab: the DM's suggested prompts.
+  app_home_opened: null,
 };
 
 export function requiredScopes(): string[] {
   const scopes = new Set<string>(EXTRA_SCOPES);
   for (const scope of Object.values(METHOD_SCOPES)) if (scope !== null) scopes.add(scope);
-  for (const scope of Object.values(EVENT_SCOPES)) scopes.add(scope);
+  for (const scope of Object.values(EVENT_SCOPES)) if (scope !== null) scopes.add(scope);
   return [...scopes].sort();
 }

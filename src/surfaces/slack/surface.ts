@@ -11,10 +11,12 @@ import type {
   ToolStep,
 } from '../../core/ports.js';
 import { type ActivityOptions, ThreadActivity } from './activity.js';
+import { AgentApi } from './agent-api.js';
 import { type AnswerSettings, DEFAULT_ANSWER_SETTINGS, SlackAnswer, StreamSupport } from './answer.js';
 import { PromptDesk } from './approvals.js';
 import { SURFACE } from './inbound.js';
 import { noticeMessage, questionMessage, type RenderedMessage, toolStepMessage } from './render.js';
+import { SessionStatuses, type SessionStatusOptions } from './session-status.js';
 import { retrying, type SlackApi } from './web-api.js';
 
 /**
@@ -30,6 +32,8 @@ export interface SlackSurfaceOptions {
   answers?: Partial<AnswerSettings>;
   /** The running indicator on the thread root (emoji, grace before it goes). */
   activity?: Partial<ActivityOptions>;
+  /** The agent session's status (session-status.ts). */
+  statuses?: Partial<SessionStatusOptions>;
   /**
    * kagent's structured questions as buttons (approvals.ts). Without it they are shown as
    * text, with no buttons.
@@ -49,6 +53,9 @@ const MAX_FINISHED = 5_000;
 
 export class SlackSurface implements ChatSurface {
   readonly activity: ThreadActivity;
+  /** The agent sessions' statuses; fed with the engine's events like `activity`. */
+  readonly statuses: SessionStatuses;
+  readonly agents: AgentApi;
   readonly #api: SlackApi;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -64,6 +71,28 @@ export class SlackSurface implements ChatSurface {
     this.#logger = options.logger;
     this.#settings = { ...DEFAULT_ANSWER_SETTINGS, ...options.answers };
     this.activity = new ThreadActivity(options.api, options.clock, options.logger, options.activity);
+    this.agents = new AgentApi(options.api);
+    this.statuses = new SessionStatuses(
+      this.agents,
+      options.api,
+      options.clock,
+      options.logger,
+      options.statuses,
+    );
+  }
+
+  /**
+   * The answer a stop press in a thread is about: the one showing a stream Slack stopped, else
+   * the thread's answer still being shown. undefined: none is live in this process.
+   */
+  liveAnswer(channel: string, threadTs: string, stoppedTs: readonly string[]): SlackAnswer | undefined {
+    let open: SlackAnswer | undefined;
+    for (const answer of this.#answers.values()) {
+      if (answer.place.channel !== channel || answer.place.threadTs !== threadTs) continue;
+      if (stoppedTs.some((ts) => answer.shows(ts))) return answer;
+      if (!answer.done) open = answer;
+    }
+    return open;
   }
 
   openAnswer(
@@ -108,7 +137,10 @@ export class SlackSurface implements ChatSurface {
   }
 
   async postNotice(target: ChatTarget, notice: Notice): Promise<void> {
-    if (notice.kind === 'binding-removed') this.activity.clear(target.sessionId);
+    if (notice.kind === 'binding-removed') {
+      this.activity.clear(target.sessionId);
+      this.statuses.set(target.sessionId, 'closed');
+    }
     await this.#post(target, noticeMessage(notice));
     // A prompt whose question this notice ended shows that it no longer waits.
     await this.#prompts?.noticed(target, notice).catch(() => undefined);
@@ -130,6 +162,7 @@ export class SlackSurface implements ChatSurface {
   /** Stops timers; waiting budget takes were closed by whoever owns the budgets. */
   close(): void {
     this.activity.close();
+    this.statuses.close();
   }
 
   async #post(target: ChatTarget, message: RenderedMessage): Promise<string> {

@@ -223,7 +223,14 @@ export class SlackApi {
 
   async stopStream(
     ctx: CallContext,
-    args: { channel: string; ts: string; markdown_text?: string; metadata?: AnswerMetadata },
+    args: {
+      channel: string;
+      ts: string;
+      markdown_text?: string;
+      metadata?: AnswerMetadata;
+      blocks?: unknown[];
+      session_status?: string;
+    },
   ): Promise<void> {
     await this.#call('chat.stopStream', ctx, args, anyOk);
   }
@@ -274,6 +281,11 @@ export class SlackApi {
     args: { channel: string; oldest: string; cursor?: string; limit: number },
   ): Promise<RepliesPage> {
     return this.#call('conversations.history', ctx, { ...args, include_all_metadata: true }, replies);
+  }
+
+  /** A method without a wrapper here (agent-api.ts): the same budget, schema check and span. */
+  call<T>(method: string, ctx: CallContext, args: Record<string, unknown>, schema: z.ZodType<T>): Promise<T> {
+    return this.#call(method, ctx, args, schema);
   }
 
   async #call<T>(

@@ -7,7 +7,10 @@ import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js'
 
 const silent = pino({ level: 'silent' });
 const noEngine = {
-  engine: { receive: async () => ({ sessionId: '', turnId: '', duplicate: false }) },
+  engine: {
+    receive: async () => ({ sessionId: '', turnId: '', duplicate: false }),
+    cancel: async () => ({ status: 'nothing-running' as const, sessionId: '' }),
+  },
   answerStructured: async () => ({ status: 'stale' as const, sessionId: '' }),
   store: {
     claimInboundEvent: async () => true,

@@ -15,6 +15,7 @@ import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import type { AnswerSettings } from '../../../src/surfaces/slack/answer.js';
 import { type ConnectOptions, SlackConnection } from '../../../src/surfaces/slack/app.js';
 import type { MethodBudget } from '../../../src/surfaces/slack/budget.js';
+import type { FeedbackCounter } from '../../../src/surfaces/slack/feedback.js';
 import {
   type FakeMessage,
   type FakeSlack,
@@ -73,6 +74,8 @@ export interface SlackHarnessOptions {
   approvals?: ConnectOptions['approvals'];
   /** Where the answerer counts the decisions the engine took (BrokerMetrics). */
   decisions?: DecisionCounter;
+  /** Where feedback presses are counted. */
+  feedback?: FeedbackCounter;
 }
 
 /** A button of a message's blocks, as a press needs it. */
@@ -105,6 +108,14 @@ export interface SlackHarness {
   settled(turnCount: number, timeoutMs?: number): Promise<void>;
   /** The buttons of a message (in block order). */
   buttons(channel: string, ts: string): FoundButton[];
+  /** The feedback buttons' values under a bot message (positive, negative), if it has them. */
+  feedback(channel: string, ts: string): { positive: string; negative: string } | undefined;
+  /** Presses a feedback button as `user`. */
+  pressFeedback(
+    message: { channel?: string; ts: string },
+    value: string,
+    user: string,
+  ): Promise<{ status: number }>;
   /** Presses a button of a bot message, as `user`, the way Slack sends the press. */
   press(
     message: { channel?: string; ts: string },
@@ -173,8 +184,10 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     logger,
     answers: { intervalMs: 250, ...options.answers },
     activity: { settleGraceMs: 50 },
+    statuses: { settleGraceMs: 50 },
     ...(options.approvals === undefined ? {} : { approvals: options.approvals }),
     ...(options.budgets === undefined ? {} : { budgets: options.budgets }),
+    ...(options.feedback === undefined ? {} : { feedback: options.feedback }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   const events: EngineEvent[] = [];
@@ -186,6 +199,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
       emit: (e) => {
         events.push(e);
         slack.surface.activity.emit(e);
+        slack.surface.statuses.emit(e);
       },
     },
     timings: { ...FAST_TIMINGS, ...options.timings },
@@ -196,6 +210,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     answerStructured: kagentAnswerer(engine, options.decisions),
     store,
     bindings: registry,
+    describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),
     port: 0,
     host: '127.0.0.1',
   });
@@ -305,6 +320,33 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
         }
       }
       return found;
+    },
+    feedback(channel, ts) {
+      for (const block of fake.message(channel, ts)?.blocks ?? []) {
+        const b = block as { type?: string; elements?: Array<Record<string, { value?: string }>> };
+        if (b.type !== 'context_actions') continue;
+        const el = b.elements?.[0];
+        if (el === undefined) continue;
+        return { positive: el.positive_button?.value ?? '', negative: el.negative_button?.value ?? '' };
+      }
+      return undefined;
+    },
+    async pressFeedback(message, value, user) {
+      const channel = message.channel ?? CHANNEL;
+      const stored = fake.message(channel, message.ts);
+      const payload = blockActionsPayload({
+        user,
+        channel,
+        messageTs: message.ts,
+        ...(stored?.threadTs === undefined ? {} : { threadTs: stored.threadTs }),
+        actionId: 'agentkourier.feedback',
+        actionType: 'feedback_buttons',
+        value,
+        messageBlocks: stored?.blocks ?? [],
+        messageText: stored?.text ?? '',
+        botUserId: fake.botUserId,
+      });
+      return sendSlackInteraction(appUrl, SECRET, payload);
     },
     async press(message, button, user) {
       const channel = message.channel ?? CHANNEL;

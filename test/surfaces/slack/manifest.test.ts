@@ -5,6 +5,7 @@ import { EVENT_SCOPES, METHOD_SCOPES, requiredScopes } from '../../../src/surfac
 
 const root = new URL('../../../', import.meta.url);
 const manifest = parse(readFileSync(new URL('manifests/slack-app.yaml', root), 'utf8')) as {
+  features: { agent_view?: { agent_description?: string }; app_home: { messages_tab_enabled: boolean } };
   oauth_config: { scopes: { bot: string[] } };
   settings: { event_subscriptions: { bot_events: string[] }; socket_mode_enabled: boolean };
 };
@@ -20,11 +21,22 @@ describe('the Slack app manifest', () => {
     );
   });
 
+  it('declares the app an agent (agent_view, not the legacy assistant_view) with its Messages tab on', () => {
+    expect(manifest.features.agent_view?.agent_description?.length ?? 0).toBeGreaterThan(0);
+    expect(manifest.features.agent_view?.agent_description?.length ?? 0).toBeLessThanOrEqual(300);
+    expect(manifest.features).not.toHaveProperty('assistant_view');
+    expect(manifest.features.app_home.messages_tab_enabled).toBe(true);
+  });
+
   it('lists every Web API method the surface calls', () => {
-    const source = readFileSync(new URL('src/surfaces/slack/web-api.ts', root), 'utf8');
+    const source = ['web-api.ts', 'agent-api.ts']
+      .map((file) => readFileSync(new URL(`src/surfaces/slack/${file}`, root), 'utf8'))
+      .join('\n');
     const called = new Set(
       [
-        ...source.matchAll(/'((?:auth|chat|reactions|users|usergroups|views|conversations)\.[A-Za-z.]+)'/g),
+        ...source.matchAll(
+          /'((?:auth|chat|reactions|users|usergroups|views|conversations|agents|assistant)\.[A-Za-z.]+)'/g,
+        ),
       ].map((m) => m[1]),
     );
     expect([...called].sort()).toEqual(Object.keys(METHOD_SCOPES).sort());

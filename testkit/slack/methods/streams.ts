@@ -43,7 +43,7 @@ export function streamMethods(ws: Workspace): Record<string, Handler> {
     },
 
     'chat.appendStream': (args) => {
-      const m = ws.streamTarget(args);
+      const m = ws.streamTarget(args, 'stopped_by_user');
       const added = ws.readStreamText(args);
       if (added.text === '' && added.other.length === 0) throw new SlackRefusal('no_text');
       m.text += added.text;
@@ -60,6 +60,9 @@ export function streamMethods(ws: Workspace): Record<string, Handler> {
           ? validateBlocks(args.blocks, 'msg_blocks_too_many', ws.blocksTextLimit)
           : undefined;
       const metadata = args.metadata !== undefined ? validateMetadata(args.metadata) : undefined;
+      const sessionStatus = str(args, 'session_status');
+      if (sessionStatus !== undefined)
+        ws.setSessionStatus(m.channel, m.threadTs ?? m.ts, sessionStatus, 'chat.stopStream');
       m.text += added.text;
       if (added.other.length > 0) m.chunks = [...(m.chunks ?? []), ...added.other];
       if (blocks && blocks.length > 0) m.blocks = [...(m.blocks ?? []), ...clone(blocks)];
