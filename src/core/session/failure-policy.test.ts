@@ -87,7 +87,8 @@ describe('what a failed send means', () => {
         code: 'streaming_not_advertised',
         notice: {
           kind: 'agent-refused',
-          reason: 'agent card does not advertise capabilities.streaming: true',
+          reason:
+            'agent card does not advertise capabilities.streaming: true (enable spec.polling on its AgentBackend to reach it by polling)',
         },
       },
     ],
