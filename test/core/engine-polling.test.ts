@@ -61,8 +61,9 @@ describe.each(['1.0', '0.3'] as const)('polling a non-streaming contract agent a
     const { turnId, sessionId } = await h.say('t1', '1', 'count');
     await settled(h, turnId);
     const [request] = h.agent.rpc(send);
-    const params = (request?.body as { params: { configuration?: Record<string, unknown> } }).params;
-    expect(params.configuration).toEqual(
+    const params = (request?.body as { params: { configuration?: Record<string, unknown> } } | undefined)
+      ?.params;
+    expect(params?.configuration).toEqual(
       version === '1.0' ? { returnImmediately: true } : { blocking: false },
     );
     expect(sentMessages(h, send).map((m) => m.messageId)).toEqual([turnId]);
