@@ -132,7 +132,7 @@ describe.each(['1.0', '0.3'] as const)('polling a non-streaming contract agent a
     const session = await h.store.getSession(sessionId);
     expect(session?.question?.questionKey).toBeTruthy();
     const taskId = session?.task?.taskId;
-    await h.answer('t1', session?.question?.questionKey ?? '', { text: 'prod' });
+    await h.say('t1', '2', 'prod');
     await h.surface.waitFor(
       () => h.events.filter((e) => e.type === 'turn.settled').length === 2,
       6_000,
@@ -169,7 +169,7 @@ describe.each(['1.0', '0.3'] as const)('polling a non-streaming contract agent a
   it(`[P-7] retries a GetTask that fails, after the agent's Retry-After, and finishes the turn (${version})`, async () => {
     const h = await harness();
     h.agent.enqueueFor(send, answer({ chunks: ['done'], chunkDelayMs: 200 }));
-    h.agent.enqueueFor(get, httpStatus(503, { 'Retry-After': '1' }), rpcError(-32603, { message: 'boom' }));
+    h.agent.enqueueFor(get, httpStatus(503, { 'Retry-After': '1' }), rpcError(-32603, 'boom'));
     const { turnId, sessionId } = await h.say('t1', '1', 'flaky');
     const started = Date.now();
     await settled(h, turnId);
