@@ -234,6 +234,31 @@ describe('planBinding', () => {
 });
 
 describe('bindingStatus', () => {
+  it('[P-1] says the card was accepted without streaming, its tasks followed by polling', () => {
+    const plan = planBinding({
+      binding: bindingObject(),
+      backend: backendObject({ polling: { enabled: true, interval: '2s', timeout: '1h' } }),
+      secrets: secrets({}),
+      allowedChannels: undefined,
+    });
+    const polledCard: CardState =
+      okCard.outcome.ok === true
+        ? { ...okCard, outcome: { ok: true, card: { ...okCard.outcome.card, streaming: false } } }
+        : okCard;
+    const status = bindingStatus({
+      binding: bindingObject(),
+      plan,
+      card: polledCard,
+      conflicts: [],
+      previous: undefined,
+      now,
+    });
+    expect(findCondition(status.conditions, 'CardAccepted')).toMatchObject({ status: 'True' });
+    expect(findCondition(status.conditions, 'CardAccepted')?.message).toContain(
+      'without streaming: its tasks are followed by polling',
+    );
+    expect(status.card?.streaming).toBe(false);
+  });
   const plan = planBinding({
     binding: bindingObject(),
     backend: backendObject(),
