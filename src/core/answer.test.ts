@@ -77,7 +77,7 @@ describe('AnswerBuffer', () => {
     expect(answer.text().length).toBe(500_000);
   });
 
-  it('[P-3] takes a task read again as growth: the same artifacts grown at their end, changed or reordered ones replaced', () => {
+  it('[P-3] reads a task again: grown artifacts show their whole text, rewritten, shorter or reordered ones are replaced', () => {
     const answer = new AnswerBuffer();
     const task = (...artifacts: Array<[string, string]>) =>
       artifacts.map(([artifactId, t]) => ({ artifactId, parts: [text(t)] }));
