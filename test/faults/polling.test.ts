@@ -93,4 +93,18 @@ describe.each(['1.0', '0.3'] as const)('polling faults at A2A %s', (version) => 
     expect(notices).toEqual(['poll-timeout']);
     expect(h.agent.rpc(version === '1.0' ? 'CancelTask' : 'tasks/cancel')).toHaveLength(1);
   });
+
+  it(`[P-4][P-7] a GetTask that keeps failing does not hold the turn past the polling timeout (${version})`, async () => {
+    const { h, outcome, notices } = await run(
+      { settings: { polling: { intervalMs: 30, timeoutMs: 800 } } },
+      (h) => {
+        h.agent.clear();
+        h.agent.enqueueFor(send, answer({ chunks: ['long ', 'work'], chunkDelayMs: 60_000 }));
+        h.agent.enqueueFor(get, ...Array.from({ length: 200 }, () => httpStatus(503, {}, AGENT_TEXT)));
+      },
+    );
+    expect(outcome).toBe('canceled');
+    expect(notices).toEqual(['poll-timeout']);
+    expect(h.agent.rpc(version === '1.0' ? 'CancelTask' : 'tasks/cancel')).toHaveLength(1);
+  });
 });

@@ -216,8 +216,16 @@ export async function followTask(
     ctx.checkStop();
     const readAt = clock.now();
     const activityBefore = run.lastActivityAt;
-    const task = await readTask(ctx, session, route, run, taskId);
+    const deadline = polling === undefined ? undefined : (turn?.firstSentAt ?? readAt) + polling.timeoutMs;
+    const task =
+      deadline === undefined
+        ? await readTask(ctx, session, route, run, taskId)
+        : await readTask(ctx, session, route, run, taskId, deadline);
     if (task === 'gone') return;
+    if (task === 'late') {
+      await cancelAndSettle(ctx, session, route, turn, run, taskId, 'poll-timeout');
+      return;
+    }
     if (!canSubscribe) ctx.emit(session, { type: 'task.polled', taskId, latencyMs: clock.now() - readAt });
     // After an answer, a task that still shows the question answered has not read it yet.
     const stale = answeredQuestion(session, route, turn, task.status);
@@ -298,9 +306,15 @@ async function cancelAndSettle(
   reason: 'no-sign-of-life' | 'poll-timeout',
 ): Promise<void> {
   await cancelTask(ctx, session, route, taskId, reason, run.trace);
-  const after = await readTask(ctx, session, route, run, taskId);
+  // After a poll timeout the task is read once: an agent whose GetTask keeps failing is not
+  // waited for again.
+  const after =
+    reason === 'poll-timeout'
+      ? await readTask(ctx, session, route, run, taskId, ctx.deps.clock.now())
+      : await readTask(ctx, session, route, run, taskId);
   if (after === 'gone') return;
-  const status = isSettled(after.status.state) ? after.status : { state: 'canceled' as const };
+  const status =
+    after !== 'late' && isSettled(after.status.state) ? after.status : { state: 'canceled' as const };
   // A task the timeout canceled: the thread hears why, not only that it was canceled.
   const told =
     reason === 'poll-timeout' && status.state === 'canceled' ? notice('poll-timeout', turn?.id) : undefined;
@@ -320,14 +334,34 @@ export function answeredQuestion(
   return reading.kind === 'question' && reading.question.key === session.lastQuestionKey;
 }
 
-/** GetTask with retries; 'gone' when the agent no longer knows the task (E-5). */
+/**
+ * GetTask with retries; 'gone' when the agent no longer knows the task (E-5). `until`: a read
+ * still failing at this time is given up on, 'late' (P-4: a polled task's timeout does not wait
+ * behind a GetTask that keeps failing).
+ */
 export async function readTask(
   ctx: DriverContext,
   session: SessionRecord,
   route: AgentRoute,
   run: TurnRun,
   taskId: string,
-): Promise<Task | 'gone'> {
+): Promise<Task | 'gone'>;
+export async function readTask(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  run: TurnRun,
+  taskId: string,
+  until: number,
+): Promise<Task | 'gone' | 'late'>;
+export async function readTask(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  run: TurnRun,
+  taskId: string,
+  until?: number,
+): Promise<Task | 'gone' | 'late'> {
   const { clock, timings } = ctx.deps;
   for (let attempt = 0; ; attempt++) {
     ctx.checkStop();
@@ -353,13 +387,20 @@ export async function readTask(
         await taskRefused(ctx, session, taskId, verdict);
         return 'gone';
       }
+      if (until !== undefined && clock.now() >= until) return 'late';
       if (verdict.kind === 'unreachable') {
         // Every read failing for as long as a task may go quiet: the agent is not coming back
         // for this task. The turn fails rather than waiting for ever (M-4's hour).
         await taskUnreachable(ctx, session, taskId, verdict.code);
         return 'gone';
       }
-      await ctx.sleep(verdict.waitMs);
+      // Never called again before the agent's Retry-After: a wait that would pass `until` ends
+      // there, and the read is given up on.
+      if (until === undefined) await ctx.sleep(verdict.waitMs);
+      else {
+        await ctx.sleep(Math.max(0, Math.min(verdict.waitMs, until - clock.now())));
+        if (clock.now() >= until) return 'late';
+      }
     }
   }
 }
