@@ -47,7 +47,7 @@ export async function fetchCard(transport: Transport): Promise<AgentCardInfo> {
     } catch (error) {
       throw new CardFetchError('the agent card is not JSON', { cause: error });
     }
-    return readCard(json, { speaks: o.extensions });
+    return readCard(json, { speaks: o.extensions, polling: o.polling });
   } catch (error) {
     // The card's own verdicts (DT-1, DT-3, DT-4), rejected credentials (E-1), a card too
     // large and an unreachable agent keep their class; a read that broke, stalled or took too

@@ -116,6 +116,18 @@ describe('readCard', () => {
     );
   });
 
+  it('[P-1][DT-3] accepts a card without streaming only when the backend polls, and says it does not stream', () => {
+    const iface = [{ url: 'http://x', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }];
+    expect(() => readCard(v1(iface, { streaming: false }), { speaks: [], polling: false })).toThrow(
+      StreamingNotAdvertisedError,
+    );
+    expect(readCard(v1(iface, { streaming: false }), { speaks: [], polling: true }).streaming).toBe(false);
+    expect(readCard(v1(iface, {}), { speaks: [], polling: true }).streaming).toBe(false);
+    // A card that streams still streams with polling on.
+    expect(readCard(v1(iface, { streaming: true }), { speaks: [], polling: true }).streaming).toBe(true);
+    expect(new StreamingNotAdvertisedError().message).toContain('spec.polling');
+  });
+
   it('[DT-4] refuses a required extension the dialect does not speak, and accepts one it does', () => {
     const iface = [{ url: 'http://x', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }];
     const card = v1(iface, {

@@ -110,6 +110,8 @@ function isJsonRpc(binding: string | undefined): boolean {
 export interface CardPolicy {
   /** Extension URIs the caller's dialect speaks; a required one outside this list is refused. */
   speaks: readonly string[];
+  /** The backend opted into polling: a card without streaming is accepted (DT-3, P-1). */
+  polling?: boolean;
 }
 
 /**
@@ -150,7 +152,8 @@ export function readCard(raw: unknown, policy: CardPolicy): AgentCardInfo {
   if (chosen === undefined) throw new NoJsonRpcInterfaceError();
 
   const capabilities = card.capabilities;
-  if (capabilities.streaming !== true) throw new StreamingNotAdvertisedError();
+  const streaming = capabilities.streaming === true;
+  if (!streaming && policy.polling !== true) throw new StreamingNotAdvertisedError();
 
   const extensions = (capabilities.extensions ?? []).map((e) => ({
     uri: e.uri,
@@ -167,7 +170,7 @@ export function readCard(raw: unknown, policy: CardPolicy): AgentCardInfo {
     agentVersion: card.version,
     protocolVersion: chosen.protocolVersion,
     cardFormat,
-    streaming: true,
+    streaming,
     extensions,
     jsonRpcInterfaces: interfaces,
     skills: skillsOf(card.skills),

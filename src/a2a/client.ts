@@ -1,5 +1,12 @@
-import { UnsupportedByVersionError } from '../core/agent/errors.js';
-import type { OutgoingMessage, StreamEvent, Task, TaskPage } from '../core/agent/model.js';
+import { MalformedResponseError, UnsupportedByVersionError } from '../core/agent/errors.js';
+import type {
+  MessageEvent,
+  OutgoingMessage,
+  StreamEvent,
+  Task,
+  TaskEvent,
+  TaskPage,
+} from '../core/agent/model.js';
 import type { AgentDescription } from '../core/ports.js';
 import type { AgentCardInfo } from './card.js';
 import { fetchCard } from './card-fetch.js';
@@ -59,7 +66,8 @@ export class A2AClient {
       prev.endpoint !== next.endpoint ||
       JSON.stringify(prev.identity) !== JSON.stringify(next.identity) ||
       JSON.stringify(prev.headers) !== JSON.stringify(next.headers) ||
-      prev.extensions.join(' ') !== next.extensions.join(' ')
+      prev.extensions.join(' ') !== next.extensions.join(' ') ||
+      prev.polling !== next.polling
     ) {
       this.invalidateCard();
     }
@@ -113,6 +121,32 @@ export class A2AClient {
       kind,
       options,
     );
+  }
+
+  /**
+   * P-2: the non-streaming SendMessage (message/send), for an agent that does not stream and a
+   * backend that opted into polling. Asks for an immediate return (returnImmediately on 1.0,
+   * blocking false on 0.3): the task is followed with GetTask. The answer is the agent's Task,
+   * or a bare Message from an agent that replies without one.
+   */
+  async sendMessage(message: OutgoingMessage, options: CallOptions = {}): Promise<TaskEvent | MessageEvent> {
+    const kind: CallKind = message.taskId === undefined || message.taskId === '' ? 'send' : 'answer';
+    const { codec, card } = await this.#wire(options.signal);
+    const result = await this.#transport.call(
+      codec,
+      codec.methods.send,
+      codec.sendParams(message, card.tenant, { returnImmediately: true }),
+      options,
+      kind,
+    );
+    const event = codec.decodeEvent(result);
+    if (event.kind === 'task' || event.kind === 'message') return event;
+    throw new MalformedResponseError('the agent answered a send with neither a Task nor a Message');
+  }
+
+  /** Whether the agent's card advertises streaming (false only when polling let it in). */
+  async streams(): Promise<boolean> {
+    return (await this.card()).streaming;
   }
 
   /** M-3: SubscribeToTask (tasks/resubscribe). Starts with a snapshot of the task. */

@@ -24,6 +24,11 @@ export interface A2AClientOptions {
   headers?: Record<string, string>;
   /** Extension URIs the dialect speaks: asked for when the card lists them (S-8, DT-4). */
   extensions?: readonly string[];
+  /**
+   * The AgentBackend opted into polling (`spec.polling.enabled`): a card without streaming is
+   * accepted, and its turns are sent with the non-streaming send and followed with GetTask.
+   */
+  polling?: boolean;
   limits?: Partial<Limits>;
   timeouts?: Partial<Timeouts>;
   listTasks?: Partial<ListTasksSettings>;
@@ -125,6 +130,7 @@ const schema = z.object({
       'may not set a header the client sets itself (Authorization, X-User-Id, A2A-*, Content-Type, …)',
     ),
   extensions: z.array(z.string().min(1)).optional(),
+  polling: z.boolean().optional(),
   limits: z
     .object({ maxCardBytes: positive, maxEventBytes: positive, maxResponseBytes: positive })
     .partial()
@@ -155,6 +161,7 @@ export interface ResolvedOptions {
   identity: Identity;
   headers: Record<string, string>;
   extensions: readonly string[];
+  polling: boolean;
   limits: Limits;
   timeouts: Timeouts;
   listTasks: ListTasksSettings;
@@ -177,6 +184,7 @@ export function resolveOptions(options: A2AClientOptions): ResolvedOptions {
     identity: options.identity,
     headers: options.headers ?? {},
     extensions: options.extensions ?? [],
+    polling: options.polling ?? false,
     limits: { ...DEFAULT_LIMITS, ...stripUndefined(options.limits) },
     timeouts: { ...DEFAULT_TIMEOUTS, ...stripUndefined(options.timeouts) },
     listTasks: { ...DEFAULT_LIST_TASKS, ...stripUndefined(options.listTasks) },

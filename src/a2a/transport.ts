@@ -57,6 +57,7 @@ export interface CallOptions {
 /** The A2A 1.0 names of the operations, the same label whatever the wire version. */
 const OPERATIONS: Record<keyof WireCodec['methods'], string> = {
   sendStream: 'SendStreamingMessage',
+  send: 'SendMessage',
   get: 'GetTask',
   subscribe: 'SubscribeToTask',
   cancel: 'CancelTask',
@@ -157,8 +158,17 @@ export class Transport {
     return errorFromStatus(res.status, this.statusHeaders(res), kind, rpcError, this.options.now());
   }
 
-  /** One JSON-RPC request and its response (GetTask, CancelTask, ListTasks). */
-  async call(codec: WireCodec, method: string, params: unknown, options: CallOptions): Promise<unknown> {
+  /**
+   * One JSON-RPC request and its response (GetTask, CancelTask, ListTasks, and the non-streaming
+   * send, whose `kind` decides what its errors mean).
+   */
+  async call(
+    codec: WireCodec,
+    method: string,
+    params: unknown,
+    options: CallOptions,
+    kind: CallKind = 'other',
+  ): Promise<unknown> {
     const o = this.options;
     const id = randomUUID();
     const started = o.now();
@@ -176,10 +186,10 @@ export class Transport {
         dispatcher: o.dispatcher,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
-      if (res.status < 200 || res.status >= 300) throw await this.statusError(res, 'other');
+      if (res.status < 200 || res.status >= 300) throw await this.statusError(res, kind);
       const body = await readBounded(res, o.limits.maxResponseBytes, 'response', o.timeouts.bodyIdleMs);
       const reply = decodeResponse(body, id);
-      if (!reply.ok) throw errorFromRpc(reply.error, 'other');
+      if (!reply.ok) throw errorFromRpc(reply.error, kind);
       return reply.result;
     } catch (error) {
       outcome = error instanceof AgentCallError ? error.code : 'error';

@@ -21,6 +21,8 @@ Options:
   --user-id <id>            call with X-User-Id: <id> (default: agentkourier-check)
   --header 'Name: value'    a static header for every call (repeatable)
   --timeout <duration>      bound for each call, e.g. 30s, 2m (default 60s)
+  --polling                 check the agent as a backend with spec.polling would reach it: a card
+                            without streaming is then sent turns with SendMessage and GetTask
   --json                    print {"agent": …, "rules": […]} instead of lines
   -h, --help                print this help
 
@@ -43,6 +45,8 @@ export interface CheckOptions {
   headers: Record<string, string>;
   json: boolean;
   timeoutMs: number;
+  /** P-1: check as a backend with spec.polling enabled reaches the agent. */
+  polling: boolean;
 }
 
 export type ParsedArgs = { help: true } | { help: false; options: CheckOptions };
@@ -62,6 +66,7 @@ const optionsSchema = z
     userId: z.string().min(1, '--user-id is empty').optional(),
     header: z.array(z.string()).default([]),
     json: z.boolean().default(false),
+    polling: z.boolean().default(false),
     timeout: z.string().optional(),
   })
   .superRefine((o, ctx) => {
@@ -95,6 +100,7 @@ export function parseCheckArgs(argv: readonly string[]): ParsedArgs {
     userId: raw.values['user-id'],
     header: raw.values.header,
     json: raw.values.json,
+    polling: raw.values.polling,
     timeout: raw.values.timeout,
   });
   if (!parsed.success) {
@@ -114,6 +120,7 @@ export function parseCheckArgs(argv: readonly string[]): ParsedArgs {
           : { kind: 'user-id', userId: o.userId ?? DEFAULT_USER_ID },
       headers: parseHeaders(o.header),
       json: o.json,
+      polling: o.polling,
       timeoutMs: parseTimeout(o.timeout),
     },
   };
@@ -131,6 +138,7 @@ function split(argv: readonly string[]) {
       'user-id': { type: 'string' },
       header: { type: 'string', multiple: true },
       json: { type: 'boolean' },
+      polling: { type: 'boolean' },
       timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

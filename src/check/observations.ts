@@ -58,11 +58,23 @@ export interface TurnObservation {
   maxGapMs: number;
   /** Why the stream stopped, when it did not end normally. */
   failure: { error: unknown; timedOut: boolean } | undefined;
+  /** P-2, P-3: sent with SendMessage and followed with GetTask (`--polling`, a card without streaming). */
+  polled?: PolledTurn;
   /**
    * GetTask after a stream that ended before its task settled, as the broker does (R-5): the
    * last answer, polled until the task settled or the call bound ran out.
    */
   followUp: Outcome<Task> | undefined;
+}
+
+/** How a polled turn went: its events are the send's answer, then each GetTask read as a task event. */
+export interface PolledTurn {
+  /** How long SendMessage took to answer (a long one ignored the immediate return it was asked for). */
+  sendMs: number;
+  /** GetTask reads made until the task settled or the bound ran out. */
+  reads: number;
+  /** Reads that showed something new (state or answer text). */
+  changes: number;
 }
 
 export interface SubscribeObservation {
@@ -83,6 +95,10 @@ export interface Observations {
   dialect: DialectName;
   speaks: readonly string[];
   timeoutMs: number;
+  /** `--polling`: checked as a backend with spec.polling reaches it. */
+  polling: boolean;
+  /** The turns went through SendMessage and GetTask (`--polling` and a card without streaming). */
+  polled: boolean;
   /** DT-6 allows 30 s; a shorter --timeout makes this shorter. */
   headersLimitMs: number;
   card: CardObservation | undefined;

@@ -17,7 +17,7 @@ import type {
 } from './observations.js';
 import { probe } from './probe.js';
 import { summarize, turnTask } from './summary.js';
-import { followUp, sendTurn } from './turn.js';
+import { followUp, sendPolledTurn, sendTurn as sendStreamedTurn } from './turn.js';
 
 /**
  * The checker's calls, in a fixed order, each bounded, each recorded in Observations:
@@ -32,6 +32,10 @@ import { followUp, sendTurn } from './turn.js';
  *
  * After each send, a task that did not end is read with GetTask (as the broker does) and then
  * cancelled if it still has not ended.
+ *
+ * With `--polling` and a card without streaming, each send is SendMessage (asking for an
+ * immediate return) followed by GetTask reads until the task settles (P-2, P-3), and step 6
+ * leaves SubscribeToTask out: the broker never calls it on such an agent (P-1).
  *
  * The order is part of the interface: tests script the contract agent call by call. Every send
  * is a clearly marked probe, and each task the checker starts ends settled or cancelled.
@@ -57,6 +61,8 @@ export async function observe(session: CheckSession): Promise<Observations> {
     dialect: options.dialect,
     speaks: options.speaks,
     timeoutMs: options.timeoutMs,
+    polling: options.polling,
+    polled: false,
     headersLimitMs: Math.min(options.timeoutMs, 30_000),
     card: undefined,
     unsupported: undefined,
@@ -88,6 +94,8 @@ export async function observe(session: CheckSession): Promise<Observations> {
     return obs;
   }
   obs.unsupported = await probeUnsupported(session, card.value, obs.headersLimitMs);
+  obs.polled = options.polling && !card.value.streaming;
+  const sendTurn = obs.polled ? sendPolledTurn : sendStreamedTurn;
 
   const messageId = `agentkourier-check-${randomUUID()}`;
   obs.firstTurn = await sendTurn(client, { messageId, text: PROBE_TEXT }, budget);
@@ -110,10 +118,11 @@ export async function observe(session: CheckSession): Promise<Observations> {
 
   const { taskId, contextId } = first;
   obs.getTask = record('GetTask', await attempt(budget, (signal) => client.getTask(taskId, { signal })));
-  obs.subscribe = record(
-    'SubscribeToTask',
-    await attempt(budget, (signal) => firstEvent(client, taskId, signal)),
-  );
+  if (!obs.polled)
+    obs.subscribe = record(
+      'SubscribeToTask',
+      await attempt(budget, (signal) => firstEvent(client, taskId, signal)),
+    );
   obs.cancel = record('CancelTask', await attempt(budget, (signal) => client.cancelTask(taskId, { signal })));
   obs.listTasks = (await client.canListTasks())
     ? record('ListTasks', await attempt(budget, (signal) => findTurn(client, contextId, messageId, signal)))
@@ -209,7 +218,10 @@ async function settle(
   obs: Observations,
 ): Promise<void> {
   if (turn.failure !== undefined)
-    obs.callErrors.push({ call: 'SendStreamingMessage', error: turn.failure.error });
+    obs.callErrors.push({
+      call: obs.polled ? 'SendMessage' : 'SendStreamingMessage',
+      error: turn.failure.error,
+    });
   await followUp(session.client, turn, budget);
   if (turn.followUp?.ok === false) obs.callErrors.push({ call: 'GetTask', error: turn.followUp.error });
   const s = summarize(turn);

@@ -35,6 +35,7 @@ export async function runCheck(argv: string[], io: CheckIo): Promise<number> {
       identity: options.identity,
       headers: options.headers,
       extensions: options.speaks,
+      ...(options.polling ? { polling: true } : {}),
       // DT-6's 30 s, or less when --timeout says so; a stream idle for the whole bound is cut
       // anyway. Every body and every call ends within the bound too, so a trickling agent cannot
       // keep a connection (and this process) alive after the report.

@@ -76,4 +76,30 @@ describe('AnswerBuffer', () => {
     }
     expect(answer.text().length).toBe(500_000);
   });
+
+  it('[P-3] reads a task again: grown artifacts show their whole text, rewritten, shorter or reordered ones are replaced', () => {
+    const answer = new AnswerBuffer();
+    const task = (...artifacts: Array<[string, string]>) =>
+      artifacts.map(([artifactId, t]) => ({ artifactId, parts: [text(t)] }));
+    expect(answer.replaceAll(task(['a', 'one ']))).toBe(true);
+    const v1 = answer.version;
+    expect(answer.replaceAll(task(['a', 'one ']))).toBe(false);
+    expect(answer.version).toBe(v1);
+    expect(answer.replaceAll(task(['a', 'one two ']))).toBe(true);
+    expect(answer.replaceAll(task(['a', 'one two three'], ['b', '!']))).toBe(true);
+    expect(answer.text()).toBe('one two three!');
+    expect(answer.length).toBe('one two three!'.length);
+    // Rewritten, not grown: replaced as a whole.
+    expect(answer.replaceAll(task(['a', 'ONE two three'], ['b', '!']))).toBe(true);
+    expect(answer.text()).toBe('ONE two three!');
+    // Shorter: replaced.
+    expect(answer.replaceAll(task(['a', 'ONE'], ['b', '!']))).toBe(true);
+    expect(answer.text()).toBe('ONE!');
+    // The same artifacts in another order.
+    expect(answer.replaceAll(task(['b', '!'], ['a', 'ONE']))).toBe(true);
+    expect(answer.text()).toBe('!ONE');
+    // A read that lists no artifacts says nothing.
+    expect(answer.replaceAll([])).toBe(false);
+    expect(answer.text()).toBe('!ONE');
+  });
 });

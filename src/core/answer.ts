@@ -80,17 +80,52 @@ export class AnswerBuffer implements AnswerView {
    */
   replaceAll(artifacts: readonly Artifact[]): boolean {
     if (artifacts.length === 0) return false;
-    const before = this.text();
-    this.#artifacts.clear();
-    this.#length = 0;
+    // A task read again while it runs (GetTask polling, P-3) holds the same artifacts, each the
+    // same or grown at its end: an artifact whose text starts with what is held gets only the new
+    // text as a chunk, as a streamed append would, and nothing is rebuilt.
+    let changed = artifacts.length !== this.#artifacts.size;
+    const next = new Map<string, { chunks: string[]; length: number }>();
+    let length = 0;
+    let index = 0;
+    const held = [...this.#artifacts.keys()];
     for (const artifact of artifacts) {
       const text = textParts(artifact.parts);
-      this.#artifacts.set(artifact.artifactId, { chunks: text === '' ? [] : [text], length: text.length });
-      this.#length += text.length;
+      const id = artifact.artifactId;
+      const entry = this.#artifacts.get(id);
+      if (held[index++] !== id) changed = true;
+      if (
+        entry !== undefined &&
+        !next.has(id) &&
+        text.length >= entry.length &&
+        this.#holdsPrefix(entry, text)
+      ) {
+        if (text.length > entry.length) {
+          entry.chunks.push(text.slice(entry.length));
+          entry.length = text.length;
+          changed = true;
+        }
+        next.set(id, entry);
+      } else {
+        changed = true;
+        next.set(id, { chunks: text === '' ? [] : [text], length: text.length });
+      }
+      length += text.length;
     }
-    this.#cache = undefined;
-    if (this.text() === before) return false;
-    this.#version++;
+    if (!changed) return false;
+    this.#artifacts.clear();
+    for (const [id, entry] of next) this.#artifacts.set(id, entry);
+    this.#length = length;
+    this.#changed();
+    return true;
+  }
+
+  /** Whether `text` starts with the entry's text (compared chunk by chunk, nothing joined). */
+  #holdsPrefix(entry: { chunks: string[] }, text: string): boolean {
+    let at = 0;
+    for (const chunk of entry.chunks) {
+      if (!text.startsWith(chunk, at)) return false;
+      at += chunk.length;
+    }
     return true;
   }
 

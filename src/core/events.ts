@@ -44,8 +44,11 @@ export type EngineEvent =
   | (Base & { type: 'stream.lost'; turnId: string | null; taskId: string; code: string })
   /** M-3: SubscribeToTask was called to follow a task again. */
   | (Base & { type: 'task.resubscribed'; taskId: string })
-  /** M-3: the task was read with GetTask because the agent cannot be subscribed to. */
-  | (Base & { type: 'task.polled'; taskId: string })
+  /**
+   * M-3: the task was read with GetTask because the agent cannot be subscribed to; P-3: because
+   * the agent does not stream and its Binding polls. `latencyMs`: how long the read took.
+   */
+  | (Base & { type: 'task.polled'; taskId: string; latencyMs?: number })
   /** E-7, R-8: a turn whose send may or may not have reached the agent is being resolved. */
   | (Base & { type: 'turn.unknown'; turnId: string })
   /** M-5, M-6: a ListTasks lookup of a turn of unknown outcome, and what came of it. */

@@ -1,5 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { OutgoingMessage, StreamEvent, Task, TaskStatus } from './agent/model.js';
+import type {
+  MessageEvent,
+  OutgoingMessage,
+  StreamEvent,
+  Task,
+  TaskEvent,
+  TaskStatus,
+} from './agent/model.js';
 import type { AnswerView } from './answer.js';
 import type { Actor } from './compose.js';
 import type { EngineEvent } from './events.js';
@@ -35,6 +42,10 @@ export interface AgentClient {
   /** The agent as its card describes it, for a chat's suggested prompts; optional. */
   describe?(options?: AgentCallOptions): Promise<AgentDescription>;
   sendStreamingMessage(message: OutgoingMessage, options?: AgentCallOptions): AsyncGenerator<StreamEvent>;
+  /** P-2: the non-streaming send, asking for an immediate return; only on a polling Binding. */
+  sendMessage(message: OutgoingMessage, options?: AgentCallOptions): Promise<TaskEvent | MessageEvent>;
+  /** Whether the agent's card advertises streaming (it can be false only with polling on). */
+  streams(): Promise<boolean>;
   subscribeToTask(taskId: string, options?: AgentCallOptions): AsyncGenerator<StreamEvent>;
   getTask(taskId: string, options?: AgentCallOptions & { historyLength?: number }): Promise<Task>;
   cancelTask(taskId: string, options?: AgentCallOptions): Promise<Task>;
@@ -97,6 +108,17 @@ export interface BindingSettings {
    * approval request cancels the task and the thread is told. Unset: not restricted.
    */
   toolApprovalsEnabled?: boolean;
+  /**
+   * P-1: the AgentBackend's `spec.polling`, when enabled. An agent whose card does not stream
+   * is then sent turns with the non-streaming send and followed with GetTask every `intervalMs`;
+   * a task still running `timeoutMs` after its turn was first sent is cancelled. Unset: off.
+   */
+  polling?: PollingSettings;
+}
+
+export interface PollingSettings {
+  intervalMs: number;
+  timeoutMs: number;
 }
 
 /** The live client, dialect and settings of a Binding. */
@@ -229,7 +251,8 @@ export type NoticeKind =
   | 'answer-rejected'
   | 'cancel-failed'
   | 'binding-removed'
-  | 'approval-not-allowed';
+  | 'approval-not-allowed'
+  | 'poll-timeout';
 
 /** A message from the broker itself. `text` is ours (never an agent's error message, E-9). */
 export interface Notice {

@@ -73,8 +73,14 @@ export function defineMetrics(registry: Registry) {
     ),
     polls: counter(
       'agentkourier_polls_total',
-      'GetTask reads of a task whose agent cannot be subscribed to (M-3).',
+      'GetTask reads of a task followed by polling: its agent cannot be subscribed to (M-3), or does not stream and its backend polls (P-3).',
       ['binding'],
+    ),
+    pollDuration: histogram(
+      'agentkourier_poll_duration_seconds',
+      'How long each of those GetTask reads took, retries of a failed read included.',
+      ['binding'],
+      CALL_BUCKETS,
     ),
     unknownOutcomes: counter(
       'agentkourier_unknown_outcomes_total',

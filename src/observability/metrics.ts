@@ -117,6 +117,7 @@ export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver 
         break;
       case 'task.polled':
         this.m.polls.inc({ binding });
+        if (event.latencyMs !== undefined) this.m.pollDuration.observe({ binding }, event.latencyMs / 1000);
         break;
       case 'turn.unknown':
         this.m.unknownOutcomes.inc({ binding });

@@ -135,11 +135,12 @@ export interface ContractAgent {
   close(): Promise<void>;
 }
 
-type Operation = 'send' | 'get' | 'subscribe' | 'cancel' | 'list';
+type Operation = 'send' | 'send-unary' | 'get' | 'subscribe' | 'cancel' | 'list';
 
 const METHODS: Record<WireVersion, Record<string, Operation>> = {
   '1.0': {
     SendStreamingMessage: 'send',
+    SendMessage: 'send-unary',
     GetTask: 'get',
     SubscribeToTask: 'subscribe',
     CancelTask: 'cancel',
@@ -147,6 +148,7 @@ const METHODS: Record<WireVersion, Record<string, Operation>> = {
   },
   '0.3': {
     'message/stream': 'send',
+    'message/send': 'send-unary',
     'tasks/get': 'get',
     'tasks/resubscribe': 'subscribe',
     'tasks/cancel': 'cancel',
@@ -412,6 +414,15 @@ class Agent implements ContractAgent {
             // The request could not have created a task anyway; drop it all the same.
           }
         }
+        if (b.createTask && METHODS[this.version][call.method ?? ''] === 'send-unary') {
+          // A non-streaming agent took the send and works on it; only its answer is lost.
+          try {
+            const task = this.openTask(call.params, undefined);
+            void this.work(task, answerOps(task, this.defaultAnswer, { snapshot: false, working: true }));
+          } catch {
+            // The request could not have created a task anyway; drop it all the same.
+          }
+        }
         req.socket.destroy();
         return;
       case 'slow-headers':
@@ -447,6 +458,8 @@ class Agent implements ContractAgent {
       switch (operation) {
         case 'send':
           return await this.send(call, b);
+        case 'send-unary':
+          return await this.sendUnary(call, b);
         case 'subscribe':
           return await this.subscribe(call, b);
         case 'get':
@@ -506,6 +519,74 @@ class Agent implements ContractAgent {
       task,
       shapeOps(base, b, () => this.oversized(task, b)),
     );
+  }
+
+  /**
+   * The non-streaming send (SendMessage, message/send), as an agent without streaming serves it:
+   * one JSON answer. Asked to return at once (1.0 `returnImmediately: true`, 0.3 `blocking:
+   * false`) it answers with the task as just opened and works on it in the background, so
+   * GetTask sees the answer grow; otherwise it answers once the task settles. A repeated
+   * messageId gets the existing task back (idempotent replay), never a second run.
+   */
+  private async sendUnary(call: Call, b: Behaviour | undefined): Promise<void> {
+    const v = this.version;
+    const msg = decodeMessage(call.params.message);
+    if (b?.kind === 'bare-message') {
+      const reply = agentMessage(undefined, [{ text: b.text }]);
+      reply.contextId = msg?.contextId ?? randomUUID();
+      json(
+        call.res,
+        200,
+        resultEnvelope(call.id, encodeStreamResult(v, { kind: 'message', message: reply })),
+      );
+      return;
+    }
+    if (this.dedupe && msg !== undefined) {
+      const earlier = [...this.tasks.values()].find((t) =>
+        t.history.some((m) => m.role === 'user' && m.messageId === msg.messageId),
+      );
+      if (earlier !== undefined) {
+        json(call.res, 200, resultEnvelope(call.id, encodeStreamResult(v, { kind: 'task', task: earlier })));
+        return;
+      }
+    }
+    const forced =
+      b?.kind === 'new-context' ? randomUUID() : b?.kind === 'answer' ? b.options.contextId : undefined;
+    const task = this.openTask(call.params, forced);
+    const ops =
+      b?.kind === 'script'
+        ? stepsToOps(b.steps, task)
+        : answerOps(task, b?.kind === 'answer' ? b.options : this.defaultAnswer, {
+            snapshot: false,
+            working: true,
+          });
+    const configuration = isRecord(call.params.configuration) ? call.params.configuration : {};
+    const immediate =
+      v === '1.0' ? configuration.returnImmediately === true : configuration.blocking === false;
+    if (immediate) {
+      json(call.res, 200, resultEnvelope(call.id, encodeStreamResult(v, { kind: 'task', task })));
+      void this.work(task, ops);
+      return;
+    }
+    await this.work(task, ops);
+    json(call.res, 200, resultEnvelope(call.id, encodeStreamResult(v, { kind: 'task', task })));
+  }
+
+  /**
+   * Runs a plan's event ops on the store with nobody listening (the task of a non-streaming
+   * send): waits are waited, events change the task. Stops once something else (a cancel) has
+   * ended the task, or the agent closes.
+   */
+  private async work(task: StoredTask, ops: Op[]): Promise<void> {
+    for (const op of ops) {
+      if (this.signal.aborted || TERMINAL_STATES.has(task.status.state)) return;
+      if (op.op === 'wait') {
+        await sleep(op.ms, this.signal).catch(() => undefined);
+        continue;
+      }
+      if (op.op === 'await-settled' || op.op === 'raw' || op.op === 'result' || op.op === 'error') continue;
+      this.apply(op, task, null, {}, true);
+    }
   }
 
   /** The reply to a kagent pause: refused as kagent refuses it, or the approved tools run. */

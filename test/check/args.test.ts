@@ -17,6 +17,7 @@ describe('check arguments', () => {
         identity: { kind: 'user-id', userId: 'agentkourier-check' },
         headers: {},
         json: false,
+        polling: false,
         timeoutMs: 60_000,
       },
     });
@@ -48,9 +49,15 @@ describe('check arguments', () => {
         identity: { kind: 'bearer', token: SECRET },
         headers: { 'X-Team': 'payments', 'X-Empty': '' },
         json: true,
+        polling: false,
         timeoutMs: 90_000,
       },
     });
+  });
+
+  it('[P-1] --polling checks as a backend with spec.polling reaches the agent', () => {
+    const parsed = parseCheckArgs(['http://agent.example/a2a', '--polling']);
+    expect(parsed.help === false && parsed.options.polling).toBe(true);
   });
 
   it.each([

@@ -23,6 +23,7 @@ afterEach(closeAgents);
 function expectedFor(version: WireVersion): Record<string, string> {
   const out: Record<string, string> = Object.fromEntries(RULE_IDS.map((id) => [id, 'PASS']));
   out['reply.events-5min'] = 'SKIP';
+  out['poll.progress'] = 'SKIP';
   if (version === '0.3') out['method.list-tasks'] = 'SKIP';
   return out;
 }
@@ -51,6 +52,58 @@ describe.each(['1.0', '0.3'] as const)('check against a well-behaved agent at A2
     for (const task of agent.tasks.values()) expect(['completed', 'canceled']).toContain(task.status.state);
   });
 });
+
+describe.each(['1.0', '0.3'] as const)(
+  'check --polling against an agent that does not stream, at A2A %s',
+  (version) => {
+    const send = version === '1.0' ? 'SendMessage' : 'message/send';
+    const streamed = [METHOD[version].send, METHOD[version].subscribe];
+
+    it(`[P-1][P-2][P-3] checks the non-streaming path: send, task id, GetTask progress, cancel, ListTasks, dedupe (${version})`, async () => {
+      const agent = await start({
+        version,
+        card: { streaming: false },
+        defaultAnswer: { chunks: ['polled ', 'answer'], chunkDelayMs: 700 },
+      });
+      const { code, report, err } = await checkJson([agent.endpoint, '--polling']);
+      const expected = expectedFor(version);
+      expected['poll.progress'] = 'PASS';
+      expected['method.subscribe'] = 'SKIP';
+      expect(statuses(report)).toEqual(expected);
+      expect(rule(report, 'card.streaming').detail).toMatch(/reaches it with SendMessage and GetTask/);
+      expect(rule(report, 'poll.progress').detail).toMatch(/completed after [1-9]\d* GetTask read/);
+      expect(rule(report, 'reply.artifact-text').status).toBe('PASS');
+      expect(code).toBe(0);
+      expect(err).toEqual([]);
+      // Only non-streaming calls, each send asking for an immediate return; one run per messageId.
+      for (const method of streamed) expect(agent.rpc(method)).toHaveLength(0);
+      const sends = agent.rpc(send);
+      expect(sends).toHaveLength(3);
+      const configuration = (sends[0]?.body as { params: { configuration: unknown } } | undefined)?.params
+        .configuration;
+      expect(configuration).toEqual(version === '1.0' ? { returnImmediately: true } : { blocking: false });
+      expect([...agent.runs.values()].sort()).toEqual([1, 1]);
+    });
+
+    it(`[DT-3][P-1] without --polling, fails card.streaming and says how to opt in (${version})`, async () => {
+      const agent = await start({ version, card: { streaming: false } });
+      const { code, report } = await checkJson([agent.endpoint]);
+      expect(rule(report, 'card.streaming')).toMatchObject({ status: 'FAIL' });
+      expect(rule(report, 'card.streaming').consequence).toMatch(/spec\.polling.*--polling/);
+      expect(code).toBe(1);
+      expect(agent.rpc(send)).toHaveLength(0);
+    });
+
+    it(`[P-1] with --polling, an agent whose card streams is still checked by streaming (${version})`, async () => {
+      const agent = await start({ version });
+      const { report } = await checkJson([agent.endpoint, '--polling']);
+      expect(rule(report, 'poll.progress')).toMatchObject({ status: 'SKIP' });
+      expect(rule(report, 'card.streaming').detail).toMatch(/streamed even with polling on/);
+      expect(agent.rpc(send)).toHaveLength(0);
+      expect(agent.rpc(METHOD[version].send).length).toBeGreaterThan(0);
+    });
+  },
+);
 
 interface Misbehaviour {
   name: string;
@@ -286,7 +339,7 @@ describe('check output', () => {
     }
     const dedupe = out.find((l) => l.includes(' turn.messageid-dedupe '));
     expect(dedupe).toMatch(/^FAIL .*ran again as task .* → .*runs it twice/);
-    expect(out.at(-1)).toMatch(/^\d+ pass, 1 fail, 0 warn, 1 skip$/);
+    expect(out.at(-1)).toMatch(/^\d+ pass, 1 fail, 0 warn, 2 skip$/);
   });
 
   it('[S-8] calls with the token and the static headers, and never prints the token', async () => {

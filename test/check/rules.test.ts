@@ -10,6 +10,8 @@ function nothingTried(stopped: string): Observations {
     dialect: 'a2a',
     speaks: [],
     timeoutMs: 60_000,
+    polling: false,
+    polled: false,
     headersLimitMs: 30_000,
     card: undefined,
     unsupported: undefined,

@@ -34,6 +34,20 @@ export const VALID: Fixture[] = [
       ],
     },
   },
+  {
+    title: 'a2a backend that polls, with the defaults',
+    kind: 'AgentBackend',
+    spec: { dialect: 'a2a', url: 'https://agents.example/a2a', polling: { enabled: true } },
+  },
+  {
+    title: 'a2a backend that polls, with its own interval and timeout',
+    kind: 'AgentBackend',
+    spec: {
+      dialect: 'a2a',
+      url: 'https://agents.example/a2a',
+      polling: { enabled: true, interval: '500ms', timeout: '2h30m' },
+    },
+  },
   { title: 'minimal binding', kind: 'Binding', spec: binding({}) },
   {
     title: 'full binding',
@@ -118,6 +132,28 @@ export const INVALID: Fixture[] = [
       ],
     },
     refusedWith: 'header names must be distinct',
+  },
+  {
+    title: 'a polling interval below half a second',
+    kind: 'AgentBackend',
+    spec: { dialect: 'a2a', url: 'https://agents.example', polling: { enabled: true, interval: '100ms' } },
+    refusedWith: 'must be between 500ms and 5m',
+  },
+  {
+    title: 'a polling timeout beyond a week',
+    kind: 'AgentBackend',
+    spec: { dialect: 'a2a', url: 'https://agents.example', polling: { enabled: true, timeout: '200h' } },
+    refusedWith: 'must be between 10s and 168h',
+  },
+  {
+    title: 'a polling interval as long as its timeout',
+    kind: 'AgentBackend',
+    spec: {
+      dialect: 'a2a',
+      url: 'https://agents.example',
+      polling: { enabled: true, interval: '5m', timeout: '1m' },
+    },
+    refusedWith: 'interval must be shorter than timeout',
   },
   {
     title: 'both tokenSecretRef and userId',

@@ -10,6 +10,7 @@
  */
 import { createInterface } from 'node:readline';
 import { A2AClient } from '../../src/a2a/client.js';
+import type { PollingSettings } from '../../src/core/ports.js';
 import { SessionEngine } from '../../src/core/session/engine.js';
 import type { EngineTimings } from '../../src/core/session/timings.js';
 import type { SessionStore } from '../../src/core/store.js';
@@ -27,6 +28,8 @@ export interface ChildConfig {
   messages: Array<{ thread: string; ts: string; text: string }>;
   timings: Partial<EngineTimings>;
   stdin?: boolean;
+  /** P-1: the Binding polls (the agent's card does not stream). */
+  polling?: PollingSettings;
 }
 
 const config = JSON.parse(process.env.CRASH_CONFIG ?? '{}') as ChildConfig;
@@ -39,14 +42,16 @@ const client = new A2AClient({
   endpoint: config.agentEndpoint,
   identity: { kind: 'bearer', token: 'crash-token' },
   timeouts: { headersMs: 2_000, streamIdleMs: 2_000 },
+  ...(config.polling === undefined ? {} : { polling: true }),
 });
+const settings = {
+  questionTimeoutMs: null,
+  ...(config.polling === undefined ? {} : { polling: config.polling }),
+};
 const engine = new SessionEngine({
   store,
   registry: {
-    resolve: (b) =>
-      b === config.binding
-        ? { client, dialect: a2aDialect, settings: { questionTimeoutMs: null } }
-        : undefined,
+    resolve: (b) => (b === config.binding ? { client, dialect: a2aDialect, settings } : undefined),
   },
   surface: new HttpSurface(config.chatUrl),
   owner: config.owner,

@@ -34,6 +34,8 @@ export interface KillRunOptions {
   postgresUrl?: string;
   threads?: number;
   messagesPerThread?: number;
+  /** P rows: the agent does not stream and the Binding polls it. */
+  polling?: boolean;
 }
 
 export interface KillFigures {
@@ -64,6 +66,7 @@ export async function killRun(o: KillRunOptions): Promise<KillFigures> {
     dedupe: o.version === '1.0',
     defaultAnswer: { chunks, chunkDelayMs: 15 },
     workOn: true,
+    ...(o.polling === true ? { card: { streaming: false } } : {}),
   });
   const chat = await startChatServer();
   const cleanups: Array<() => Promise<unknown>> = [() => agent.close(), () => chat.close()];
@@ -97,6 +100,7 @@ export async function killRun(o: KillRunOptions): Promise<KillFigures> {
       binding: 'team-a/crash',
       messages,
       timings: CRASH_TIMINGS,
+      ...(o.polling === true ? { polling: { intervalMs: 20, timeoutMs: 60_000 } } : {}),
     });
     // Every replica runs; kills pick one at random, which starts again at once.
     replicas.forEach((owner, i) => {

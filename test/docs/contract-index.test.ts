@@ -44,6 +44,7 @@ describe('the agent contract and its proofs', () => {
       'Task states (T)',
       'Questions and approvals (Q)',
       'Errors (E)',
+      'Agents that do not stream: polling (P)',
     ]);
     // Ids run 1..n within each prefix, so a row cannot go missing without a gap showing.
     const byPrefix = new Map<string, number[]>();
@@ -52,7 +53,7 @@ describe('the agent contract and its proofs', () => {
       byPrefix.set(prefix, [...(byPrefix.get(prefix) ?? []), Number(n)]);
     }
     for (const [prefix, numbers] of byPrefix) expect(numbers, prefix).toEqual(numbers.map((_, i) => i + 1));
-    expect(repo.rows).toHaveLength(53);
+    expect(repo.rows).toHaveLength(62);
   });
 
   it('has a test for every row, cites no id that is not a row, and puts ids first in titles', () => {

@@ -20,15 +20,18 @@ describe('SIGKILL at random points', () => {
   });
   afterAll(async () => pg?.stop());
 
-  for (const [store, version] of [
-    ['sqlite', '1.0'],
-    ['postgres', '1.0'],
-    ['postgres', '0.3'],
+  for (const [store, version, polling] of [
+    ['sqlite', '1.0', false],
+    ['postgres', '1.0', false],
+    ['postgres', '0.3', false],
+    // P-9: an agent that does not stream, polled; killed mid-send and mid-poll.
+    ['sqlite', '1.0', true],
+    ['postgres', '0.3', true],
   ] as const) {
     it.each(SEEDS)(
-      `[R-7][R-8][S-2] ${store === 'sqlite' ? 'SQLite, one replica' : 'PostgreSQL, two replicas'}, A2A ${version}: nothing lost, nothing twice (seed %i)`,
+      `${polling ? '[P-9][R-8]' : '[R-7][R-8][S-2]'} ${store === 'sqlite' ? 'SQLite, one replica' : 'PostgreSQL, two replicas'}, A2A ${version}${polling ? ', polled' : ''}: nothing lost, nothing twice (seed %i)`,
       async (seed) => {
-        const figures = await killRun({ seed, store, version, postgresUrl: pg.connectionString });
+        const figures = await killRun({ seed, store, version, postgresUrl: pg.connectionString, polling });
         expect(figures.lost).toEqual([]);
         expect(figures.duplicated).toEqual([]);
         expect(figures.overlaps).toBe(0);

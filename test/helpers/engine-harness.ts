@@ -88,6 +88,8 @@ export interface HarnessClientOptions {
   /** Over the harness's 2 s header and stream idle bounds (body idle, call totals: slow agents). */
   timeouts?: Partial<Timeouts>;
   limits?: Partial<Limits>;
+  /** P-1: the backend opted into polling (set by `settings.polling` unless given). */
+  polling?: boolean;
 }
 
 export interface HarnessOptions {
@@ -118,6 +120,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     ...(c.limits === undefined ? {} : { limits: c.limits }),
     identity: c.identity ?? { kind: 'bearer', token: 'binding-token' },
     ...(c.extensions === undefined ? {} : { extensions: c.extensions }),
+    ...((c.polling ?? options.settings?.polling !== undefined) ? { polling: true } : {}),
     timeouts: { headersMs: 2_000, streamIdleMs: 2_000, ...c.timeouts },
   });
   const store = options.store ?? new SqliteStore(':memory:');

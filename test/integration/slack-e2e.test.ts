@@ -540,7 +540,10 @@ describe('Slack end to end: real Bolt, the session engine and the contract agent
       },
       {
         name: '[DT-3] agent refused',
-        expected: () => agentRefused('agent card does not advertise capabilities.streaming: true'),
+        expected: () =>
+          agentRefused(
+            'agent card does not advertise capabilities.streaming: true (enable spec.polling on its AgentBackend to reach it by polling)',
+          ),
         run: once((h) => h.agent.setCard({ streaming: false })),
       },
       {

@@ -8,14 +8,16 @@ export interface PythonPeer {
   close(): Promise<void>;
 }
 
-export async function startPythonPeer(versions: string): Promise<PythonPeer> {
-  const child: ChildProcess = spawn(
-    '.venv-peers/bin/python',
-    ['test/peers/python/agent.py', '--port', '0', '--versions', versions],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+/** `streaming: false`: the card does not advertise streaming and the SDK refuses those methods. */
+export async function startPythonPeer(
+  versions: string,
+  options: { streaming?: boolean } = {},
+): Promise<PythonPeer> {
+  const args = ['test/peers/python/agent.py', '--port', '0', '--versions', versions];
+  if (options.streaming === false) args.push('--no-streaming');
+  const child: ChildProcess = spawn('.venv-peers/bin/python', args, {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const stdout = child.stdout;
   if (stdout === null) throw new Error('python peer has no stdout');
   const lines = createInterface({ input: stdout });

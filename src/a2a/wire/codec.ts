@@ -3,6 +3,8 @@ import type { OutgoingMessage, StreamEvent, Task, TaskPage, WireVersion } from '
 /** The JSON-RPC method names of one wire version. `list` is absent where the version has none. */
 export interface MethodNames {
   sendStream: string;
+  /** The non-streaming send (P-2: only for a backend that opted into polling). */
+  send: string;
   get: string;
   subscribe: string;
   cancel: string;
@@ -28,7 +30,15 @@ export interface WireCodec {
   versionHeaders(): Record<string, string>;
   /** The header(s) that ask for extensions. */
   extensionHeaders(uris: readonly string[]): Record<string, string>;
-  sendParams(message: OutgoingMessage, tenant: string | undefined): unknown;
+  /**
+   * A send's params. `returnImmediately` (the non-streaming send of P-2) asks the agent to answer
+   * as soon as the task exists: 1.0's `returnImmediately: true`, 0.3's `blocking: false`.
+   */
+  sendParams(
+    message: OutgoingMessage,
+    tenant: string | undefined,
+    configuration?: { returnImmediately: boolean },
+  ): unknown;
   taskIdParams(taskId: string, tenant: string | undefined, historyLength?: number): unknown;
   listParams(query: ListQuery, tenant: string | undefined): unknown;
   decodeEvent(result: unknown): StreamEvent;

@@ -109,16 +109,23 @@ function listedBindings(shape: CardShape): string[] {
 
 const streamingRule: Rule = {
   id: 'card.streaming',
-  rows: ['DT-3'],
-  consequence: 'The agent is refused; the non-streaming send is never used.',
+  rows: ['DT-3', 'P-1'],
+  consequence:
+    'The agent is refused. To reach it anyway, enable spec.polling on its AgentBackend (check it with --polling).',
   judge(obs) {
     const shape = shapeOf(obs.card);
     if (shape === undefined) return noCard(obs);
     const streaming = shape.capabilities?.streaming;
-    if (streaming === true) return pass('capabilities.streaming is true');
-    return fail(
-      `capabilities.streaming is ${streaming === undefined ? 'absent' : JSON.stringify(streaming)}`,
-    );
+    if (streaming === true)
+      return pass(
+        obs.polling
+          ? 'capabilities.streaming is true: it is streamed even with polling on'
+          : 'capabilities.streaming is true',
+      );
+    const said = `capabilities.streaming is ${streaming === undefined ? 'absent' : JSON.stringify(streaming)}`;
+    if (obs.polling)
+      return pass(`${said}: a backend with spec.polling reaches it with SendMessage and GetTask`);
+    return fail(said);
   },
 };
 

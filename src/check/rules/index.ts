@@ -2,6 +2,7 @@ import type { Observations } from '../observations.js';
 import { cardRules } from './card.js';
 import { errorRules } from './errors.js';
 import { methodRules } from './methods.js';
+import { pollingRules } from './polling.js';
 import { replyRules } from './reply.js';
 import { transportRules } from './transport.js';
 import { RULE_IDS, type Rule, type RuleId, type RuleStatus } from './types.js';
@@ -15,6 +16,7 @@ export const RULES: readonly Rule[] = [
   ...replyRules,
   ...methodRules,
   ...errorRules,
+  ...pollingRules,
 ];
 
 export interface RuleResult {

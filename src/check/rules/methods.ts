@@ -48,6 +48,7 @@ const subscribeRule: Rule = {
   judge(obs) {
     const task = turnTask(obs.firstTurn);
     const outcome = obs.subscribe;
+    if (obs.polled) return skip('not called: the broker only polls an agent that does not stream (P-1)');
     if (task === undefined || outcome === undefined) return notTried(obs, 'SubscribeToTask');
     if (!outcome.ok) {
       // A2A has an agent refuse a subscription to a task in a terminal state with -32004, and

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { RESERVED_HEADER_NAMES } from '../../a2a/options.js';
 import { withRules } from './cel.js';
 import { cardSummary, conditions, resourceSchema, secretKeyRef } from './common.js';
+import { DURATION_PATTERN, parseDuration } from './duration.js';
 
 /**
  * AgentBackend: where and how to reach agents (docs/architecture.md, "Custom resources"). This file
@@ -97,6 +98,68 @@ const headers = withRules(
   ],
 );
 
+/** P-1: the bounds of spec.polling, in milliseconds. */
+export const POLL_INTERVAL_MIN_MS = 500;
+export const POLL_INTERVAL_MAX_MS = 5 * 60_000;
+export const POLL_TIMEOUT_MIN_MS = 10_000;
+export const POLL_TIMEOUT_MAX_MS = 7 * 24 * 3_600_000;
+export const DEFAULT_POLL_INTERVAL = '2s';
+export const DEFAULT_POLL_TIMEOUT = '1h';
+
+function boundedDuration(description: string, min: string, max: string, minMs: number, maxMs: number) {
+  return withRules(
+    z
+      .string()
+      .max(32)
+      .regex(DURATION_PATTERN, 'must be a duration such as 2s, 10m or 1h30m')
+      .meta({ format: 'duration', description }),
+    [
+      {
+        cel: `duration(self) >= duration('${min}') && duration(self) <= duration('${max}')`,
+        message: `must be between ${min} and ${max}`,
+        check: (d) => {
+          const ms = parseDuration(d);
+          return ms !== undefined && ms >= minMs && ms <= maxMs;
+        },
+      },
+    ],
+  );
+}
+
+const polling = withRules(
+  z
+    .object({
+      enabled: z.boolean().default(false).meta({
+        description:
+          'Reach agents whose card does not advertise streaming: turns are sent with the non-streaming SendMessage and followed with GetTask. A card that streams keeps streaming.',
+      }),
+      interval: boundedDuration(
+        `How often a running task is read with GetTask (default ${DEFAULT_POLL_INTERVAL}); a task that stays the same is read less often, up to 8 times this.`,
+        '500ms',
+        '5m',
+        POLL_INTERVAL_MIN_MS,
+        POLL_INTERVAL_MAX_MS,
+      ).default(DEFAULT_POLL_INTERVAL),
+      timeout: boundedDuration(
+        `How long a turn may run before its task is cancelled and the thread told (default ${DEFAULT_POLL_TIMEOUT}).`,
+        '10s',
+        '168h',
+        POLL_TIMEOUT_MIN_MS,
+        POLL_TIMEOUT_MAX_MS,
+      ).default(DEFAULT_POLL_TIMEOUT),
+    })
+    .meta({ description: 'Polling for agents that do not stream; off by default.' }),
+  [
+    {
+      cel: 'duration(self.interval) < duration(self.timeout)',
+      message: 'interval must be shorter than timeout',
+      check: (p) => (parseDuration(p.interval) ?? 0) < (parseDuration(p.timeout) ?? 0),
+    },
+  ],
+);
+
+export type BackendPolling = z.output<typeof polling>;
+
 export const agentBackendSpec = z
   .object({
     dialect: z.enum(DIALECTS).meta({
@@ -105,6 +168,7 @@ export const agentBackendSpec = z
     }),
     url: httpUrl,
     headers: headers.optional(),
+    polling: polling.optional(),
   })
   .meta({ description: 'Where and how to reach agents.' });
 
@@ -120,6 +184,14 @@ export const agentBackendStatus = z.object({
     })
     .optional()
     .meta({ description: 'The agent card last accepted through one of this backend’s Bindings.' }),
+  polling: z
+    .object({
+      enabled: z.boolean(),
+      interval: z.string().max(32),
+      timeout: z.string().max(32),
+    })
+    .optional()
+    .meta({ description: 'The polling settings in force (spec.polling with its defaults), when enabled.' }),
   bindings: z
     .number()
     .int()

@@ -47,6 +47,7 @@ export const AGENT_BACKEND_CRD: CrdDefinition = {
   columns: [
     { name: 'Dialect', type: 'string', jsonPath: '.spec.dialect' },
     { name: 'URL', type: 'string', jsonPath: '.spec.url' },
+    { name: 'Polling', type: 'boolean', jsonPath: '.spec.polling.enabled' },
     ...readyColumns,
     age,
   ],

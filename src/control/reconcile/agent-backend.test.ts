@@ -88,6 +88,23 @@ describe('agentBackendStatus', () => {
     expect(findCondition(status.conditions, 'Ready')?.message).toContain('Binding a');
   });
 
+  it('[P-1] shows the polling in force in its status, and none when it is off', () => {
+    const polled = agentBackendStatus({
+      backend: backendObject({ polling: { enabled: true, interval: '2s', timeout: '1h' } }),
+      headers,
+      bindings: [],
+      now,
+    });
+    expect(polled.polling).toEqual({ enabled: true, interval: '2s', timeout: '1h' });
+    const off = agentBackendStatus({
+      backend: backendObject({ polling: { enabled: false, interval: '2s', timeout: '1h' } }),
+      headers,
+      bindings: [],
+      now,
+    });
+    expect(off.polling).toBeUndefined();
+  });
+
   it('says why it cannot be checked before any Binding uses it', () => {
     const status = agentBackendStatus({ backend: backendObject(), headers, bindings: [], now });
     expect(findCondition(status.conditions, 'Ready')).toMatchObject({

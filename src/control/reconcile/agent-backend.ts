@@ -135,6 +135,9 @@ export function agentBackendStatus(input: BackendStatusInput): AgentBackendStatu
     dialect: backend.spec.dialect,
     bindings: bindings.length,
   };
+  const polling = backend.spec.polling;
+  if (polling?.enabled === true)
+    status.polling = { enabled: true, interval: polling.interval, timeout: polling.timeout };
   const acceptedCard = card.accepted?.status?.card;
   if (card.accepted !== undefined && acceptedCard !== undefined) {
     status.card = { ...acceptedCard, binding: card.accepted.name };

@@ -211,9 +211,55 @@ describe('planBinding', () => {
     });
     expect(untimed.live?.settings.questionTimeoutMs).toBeNull();
   });
+
+  it('[P-1] takes spec.polling of the backend: the client accepts a card without streaming, the engine polls at its interval', () => {
+    const polled = planBinding({
+      binding: bindingObject(),
+      backend: backendObject({ polling: { enabled: true, interval: '3s', timeout: '30m' } }),
+      secrets: secrets({}),
+      allowedChannels: undefined,
+    });
+    expect(polled.live?.client.polling).toBe(true);
+    expect(polled.live?.settings.polling).toEqual({ intervalMs: 3_000, timeoutMs: 1_800_000 });
+    for (const polling of [undefined, { enabled: false, interval: '3s', timeout: '30m' }]) {
+      const plain = planBinding({
+        binding: bindingObject(),
+        backend: backendObject(polling === undefined ? {} : { polling }),
+        secrets: secrets({}),
+        allowedChannels: undefined,
+      });
+      expect(plain.live?.client.polling).toBeUndefined();
+      expect(plain.live?.settings.polling).toBeUndefined();
+    }
+  });
 });
 
 describe('bindingStatus', () => {
+  it('[P-1] says the card was accepted without streaming, its tasks followed by polling', () => {
+    const plan = planBinding({
+      binding: bindingObject(),
+      backend: backendObject({ polling: { enabled: true, interval: '2s', timeout: '1h' } }),
+      secrets: secrets({}),
+      allowedChannels: undefined,
+    });
+    const polledCard: CardState =
+      okCard.outcome.ok === true
+        ? { ...okCard, outcome: { ok: true, card: { ...okCard.outcome.card, streaming: false } } }
+        : okCard;
+    const status = bindingStatus({
+      binding: bindingObject(),
+      plan,
+      card: polledCard,
+      conflicts: [],
+      previous: undefined,
+      now,
+    });
+    expect(findCondition(status.conditions, 'CardAccepted')).toMatchObject({ status: 'True' });
+    expect(findCondition(status.conditions, 'CardAccepted')?.message).toContain(
+      'without streaming: its tasks are followed by polling',
+    );
+    expect(status.card?.streaming).toBe(false);
+  });
   const plan = planBinding({
     binding: bindingObject(),
     backend: backendObject(),

@@ -1,7 +1,7 @@
 import type { A2AClientOptions, Identity } from '../../a2a/options.js';
 import { resolveOptions } from '../../a2a/options.js';
 import { InvalidConfigError } from '../../core/errors.js';
-import type { BindingSettings } from '../../core/ports.js';
+import type { BindingSettings, PollingSettings } from '../../core/ports.js';
 import type { SurfaceRouting, ToolApprovalSettings } from '../../core/registry.js';
 import { type DialectName, dialectSpec } from '../../dialects/index.js';
 import { type ClaimConflict, DIRECT_MESSAGES, mayTakeDirectMessages, splitClaims } from '../channels.js';
@@ -57,6 +57,8 @@ export interface ResolvedBackend {
   name: string;
   dialect: DialectName;
   endpoint: string;
+  /** P-1: the backend's polling, when it is enabled. */
+  polling?: PollingSettings;
 }
 
 export interface BindingPlan {
@@ -142,7 +144,20 @@ function resolveBackend(
     };
   }
   const endpoint = dialectSpec(dialect).endpoint(backend.spec.url, binding.spec.agent);
-  return { ok: true, resolved: { name, dialect, endpoint } };
+  const resolved: ResolvedBackend = { name, dialect, endpoint };
+  const polling = pollingSettings(backend);
+  if (polling !== undefined) resolved.polling = polling;
+  return { ok: true, resolved };
+}
+
+/** P-1: spec.polling in milliseconds, when enabled (the schema has checked both durations). */
+function pollingSettings(backend: AgentBackend): PollingSettings | undefined {
+  const polling = backend.spec.polling;
+  if (polling?.enabled !== true) return undefined;
+  const intervalMs = parseDuration(polling.interval);
+  const timeoutMs = parseDuration(polling.timeout);
+  if (intervalMs === undefined || timeoutMs === undefined) return undefined;
+  return { intervalMs, timeoutMs };
 }
 
 function questionTimeoutMs(binding: Binding): number | null {
@@ -222,6 +237,7 @@ function planClient(observed: BindingObservation): BindingPlan {
     headers: headers.headers,
     extensions: spec.extensions,
   };
+  if (backend.resolved.polling !== undefined) client.polling = true;
   try {
     // The client validates its settings (URL, header names and values); refuse them here, in
     // status, rather than at the first turn.
@@ -241,7 +257,10 @@ function planClient(observed: BindingObservation): BindingPlan {
     ref: bindingRef(binding),
     dialect: backend.resolved.dialect,
     client,
-    settings: { questionTimeoutMs: questionTimeoutMs(binding) },
+    settings: {
+      questionTimeoutMs: questionTimeoutMs(binding),
+      ...(backend.resolved.polling === undefined ? {} : { polling: backend.resolved.polling }),
+    },
     slack: {
       channels: claims.granted,
       allowDirectMessages: directMessages,
@@ -285,7 +304,9 @@ function cardCondition(plan: BindingPlan, card: CardState | undefined): Conditio
     return trueCondition(
       ConditionTypes.CardAccepted,
       Reasons.CardAccepted,
-      `${c.name === '' ? 'the agent' : c.name} speaks A2A ${c.protocolVersion} over JSON-RPC with streaming`,
+      `${c.name === '' ? 'the agent' : c.name} speaks A2A ${c.protocolVersion} over JSON-RPC ${
+        c.streaming ? 'with streaming' : 'without streaming: its tasks are followed by polling'
+      }`,
     );
   }
   return falseCondition(ConditionTypes.CardAccepted, card.outcome.reason, card.outcome.message);

@@ -211,7 +211,10 @@ export class NoJsonRpcInterfaceError extends AgentCallError {
 /** DT-3 */
 export class StreamingNotAdvertisedError extends AgentCallError {
   constructor() {
-    super('streaming_not_advertised', 'agent card does not advertise capabilities.streaming: true');
+    super(
+      'streaming_not_advertised',
+      'agent card does not advertise capabilities.streaming: true (enable spec.polling on its AgentBackend to reach it by polling)',
+    );
   }
 }
 

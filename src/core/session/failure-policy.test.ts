@@ -27,6 +27,7 @@ import {
   afterSubscribeFailure,
   codeOf,
   endsAcceptedTurn,
+  nextPoll,
   type SendSituation,
 } from './failure-policy.js';
 import { DEFAULT_TIMINGS } from './timings.js';
@@ -87,7 +88,8 @@ describe('what a failed send means', () => {
         code: 'streaming_not_advertised',
         notice: {
           kind: 'agent-refused',
-          reason: 'agent card does not advertise capabilities.streaming: true',
+          reason:
+            'agent card does not advertise capabilities.streaming: true (enable spec.polling on its AgentBackend to reach it by polling)',
         },
       },
     ],
@@ -383,5 +385,52 @@ describe('codeOf', () => {
     expect(codeOf(new StreamIdleError(1, 0))).toBe('stream_idle');
     expect(codeOf(new RangeError('x'))).toBe('error');
     expect(codeOf('a string')).toBe('error');
+  });
+});
+
+describe('when a polled task is read again', () => {
+  const polling = { intervalMs: 2_000, timeoutMs: 60 * MIN };
+  it.each([
+    [
+      '[P-3] a task that moved: the interval',
+      { sinceFirstSentMs: 10_000, unchanged: 0 },
+      { kind: 'poll', waitMs: 2_000 },
+    ],
+    [
+      '[P-3] one unchanged read: twice the interval',
+      { sinceFirstSentMs: 10_000, unchanged: 1 },
+      { kind: 'poll', waitMs: 4_000 },
+    ],
+    [
+      '[P-3] a task that stays the same: at most 8 times the interval',
+      { sinceFirstSentMs: 10_000, unchanged: 40 },
+      { kind: 'poll', waitMs: 16_000 },
+    ],
+    [
+      '[P-4] no wait runs past the timeout',
+      { sinceFirstSentMs: 60 * MIN - 500, unchanged: 3 },
+      { kind: 'poll', waitMs: 500 },
+    ],
+    [
+      '[P-4] the timeout has passed: cancelled',
+      { sinceFirstSentMs: 60 * MIN, unchanged: 0 },
+      { kind: 'timeout' },
+    ],
+  ] as const)('%s', (_name, situation, verdict) => {
+    expect(nextPoll(situation, polling, timings)).toEqual(verdict);
+  });
+
+  it('[P-3] the growth stops at the engine retry cap when 8 intervals would pass it', () => {
+    const slow = { intervalMs: 20_000, timeoutMs: 60 * MIN };
+    expect(nextPoll({ sinceFirstSentMs: 0, unchanged: 5 }, slow, timings)).toEqual({
+      kind: 'poll',
+      waitMs: 60_000,
+    });
+    // An interval longer than the cap is still the interval.
+    const slower = { intervalMs: 5 * MIN, timeoutMs: 60 * MIN };
+    expect(nextPoll({ sinceFirstSentMs: 0, unchanged: 5 }, slower, timings)).toEqual({
+      kind: 'poll',
+      waitMs: 5 * MIN,
+    });
   });
 });

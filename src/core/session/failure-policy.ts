@@ -233,3 +233,34 @@ export function afterCancelFailure(error: unknown, attempt: number, timings: Eng
   if (attempt + 1 < timings.cancelAttempts) return { kind: 'retry', waitMs: backoff(timings, attempt) };
   return { kind: 'exhausted' };
 }
+
+export type PollVerdict =
+  /** Read the task again after `waitMs`. */
+  | { kind: 'poll'; waitMs: number }
+  /** P-4: the task ran past the backend's polling timeout: it is cancelled and the thread told. */
+  | { kind: 'timeout' };
+
+export interface PollSituation {
+  /** Time since the turn was first sent (the polling timeout counts from there). */
+  sinceFirstSentMs: number;
+  /** Reads in a row that showed no change in the task (state, status time, answer text). */
+  unchanged: number;
+}
+
+/**
+ * P-3, P-4: after a GetTask read of a polled task that has not settled: when to read it again,
+ * or that its time is up. A task that shows progress is read at the backend's interval; one that
+ * stays the same is read less often (the interval doubles per unchanged read, up to 8 times it
+ * or the engine's retry cap when that is longer). No wait runs past the timeout.
+ */
+export function nextPoll(
+  situation: PollSituation,
+  polling: { intervalMs: number; timeoutMs: number },
+  timings: EngineTimings,
+): PollVerdict {
+  const left = polling.timeoutMs - situation.sinceFirstSentMs;
+  if (left <= 0) return { kind: 'timeout' };
+  const cap = Math.max(polling.intervalMs, Math.min(polling.intervalMs * 8, timings.retryMaxMs));
+  const grown = polling.intervalMs * 2 ** Math.min(situation.unchanged, 3);
+  return { kind: 'poll', waitMs: Math.min(Math.min(grown, cap), left) };
+}

@@ -6,10 +6,10 @@ import {
   type Task,
   type TaskStatus,
 } from '../agent/model.js';
-import type { AgentRoute } from '../ports.js';
+import type { AgentRoute, PollingSettings } from '../ports.js';
 import type { SessionRecord, TurnRecord } from '../store.js';
 import { callOptions, type DriverContext } from './context.js';
-import { afterReadFailure, afterSubscribeFailure } from './failure-policy.js';
+import { afterReadFailure, afterSubscribeFailure, nextPoll } from './failure-policy.js';
 import { notice } from './notices.js';
 import { cancelTask, sessionGone, settle, taskRefused, taskUnreachable } from './settling.js';
 import { backoff } from './timings.js';
@@ -177,9 +177,22 @@ export async function afterStream(
 }
 
 /**
+ * The polling settings that apply to this route's turns (P-1): the backend's, when it opted in
+ * and the agent's card does not stream; undefined otherwise, so a card that streams keeps
+ * streaming. A card that cannot be read throws.
+ */
+export async function pollingOf(route: AgentRoute): Promise<PollingSettings | undefined> {
+  const polling = route.settings.polling;
+  if (polling === undefined) return undefined;
+  return (await route.client.streams()) ? undefined : polling;
+}
+
+/**
  * M-2, M-3, R-5, R-6: read the task with GetTask; while it runs, subscribe to it; without
  * SubscribeToTask, poll with a backoff up to a minute. A task with no sign of life for an
- * hour after its stream was lost is cancelled (M-4).
+ * hour after its stream was lost is cancelled (M-4). An agent that does not stream, on a
+ * Binding that polls (P-3, P-4), is only ever read with GetTask, at the backend's interval,
+ * until its task settles or the polling timeout passes.
  */
 export async function followTask(
   ctx: DriverContext,
@@ -194,30 +207,45 @@ export async function followTask(
   if (taskId === null) return;
   run.taskId = taskId;
   ctx.emit(session, { type: 'task.followed', taskId, reason });
-  let canSubscribe = true;
+  // A card that cannot be read now is followed as a streaming one: the subscribe's failure
+  // (-32004 from an agent that does not stream) turns it into polling all the same (M-3).
+  const polling = await pollingOf(route).catch(() => undefined);
+  let canSubscribe = polling === undefined;
+  let unchanged = 0;
   for (let attempt = 0; ; attempt++) {
     ctx.checkStop();
-    if (!canSubscribe) ctx.emit(session, { type: 'task.polled', taskId });
-    const task = await readTask(ctx, session, route, run, taskId);
+    const readAt = clock.now();
+    const activityBefore = run.lastActivityAt;
+    const deadline = polling === undefined ? undefined : (turn?.firstSentAt ?? readAt) + polling.timeoutMs;
+    const task =
+      deadline === undefined
+        ? await readTask(ctx, session, route, run, taskId)
+        : await readTask(ctx, session, route, run, taskId, deadline);
     if (task === 'gone') return;
+    if (task === 'late') {
+      await cancelAndSettle(ctx, session, route, turn, run, taskId, 'poll-timeout');
+      return;
+    }
+    if (!canSubscribe) ctx.emit(session, { type: 'task.polled', taskId, latencyMs: clock.now() - readAt });
     // After an answer, a task that still shows the question answered has not read it yet.
     const stale = answeredQuestion(session, route, turn, task.status);
     if ((isSettled(task.status.state) && !stale) || task.status.state === 'unknown') {
       await settle(ctx, await ctx.reload(session.id), route, turn, run, task.status);
       return;
     }
+    if (polling !== undefined) {
+      unchanged = run.lastActivityAt === activityBefore ? unchanged + 1 : 0;
+      const since = clock.now() - (turn?.firstSentAt ?? run.lastActivityAt);
+      const verdict = nextPoll({ sinceFirstSentMs: since, unchanged }, polling, timings);
+      if (verdict.kind === 'timeout') {
+        await cancelAndSettle(ctx, session, route, turn, run, taskId, 'poll-timeout');
+        return;
+      }
+      await ctx.sleep(verdict.waitMs);
+      continue;
+    }
     if (clock.now() - run.lastActivityAt >= timings.noSignOfLifeMs) {
-      await cancelTask(ctx, session, route, taskId, 'no-sign-of-life', run.trace);
-      const after = await readTask(ctx, session, route, run, taskId);
-      if (after === 'gone') return;
-      await settle(
-        ctx,
-        await ctx.reload(session.id),
-        route,
-        turn,
-        run,
-        isSettled(after.status.state) ? after.status : { state: 'canceled' },
-      );
+      await cancelAndSettle(ctx, session, route, turn, run, taskId, 'no-sign-of-life');
       return;
     }
     if (canSubscribe) {
@@ -263,6 +291,36 @@ export async function followTask(
   }
 }
 
+/**
+ * M-4 (no sign of life for an hour) and P-4 (past the polling timeout): the task is cancelled
+ * and the turn settles as the agent reports the task after it, canceled when it says nothing
+ * settled. A poll timeout also tells the thread why.
+ */
+async function cancelAndSettle(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  turn: TurnRecord | null,
+  run: TurnRun,
+  taskId: string,
+  reason: 'no-sign-of-life' | 'poll-timeout',
+): Promise<void> {
+  await cancelTask(ctx, session, route, taskId, reason, run.trace);
+  // After a poll timeout the task is read once: an agent whose GetTask keeps failing is not
+  // waited for again.
+  const after =
+    reason === 'poll-timeout'
+      ? await readTask(ctx, session, route, run, taskId, ctx.deps.clock.now())
+      : await readTask(ctx, session, route, run, taskId);
+  if (after === 'gone') return;
+  const status =
+    after !== 'late' && isSettled(after.status.state) ? after.status : { state: 'canceled' as const };
+  // A task the timeout canceled: the thread hears why, not only that it was canceled.
+  const told =
+    reason === 'poll-timeout' && status.state === 'canceled' ? notice('poll-timeout', turn?.id) : undefined;
+  await settle(ctx, await ctx.reload(session.id), route, turn, run, status, told);
+}
+
 /** Whether a status is the question an answer turn answered (Q-1: the last question's key). */
 export function answeredQuestion(
   session: SessionRecord,
@@ -276,14 +334,34 @@ export function answeredQuestion(
   return reading.kind === 'question' && reading.question.key === session.lastQuestionKey;
 }
 
-/** GetTask with retries; 'gone' when the agent no longer knows the task (E-5). */
+/**
+ * GetTask with retries; 'gone' when the agent no longer knows the task (E-5). `until`: a read
+ * still failing at this time is given up on, 'late' (P-4: a polled task's timeout does not wait
+ * behind a GetTask that keeps failing).
+ */
 export async function readTask(
   ctx: DriverContext,
   session: SessionRecord,
   route: AgentRoute,
   run: TurnRun,
   taskId: string,
-): Promise<Task | 'gone'> {
+): Promise<Task | 'gone'>;
+export async function readTask(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  run: TurnRun,
+  taskId: string,
+  until: number,
+): Promise<Task | 'gone' | 'late'>;
+export async function readTask(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  run: TurnRun,
+  taskId: string,
+  until?: number,
+): Promise<Task | 'gone' | 'late'> {
   const { clock, timings } = ctx.deps;
   for (let attempt = 0; ; attempt++) {
     ctx.checkStop();
@@ -309,13 +387,20 @@ export async function readTask(
         await taskRefused(ctx, session, taskId, verdict);
         return 'gone';
       }
+      if (until !== undefined && clock.now() >= until) return 'late';
       if (verdict.kind === 'unreachable') {
         // Every read failing for as long as a task may go quiet: the agent is not coming back
         // for this task. The turn fails rather than waiting for ever (M-4's hour).
         await taskUnreachable(ctx, session, taskId, verdict.code);
         return 'gone';
       }
-      await ctx.sleep(verdict.waitMs);
+      // Never called again before the agent's Retry-After: a wait that would pass `until` ends
+      // there, and the read is given up on.
+      if (until === undefined) await ctx.sleep(verdict.waitMs);
+      else {
+        await ctx.sleep(Math.max(0, Math.min(verdict.waitMs, until - clock.now())));
+        if (clock.now() >= until) return 'late';
+      }
     }
   }
 }

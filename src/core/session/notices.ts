@@ -20,6 +20,7 @@ const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string>
   'binding-removed': 'This channel is no longer connected to an agent.',
   'approval-not-allowed':
     'The agent asked for approval to run a tool, but tool approvals are not enabled for this agent, so its task was canceled.',
+  'poll-timeout': 'The agent did not finish within the time its polling allows, so its task was canceled.',
 };
 
 export function notice(kind: Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, turnId?: string): Notice {

@@ -11,8 +11,9 @@ import {
   endsAcceptedTurn,
   type FailVerdict,
 } from './failure-policy.js';
-import { acceptTask, afterStream, consumeStream, readTask } from './following.js';
+import { acceptTask, afterStream, consumeStream, pollingOf, readTask } from './following.js';
 import { agentRefused, notice } from './notices.js';
+import { sendPolled } from './polling.js';
 import { cancelPaused, failTurn, sessionGone, settleTurn } from './settling.js';
 
 /**
@@ -91,15 +92,20 @@ export async function attemptSend(
   const started = clock.now();
   let failure: unknown;
   try {
-    await consumeStream(
-      ctx,
-      session,
-      route,
-      turn,
-      run,
-      (signal) => route.client.sendStreamingMessage(message, callOptions(signal, run.trace)),
-      started,
-    );
+    // P-1: a Binding that polls sends an agent that does not stream its turn without a stream.
+    if ((await pollingOf(route)) !== undefined) {
+      if (await sendPolled(ctx, session, route, turn, run, message, started)) return;
+    } else {
+      await consumeStream(
+        ctx,
+        session,
+        route,
+        turn,
+        run,
+        (signal) => route.client.sendStreamingMessage(message, callOptions(signal, run.trace)),
+        started,
+      );
+    }
   } catch (error) {
     failure = error;
   }

@@ -15,7 +15,10 @@ import type { TurnRun } from './turn-run.js';
  * driver: it calls no other part.
  */
 
-/** T rows: what each final or paused state means for the thread. */
+/**
+ * T rows: what each final or paused state means for the thread. `told`: the notice the thread
+ * gets instead of the state's own (P-4: why the broker canceled the task).
+ */
 export async function settle(
   ctx: DriverContext,
   session: SessionRecord,
@@ -23,6 +26,7 @@ export async function settle(
   turn: TurnRecord | null,
   run: TurnRun,
   status: TaskStatus,
+  told?: Notice,
 ): Promise<void> {
   const state = status.state;
   const taskId = run.taskId ?? session.task?.taskId ?? '';
@@ -44,6 +48,7 @@ export async function settle(
   } else {
     message = notice('task-canceled', turn?.id);
   }
+  if (told !== undefined) message = told;
   await ctx.commit(
     { ...session, task: null, question: null },
     turn === null ? [] : [{ ...turn, state: 'settled', outcome, taskId }],

@@ -6,12 +6,15 @@ Serves A2A 1.0 and 0.3 (compat) over JSON-RPC with SSE streaming:
   GET  /a2a/.well-known/agent-card.json      agent card
   GET  /.well-known/agent-card.json          agent card (same document)
 
-Usage:  python agent.py [--port 0] [--log-level warning]
+Usage:  python agent.py [--port 0] [--log-level warning] [--no-streaming]
+
+--no-streaming: the card says capabilities.streaming false, so the SDK refuses the streaming
+methods (-32004) and a client must send with SendMessage and poll GetTask.
 
 Prints exactly one line on stdout once listening:  READY http://127.0.0.1:<port>/a2a
 Exits 0 on SIGTERM / SIGINT.
 
-Behaviour, keyed on the first text part of the user message:
+Behaviour, keyed on the last line of the first text part of the user message:
   (default)  task, working, 3 chunks of artifact "answer" ("chunk 0 " ...), completed
   "ask"      task, input-required ("What is your name?"); the follow-up message on
              that taskId gets artifact "hello <answer>" and completes
@@ -83,7 +86,9 @@ class PeerExecutor(AgentExecutor):
     """Scripted executor; see the module docstring for the behaviours."""
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        text = first_text(context.message).strip()
+        # The last line: a broker puts a label line in front of what the person wrote.
+        lines = first_text(context.message).strip().splitlines()
+        text = lines[-1].strip() if lines else ''
         task = context.current_task
 
         # Follow-up on a task waiting for input: answer it and complete.
@@ -160,7 +165,7 @@ class PeerExecutor(AgentExecutor):
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
 
-def build_card(url: str, versions: list[str]) -> AgentCard:
+def build_card(url: str, versions: list[str], streaming: bool = True) -> AgentCard:
     return AgentCard(
         name='python-peer',
         description='Scripted A2A test peer on the official Python SDK (a2a-sdk).',
@@ -169,7 +174,7 @@ def build_card(url: str, versions: list[str]) -> AgentCard:
             AgentInterface(url=url, protocol_binding='JSONRPC', protocol_version=v)
             for v in versions
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=streaming, push_notifications=False),
         default_input_modes=['text/plain'],
         default_output_modes=['text/plain'],
         skills=[
@@ -187,8 +192,8 @@ def build_card(url: str, versions: list[str]) -> AgentCard:
     )
 
 
-def build_app(url: str, versions: list[str]) -> Starlette:
-    card = build_card(url, versions)
+def build_app(url: str, versions: list[str], streaming: bool = True) -> Starlette:
+    card = build_card(url, versions, streaming)
     handler = DefaultRequestHandler(
         agent_executor=PeerExecutor(),
         task_store=InMemoryTaskStore(),
@@ -230,7 +235,7 @@ class PeerServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-async def serve(port: int, log_level: str, versions: list[str]) -> None:
+async def serve(port: int, log_level: str, versions: list[str], streaming: bool = True) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -245,7 +250,7 @@ async def serve(port: int, log_level: str, versions: list[str]) -> None:
     url = f'http://127.0.0.1:{real_port}{RPC_PATH}'
 
     config = uvicorn.Config(
-        build_app(url, versions),
+        build_app(url, versions, streaming),
         log_level=log_level,
         access_log=log_level in ('debug', 'trace'),
         lifespan='on',
@@ -270,6 +275,11 @@ def main() -> None:
         help='protocol versions the card lists, in order (e.g. "0.3" to make clients speak 0.3)',
     )
     parser.add_argument(
+        '--no-streaming',
+        action='store_true',
+        help='advertise capabilities.streaming false (the streaming methods answer -32004)',
+    )
+    parser.add_argument(
         '--log-level',
         default='warning',
         choices=['critical', 'error', 'warning', 'info', 'debug', 'trace'],
@@ -277,7 +287,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper() if args.log_level != 'trace' else 'DEBUG',
                         stream=sys.stderr)
-    asyncio.run(serve(args.port, args.log_level, [v.strip() for v in args.versions.split(",") if v.strip()]))
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    asyncio.run(serve(args.port, args.log_level, versions, not args.no_streaming))
 
 
 if __name__ == '__main__':

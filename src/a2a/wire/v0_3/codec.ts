@@ -54,6 +54,7 @@ export const v0_3: WireCodec = {
   version: '0.3',
   methods: {
     sendStream: 'message/stream',
+    send: 'message/send',
     get: 'tasks/get',
     subscribe: 'tasks/resubscribe',
     cancel: 'tasks/cancel',
@@ -69,7 +70,7 @@ export const v0_3: WireCodec = {
     return { 'x-a2a-extensions': uris.join(', '), 'a2a-extensions': uris.join(', ') };
   },
 
-  sendParams(msg: OutgoingMessage) {
+  sendParams(msg: OutgoingMessage, _tenant, configuration) {
     const message: Record<string, unknown> = {
       kind: 'message',
       messageId: msg.messageId,
@@ -80,6 +81,10 @@ export const v0_3: WireCodec = {
     if (msg.taskId !== undefined && msg.taskId !== '') message.taskId = msg.taskId;
     if (msg.metadata !== undefined) message.metadata = msg.metadata;
     if (msg.extensions !== undefined && msg.extensions.length > 0) message.extensions = msg.extensions;
+    // 0.3's polarity is the other way round, and its SDKs take an absent value as blocking:
+    // it is always written out.
+    if (configuration !== undefined)
+      return { message, configuration: { blocking: !configuration.returnImmediately } };
     return { message };
   },
 

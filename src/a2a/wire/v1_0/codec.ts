@@ -76,6 +76,7 @@ export const v1_0: WireCodec = {
   version: '1.0',
   methods: {
     sendStream: 'SendStreamingMessage',
+    send: 'SendMessage',
     get: 'GetTask',
     subscribe: 'SubscribeToTask',
     cancel: 'CancelTask',
@@ -88,7 +89,7 @@ export const v1_0: WireCodec = {
     return uris.length === 0 ? {} : { 'a2a-extensions': uris.join(', ') };
   },
 
-  sendParams(msg: OutgoingMessage, tenant) {
+  sendParams(msg: OutgoingMessage, tenant, configuration) {
     const message: Record<string, unknown> = {
       messageId: msg.messageId,
       role: 'ROLE_USER',
@@ -98,7 +99,10 @@ export const v1_0: WireCodec = {
     if (msg.taskId !== undefined && msg.taskId !== '') message.taskId = msg.taskId;
     if (msg.metadata !== undefined) message.metadata = msg.metadata;
     if (msg.extensions !== undefined && msg.extensions.length > 0) message.extensions = msg.extensions;
-    return withTenant({ message }, tenant);
+    const params: Record<string, unknown> = { message };
+    if (configuration !== undefined)
+      params.configuration = { returnImmediately: configuration.returnImmediately };
+    return withTenant(params, tenant);
   },
 
   taskIdParams(taskId, tenant, historyLength) {
