@@ -23,6 +23,8 @@
  *
  * SQLite tables are STRICT so a value of the wrong type is refused rather than stored.
  */
+import { installationTables } from './installation-rows.js';
+
 export interface Migration {
   version: number;
   name: string;
@@ -170,6 +172,14 @@ export const migrations: readonly Migration[] = [
     name: "turns: the person's label",
     sqlite: `ALTER TABLE turns ADD COLUMN label TEXT;`,
     postgres: `ALTER TABLE turns ADD COLUMN label text;`,
+  },
+  {
+    version: 5,
+    // Slack installations of the OAuth install flow (installation-rows.ts): ids in clear, the
+    // tokens sealed (src/surfaces/slack/installations/keyring.ts).
+    name: 'slack installations',
+    sqlite: installationTables('INTEGER', ' STRICT'),
+    postgres: installationTables('bigint', ''),
   },
 ];
 

@@ -7,6 +7,7 @@ import { backoffDelay } from '../core/backoff.js';
 import { InvalidConfigError } from '../core/errors.js';
 import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
+import type { InstallationRows } from './installation-rows.js';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
@@ -75,4 +76,10 @@ function codeOf(error: unknown): string | undefined {
 export function triggerStoreOf(store: SessionStore): TriggerStore {
   if (store instanceof SqliteStore || store instanceof PostgresStore) return store.triggers();
   throw new InvalidConfigError('this session store keeps no trigger state');
+}
+
+/** The Slack installations on the same database as a store `openStore` opened (migrated with it). */
+export function installationRowsOf(store: SessionStore): InstallationRows {
+  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.installations();
+  throw new InvalidConfigError('this session store keeps no Slack installations');
 }

@@ -10,6 +10,7 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
+import type { InstallationRows } from '../installation-rows.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import {
@@ -22,6 +23,7 @@ import {
   toJson,
   turnFromRow,
 } from '../rows.js';
+import { PostgresInstallationRows } from './postgres-installation-rows.js';
 import { PostgresTriggerStore } from './postgres-trigger-store.js';
 import { type PostgresSql, postgresSql, SCHEMA_NAME } from './sql.js';
 
@@ -66,6 +68,7 @@ export class PostgresStore implements SessionStore {
   #claims = 0;
   #closed = false;
   #triggers: PostgresTriggerStore | undefined;
+  #installations: PostgresInstallationRows | undefined;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'public';
@@ -130,6 +133,12 @@ export class PostgresStore implements SessionStore {
     this.#triggers ??= new PostgresTriggerStore(this.#pool, this.#schema);
     return this.#triggers;
   }
+  /** Slack installations in the same schema (their table comes with migrate()). */
+  installations(): InstallationRows {
+    this.#installations ??= new PostgresInstallationRows(this.#pool, this.#schema);
+    return this.#installations;
+  }
+
 
   async close(): Promise<void> {
     if (this.#closed) return;

@@ -10,6 +10,7 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
+import type { InstallationRows } from '../installation-rows.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
@@ -24,6 +25,7 @@ import {
 } from '../rows.js';
 import { durabilityOf, migrateDatabase, openDatabase, Statements } from './connection.js';
 import { GroupCommit } from './group-commit.js';
+import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteTriggerStore } from './sqlite-trigger-store.js';
 
 type Params = Record<string, SQLInputValue>;
@@ -55,6 +57,7 @@ export class SqliteStore implements SessionStore {
   readonly #writes: GroupCommit;
   #claims = 0;
   #triggers: SqliteTriggerStore | undefined;
+  #installations: SqliteInstallationRows | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const db = openDatabase(path, options.synchronous ?? 'full');
@@ -76,6 +79,12 @@ export class SqliteStore implements SessionStore {
   triggers(): TriggerStore {
     this.#triggers ??= new SqliteTriggerStore(this.#db);
     return this.#triggers;
+  }
+
+  /** Slack installations on the same database (their table comes with migrate()). */
+  installations(): InstallationRows {
+    this.#installations ??= new SqliteInstallationRows(this.#db);
+    return this.#installations;
   }
 
   async close(): Promise<void> {

@@ -160,9 +160,10 @@ export interface InboundDeps {
   api: SlackApi;
   clock: Clock;
   logger: Logger;
-  botUserId: string;
+  /** Single-workspace mode: the bot (OAuth mode: each event's, from its installation). */
+  botUserId?: string;
   /** The team of the bot token, for events that do not name one. */
-  teamId: string;
+  teamId?: string;
 }
 
 export const NOT_TAKEN =
@@ -175,8 +176,11 @@ export class InboundRouter {
     this.#deps = deps;
   }
 
-  /** Handles one Events API envelope. Never throws: Slack only needs the ack. */
-  async handle(body: unknown): Promise<void> {
+  /**
+   * Handles one Events API envelope. Never throws: Slack only needs the ack. `botUserId`: the
+   * bot of the event's installation, as Bolt authorized it (OAuth mode).
+   */
+  async handle(body: unknown, botUserId?: string): Promise<void> {
     const { logger } = this.#deps;
     const parsed = envelopeSchema.safeParse(body);
     if (!parsed.success) {
@@ -185,7 +189,12 @@ export class InboundRouter {
     }
     const { event, event_id: eventId } = parsed.data;
     const team = parsed.data.team_id ?? event.team ?? this.#deps.teamId;
-    const decision = route(event, team, this.#deps.botUserId, this.#deps.bindings);
+    const bot = botUserId ?? this.#deps.botUserId;
+    if (team === undefined || bot === undefined) {
+      logger.warn({ eventId }, 'a Slack event names no workspace or bot; ignored');
+      return;
+    }
+    const decision = route(event, team, bot, this.#deps.bindings);
     if (decision.kind === 'ignore') return;
     // A turn claims its event in the transaction that stores it (a crash leaves both or
     // neither); only a hint, which stores nothing, claims it on its own first.
