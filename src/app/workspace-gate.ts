@@ -20,7 +20,12 @@ export class WorkspaceGate implements AgentRegistry {
   }
 
   resolve(binding: string, key?: SessionKey): AgentRoute | undefined {
-    if (key !== undefined && key.surface === this.#surface && this.#admitted !== undefined && !this.#admitted.has(key.workspaceId))
+    if (
+      key !== undefined &&
+      key.surface === this.#surface &&
+      this.#admitted !== undefined &&
+      !this.#admitted.has(key.workspaceId)
+    )
       return undefined;
     return this.#registry.resolve(binding, key);
   }

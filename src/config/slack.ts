@@ -164,11 +164,16 @@ function oauthConfig(s: z.infer<typeof schema>, apiUrl: string): SlackConfig {
     throw new InvalidConfigError(`invalid Slack settings: ${what}`);
   };
   if (s.SLACK_BOT_TOKEN !== undefined)
-    fail('SLACK_BOT_TOKEN and SLACK_CLIENT_ID are both set; use one workspace’s token, or OAuth for several, not both');
+    fail(
+      'SLACK_BOT_TOKEN and SLACK_CLIENT_ID are both set; use one workspace’s token, or OAuth for several, not both',
+    );
   if (s.SLACK_CLIENT_SECRET === undefined) fail('SLACK_CLIENT_SECRET is required with SLACK_CLIENT_ID');
   if (s.SLACK_INSTALLATION_KEYS === undefined)
-    fail('SLACK_INSTALLATION_KEYS is required with SLACK_CLIENT_ID (the keys that seal each workspace’s token)');
-  if (s.SLACK_SIGNING_SECRET === undefined) fail('SLACK_SIGNING_SECRET is required with SLACK_CLIENT_ID (OAuth mode is HTTP mode)');
+    fail(
+      'SLACK_INSTALLATION_KEYS is required with SLACK_CLIENT_ID (the keys that seal each workspace’s token)',
+    );
+  if (s.SLACK_SIGNING_SECRET === undefined)
+    fail('SLACK_SIGNING_SECRET is required with SLACK_CLIENT_ID (OAuth mode is HTTP mode)');
   if (s.SLACK_MODE === 'socket' || (s.SLACK_APP_TOKEN !== undefined && s.SLACK_MODE !== 'http'))
     fail('several workspaces (SLACK_CLIENT_ID) need HTTP mode; unset SLACK_APP_TOKEN or set SLACK_MODE=http');
   const clientSecret = s.SLACK_CLIENT_SECRET ?? '';
@@ -179,7 +184,8 @@ function oauthConfig(s: z.infer<typeof schema>, apiUrl: string): SlackConfig {
       clientSecret,
       // Every replica derives the same one, so a state made by one is accepted by another.
       stateSecret:
-        s.SLACK_STATE_SECRET ?? createHmac('sha256', clientSecret).update('agentkourier oauth state').digest('hex'),
+        s.SLACK_STATE_SECRET ??
+        createHmac('sha256', clientSecret).update('agentkourier oauth state').digest('hex'),
       installationKeys: s.SLACK_INSTALLATION_KEYS ?? '',
       redirectUri: s.SLACK_REDIRECT_URI,
       installPath: SLACK_INSTALL_PATH,

@@ -35,7 +35,9 @@ export class OAuthDesk {
     let clientId = str(args, 'client_id');
     let clientSecret = str(args, 'client_secret');
     if (authorization?.startsWith('Basic ')) {
-      const [id, secret] = Buffer.from(authorization.slice('Basic '.length), 'base64').toString('utf8').split(':');
+      const [id, secret] = Buffer.from(authorization.slice('Basic '.length), 'base64')
+        .toString('utf8')
+        .split(':');
       clientId ??= id;
       clientSecret ??= secret;
     }
@@ -45,7 +47,8 @@ export class OAuthDesk {
     if (grant !== 'authorization_code') throw new SlackRefusal('invalid_grant_type');
     const code = str(args, 'code');
     const issued = code === undefined ? undefined : this.#codes.get(code);
-    if (code === undefined || issued === undefined || issued.until < now) throw new SlackRefusal('invalid_code');
+    if (code === undefined || issued === undefined || issued.until < now)
+      throw new SlackRefusal('invalid_code');
     this.#codes.delete(code);
     if (issued.redirectUri !== undefined && str(args, 'redirect_uri') !== issued.redirectUri)
       throw new SlackRefusal('bad_redirect_uri');

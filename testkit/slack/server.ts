@@ -69,7 +69,13 @@ class FakeSlackServer implements FakeSlack {
         throw new Error(`fake Slack: workspace ${w.teamId} (or its token) is listed twice`);
       this.tenants.push(
         new Tenant(
-          { ...w, clock: options.clock ?? Date.now, ...(options.rateLimitsEnabled === undefined ? {} : { rateLimitsEnabled: options.rateLimitsEnabled }) },
+          {
+            ...w,
+            clock: options.clock ?? Date.now,
+            ...(options.rateLimitsEnabled === undefined
+              ? {}
+              : { rateLimitsEnabled: options.rateLimitsEnabled }),
+          },
           options.oauth === undefined ? 'installed' : 'new',
         ),
       );
@@ -89,7 +95,8 @@ class FakeSlackServer implements FakeSlack {
   }
 
   authorizeInstall(teamId: string, redirectUri?: string): string {
-    if (this.oauth === undefined) throw new Error('fake Slack: start it with `oauth` to install through OAuth');
+    if (this.oauth === undefined)
+      throw new Error('fake Slack: start it with `oauth` to install through OAuth');
     this.#tenant(teamId);
     return this.oauth.authorize(teamId, this.clock(), redirectUri);
   }

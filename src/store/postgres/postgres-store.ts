@@ -10,8 +10,8 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
-import type { InstallationRows } from '../installation-rows.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import {
   parsedJson,
@@ -138,7 +138,6 @@ export class PostgresStore implements SessionStore {
     this.#installations ??= new PostgresInstallationRows(this.#pool, this.#schema);
     return this.#installations;
   }
-
 
   async close(): Promise<void> {
     if (this.#closed) return;

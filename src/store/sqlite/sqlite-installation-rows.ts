@@ -32,7 +32,9 @@ export class SqliteInstallationRows implements InstallationRows {
   }
 
   async delete(key: string): Promise<boolean> {
-    return this.#guard('delete', () => immediate(this.#db, () => this.#all(INSTALLATION_SQL.delete, [key]).length > 0));
+    return this.#guard('delete', () =>
+      immediate(this.#db, () => this.#all(INSTALLATION_SQL.delete, [key]).length > 0),
+    );
   }
 
   async list(): Promise<InstallationRow[]> {

@@ -10,8 +10,8 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
-import type { InstallationRows } from '../installation-rows.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
   parseJsonText,

@@ -4,6 +4,7 @@ import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bol
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
 import { backoffDelay } from '../../core/backoff.js';
+import { InvalidConfigError } from '../../core/errors.js';
 import {
   type AnswerStructured,
   type Clock,
@@ -13,7 +14,6 @@ import {
 } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { SessionStore } from '../../core/store.js';
-import { InvalidConfigError } from '../../core/errors.js';
 import type { InstallationRows } from '../../store/installation-rows.js';
 import type { ActivityOptions } from './activity.js';
 import type { AnswerSettings } from './answer.js';
@@ -193,7 +193,11 @@ export class SlackConnection {
         clock,
         logger: options.logger,
       });
-      const client = createWebClient({ token: undefined, apiUrl: options.config.apiUrl, logger: options.logger });
+      const client = createWebClient({
+        token: undefined,
+        apiUrl: options.config.apiUrl,
+        logger: options.logger,
+      });
       const budgets = new BudgetBook(clock, options.budgets);
       const api = new SlackApi(client, budgets, options.telemetry, workspaces.tokens);
       return new SlackConnection(
@@ -291,8 +295,13 @@ export class SlackConnection {
       await Promise.race([caught, this.#clock.sleep(ackWithin, deadline.signal).catch(() => undefined)]);
       deadline.abort();
     };
-    const handle = async ({ body, context }: { body: unknown; context: { botUserId?: string } }): Promise<void> =>
-      bounded(router.handle(body, context.botUserId));
+    const handle = async ({
+      body,
+      context,
+    }: {
+      body: unknown;
+      context: { botUserId?: string };
+    }): Promise<void> => bounded(router.handle(body, context.botUserId));
     app.event('app_mention', handle);
     app.event('message', handle);
     if (workspaces !== undefined) {
@@ -301,7 +310,8 @@ export class SlackConnection {
         if (context.teamId !== undefined) await bounded(workspaces.removed(context.teamId));
       });
       app.event('tokens_revoked', async ({ event, context }) => {
-        if (context.teamId !== undefined) await bounded(workspaces.removed(context.teamId, event.tokens.bot ?? []));
+        if (context.teamId !== undefined)
+          await bounded(workspaces.removed(context.teamId, event.tokens.bot ?? []));
       });
     }
     // Buttons of kagent's prompts, and the modals they open (approvals.ts). The press is

@@ -26,7 +26,11 @@ import { slackLogger } from './logger.js';
 export type WebClient = webApi.WebClient;
 
 /** Builds the one WebClient the surface calls Slack with. */
-export function createWebClient(options: { token: string | undefined; apiUrl: string; logger: Logger }): WebClient {
+export function createWebClient(options: {
+  token: string | undefined;
+  apiUrl: string;
+  logger: Logger;
+}): WebClient {
   return new webApi.WebClient(options.token, {
     slackApiUrl: options.apiUrl,
     logger: slackLogger(options.logger, 'slack-web-api'),
@@ -142,7 +146,12 @@ export class SlackApi {
    * `tokens`: each workspace's own bot token (OAuth mode); without it every call goes with the
    * client's one token (single-workspace mode).
    */
-  constructor(client: WebClient, budgets: BudgetBook, telemetry: SlackTelemetry = {}, tokens?: WorkspaceTokens) {
+  constructor(
+    client: WebClient,
+    budgets: BudgetBook,
+    telemetry: SlackTelemetry = {},
+    tokens?: WorkspaceTokens,
+  ) {
     this.#client = client;
     this.#tokens = tokens;
     this.#budgets = budgets;

@@ -16,6 +16,7 @@ import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { SlackConnection } from '../../../src/surfaces/slack/app.js';
 import { WorkspaceNotInstalledError } from '../../../src/surfaces/slack/installations/store.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
+import { slowHeaders } from '../../agents/behaviours.js';
 import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';
 import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
 import { mentionEvent, sendSlackEvent } from '../../slack/events.js';
@@ -32,8 +33,18 @@ const SECRET = 'oauth-signing-secret-0123';
 const CLIENT = { clientId: '1111.2222', clientSecret: 'client-secret-abcdef' };
 const KEY_OLD = Buffer.alloc(32, 7).toString('base64');
 const KEY_NEW = Buffer.alloc(32, 9).toString('base64');
-const ALPHA = { teamId: 'T0ALPHA', botToken: 'xoxb-alpha-secret-token-1', botUserId: 'U0BOTA', teamName: 'Alpha' };
-const BETA = { teamId: 'T0BETA', botToken: 'xoxb-beta-secret-token-2', botUserId: 'U0BOTB', teamName: 'Beta' };
+const ALPHA = {
+  teamId: 'T0ALPHA',
+  botToken: 'xoxb-alpha-secret-token-1',
+  botUserId: 'U0BOTA',
+  teamName: 'Alpha',
+};
+const BETA = {
+  teamId: 'T0BETA',
+  botToken: 'xoxb-beta-secret-token-2',
+  botUserId: 'U0BOTB',
+  teamName: 'Beta',
+};
 /** Slack Connect: one shared channel id seen from both workspaces. */
 const SHARED = 'C0SHARED';
 const ADA = 'U0ADA';
@@ -174,19 +185,38 @@ async function install(r: Rig, teamId: string): Promise<Response> {
   expect(authorize.searchParams.get('scope')).toContain('chat:write');
   const state = authorize.searchParams.get('state') ?? '';
   const code = r.fake.authorizeInstall(teamId);
-  return fetch(`${r.base}/slack/oauth_redirect?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`, {
-    headers: { cookie },
-    redirect: 'manual',
-  });
+  return fetch(
+    `${r.base}/slack/oauth_redirect?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`,
+    {
+      headers: { cookie },
+      redirect: 'manual',
+    },
+  );
 }
 
-async function mention(r: Rig, team: typeof ALPHA, text: string): Promise<{ ts: string; status: number }> {
+async function mention(
+  r: Rig,
+  team: typeof ALPHA,
+  text: string,
+  threadTs?: string,
+): Promise<{ ts: string; status: number }> {
   const typed = `<@${team.botUserId}> ${text}`;
-  const message = r.fake.workspace(team.teamId).postUserMessage({ channel: SHARED, user: ADA, text: typed });
+  const inThread = threadTs === undefined ? {} : { threadTs };
+  const message = r.fake
+    .workspace(team.teamId)
+    .postUserMessage({ channel: SHARED, user: ADA, text: typed, ...inThread });
   const sent = await sendSlackEvent(
     `${r.base}/slack/events`,
     SECRET,
-    mentionEvent({ channel: SHARED, user: ADA, text: typed, ts: message.ts, botUserId: team.botUserId, teamId: team.teamId }),
+    mentionEvent({
+      channel: SHARED,
+      user: ADA,
+      text: typed,
+      ts: message.ts,
+      botUserId: team.botUserId,
+      teamId: team.teamId,
+      ...inThread,
+    }),
     { teamId: team.teamId, botUserId: team.botUserId },
   );
   return { ts: message.ts, status: sent.status };
@@ -227,34 +257,49 @@ describe('several Slack workspaces through OAuth', () => {
       expect(r.fake.workspace(team.teamId).installed).toBe(true);
     }
     expect(r.fake.callsOf('oauth.v2.access').map((c) => c.ok)).toEqual([true, true]);
-    expect((await r.store.installations().list()).map((row) => row.teamId)).toEqual([ALPHA.teamId, BETA.teamId]);
+    expect((await r.store.installations().list()).map((row) => row.teamId)).toEqual([
+      ALPHA.teamId,
+      BETA.teamId,
+    ]);
 
     const a = await mention(r, ALPHA, 'hello from alpha');
     const b = await mention(r, BETA, 'hello from beta');
     expect([a.status, b.status]).toEqual([200, 200]);
-    await waitFor('both answers', () => botReplies(r, ALPHA, a.ts).length > 0 && botReplies(r, BETA, b.ts).length > 0);
+    await waitFor(
+      'both answers',
+      () => botReplies(r, ALPHA, a.ts).length > 0 && botReplies(r, BETA, b.ts).length > 0,
+    );
     await r.engine.idle();
 
     // Each workspace's calls went with its own token (the fake records the caller's team) and
     // its sessions carry its team: one channel id, two Bindings, no conflict.
-    const posted = r.fake.calls.filter((c) => c.method === 'chat.postMessage' || c.method === 'chat.startStream');
-    expect(posted.filter((c) => c.args.channel === SHARED && c.team === ALPHA.teamId).length).toBeGreaterThan(0);
-    expect(posted.filter((c) => c.args.channel === SHARED && c.team === BETA.teamId).length).toBeGreaterThan(0);
+    const posted = r.fake.calls.filter(
+      (c) => c.method === 'chat.postMessage' || c.method === 'chat.startStream',
+    );
+    expect(posted.filter((c) => c.args.channel === SHARED && c.team === ALPHA.teamId).length).toBeGreaterThan(
+      0,
+    );
+    expect(posted.filter((c) => c.args.channel === SHARED && c.team === BETA.teamId).length).toBeGreaterThan(
+      0,
+    );
     expect(r.fake.calls.every((c) => c.method === 'oauth.v2.access' || c.team !== undefined)).toBe(true);
-    const sessions = r.events.filter((e) => e.type === 'turn.settled').map((e) => e.binding).sort();
+    const sessions = r.events
+      .filter((e) => e.type === 'turn.settled')
+      .map((e) => e.binding)
+      .sort();
     expect(sessions).toEqual(['alpha/support', 'beta/support']);
 
     // No token in clear: not in any log line, not in any byte of the database.
-    const logText = r.logs.join('');
     const dbText = databaseBytes(r.dir);
     for (const token of [ALPHA.botToken, BETA.botToken, CLIENT.clientSecret]) {
-      const leak = r.logs.find((l) => l.includes(token)); expect(leak?.slice(0, 600)).toBeUndefined();
+      const leak = r.logs.find((l) => l.includes(token));
+      expect(leak?.slice(0, 600)).toBeUndefined();
       expect(dbText).not.toContain(token);
     }
     expect(dbText).toContain(ALPHA.teamId);
   });
 
-  it('an uninstall stops that workspace only: its installation goes, its open turn settles, the other answers on', async () => {
+  it('an uninstall stops that workspace only: its installation goes, its later events make no turn, the other answers on', async () => {
     rig = await start();
     const r = rig;
     await install(r, ALPHA.teamId);
@@ -265,16 +310,23 @@ describe('several Slack workspaces through OAuth', () => {
 
     // Slack revokes the token, then sends both events (in either order; the second finds nothing).
     r.fake.uninstall(ALPHA.teamId);
-    for (const event of [{ type: 'tokens_revoked', tokens: { bot: [ALPHA.botUserId] } }, { type: 'app_uninstalled' }]) {
+    for (const event of [
+      { type: 'tokens_revoked', tokens: { bot: [ALPHA.botUserId] } },
+      { type: 'app_uninstalled' },
+    ]) {
       const sent = await sendSlackEvent(`${r.base}/slack/events`, SECRET, event, {
         teamId: ALPHA.teamId,
         botUserId: ALPHA.botUserId,
       });
       expect(sent.status).toBe(200);
     }
-    await waitFor('alpha removed', () => r.logs.join('').includes('the app was removed from a Slack workspace'));
+    await waitFor('alpha removed', () =>
+      r.logs.join('').includes('the app was removed from a Slack workspace'),
+    );
     expect((await r.store.installations().list()).map((row) => row.teamId)).toEqual([BETA.teamId]);
-    await expect(r.slack.workspaces?.tokens.tokenFor(ALPHA.teamId)).rejects.toBeInstanceOf(WorkspaceNotInstalledError);
+    await expect(r.slack.workspaces?.tokens.tokenFor(ALPHA.teamId)).rejects.toBeInstanceOf(
+      WorkspaceNotInstalledError,
+    );
 
     // An event still arriving for Alpha reaches no listener (Bolt finds no installation) and
     // makes no turn; Beta goes on answering with its own token.
@@ -289,19 +341,65 @@ describe('several Slack workspaces through OAuth', () => {
     expect(r.fake.calls.filter((c) => c.team === ALPHA.teamId && !c.ok)).toEqual([]);
   });
 
+  it('a turn in flight when its workspace uninstalls settles, and its session makes no more calls', async () => {
+    rig = await start();
+    const r = rig;
+    await install(r, ALPHA.teamId);
+    await install(r, BETA.teamId);
+    // The agent takes its time: the uninstall lands while Alpha's turn is with it.
+    r.agent.enqueue(slowHeaders(1_500));
+    const pending = await mention(r, ALPHA, 'a long question');
+    await waitFor('the turn sent', () => r.agent.queued() === 0);
+    // A second message in the thread waits behind the first.
+    await mention(r, ALPHA, 'and another thing', pending.ts);
+    r.fake.uninstall(ALPHA.teamId);
+    await sendSlackEvent(
+      `${r.base}/slack/events`,
+      SECRET,
+      { type: 'app_uninstalled' },
+      { teamId: ALPHA.teamId, botUserId: ALPHA.botUserId },
+    );
+    await waitFor(
+      'both alpha turns settled',
+      () => r.events.filter((e) => e.type === 'turn.settled').length >= 2,
+      15_000,
+    );
+    await r.engine.idle();
+    // The one with the agent finishes there (its answer has nowhere to go); the waiting one is
+    // not sent at all: its session's workspace is gone.
+    const settled = r.events.filter((e) => e.type === 'turn.settled');
+    expect(settled.map((e) => (e as { outcome: string }).outcome)).toEqual([
+      'completed',
+      'error:binding_removed',
+    ]);
+    expect(r.agent.queued()).toBe(0);
+    // Nothing was answered in Alpha after the uninstall, and no call went with the revoked token.
+    expect(botReplies(r, ALPHA, pending.ts)).toEqual([]);
+    expect(r.fake.calls.filter((c) => c.team === ALPHA.teamId && c.error === 'token_revoked')).toEqual([]);
+    // Beta is untouched.
+    const b = await mention(r, BETA, 'still here');
+    await waitFor('beta answered', () => botReplies(r, BETA, b.ts).length > 0);
+  });
+
   it('a refused or tampered install changes nothing: a forged state, a code used twice', async () => {
     rig = await start();
     const r = rig;
-    const forged = await fetch(`${r.base}/slack/oauth_redirect?code=x&state=forged`, { headers: { cookie: 'slack-app-oauth-state=forged' } });
+    const forged = await fetch(`${r.base}/slack/oauth_redirect?code=x&state=forged`, {
+      headers: { cookie: 'slack-app-oauth-state=forged' },
+    });
     expect(forged.status).toBe(400);
     const page = await fetch(`${r.base}/slack/install`);
     const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
     const state = /state=([^&"]+)/.exec(await page.text())?.[1] ?? '';
     const code = r.fake.authorizeInstall(ALPHA.teamId);
-    const ok = await fetch(`${r.base}/slack/oauth_redirect?code=${code}&state=${state}`, { headers: { cookie } });
+    const ok = await fetch(`${r.base}/slack/oauth_redirect?code=${code}&state=${state}`, {
+      headers: { cookie },
+    });
     expect(ok.status).toBe(200);
     await r.store.installations().delete('team:T0ALPHA');
-    const again = await fetch(`${r.base}/slack/oauth_redirect?code=${code}&state=${state}`, { headers: { cookie } });
+    const again = await fetch(`${r.base}/slack/oauth_redirect?code=${code}&state=${state}`, {
+      headers: { cookie },
+    });
     expect(again.status).toBe(400);
     expect(await r.store.installations().list()).toEqual([]);
   });

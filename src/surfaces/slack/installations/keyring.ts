@@ -64,7 +64,8 @@ export class Keyring {
         throw new InvalidConfigError(
           `${name}: key ${id} must be ${KEY_BYTES} bytes in base64 (openssl rand -base64 32)`,
         );
-      if (keys.some(([other]) => other === id)) throw new InvalidConfigError(`${name}: key id ${id} is listed twice`);
+      if (keys.some(([other]) => other === id))
+        throw new InvalidConfigError(`${name}: key id ${id} is listed twice`);
       keys.push([id, key]);
     }
     return new Keyring(keys);
@@ -91,7 +92,14 @@ export class Keyring {
 
   open(sealed: string, context: string): string {
     const [format, keyId, nonce, body, tag, ...rest] = sealed.split('.');
-    if (format !== FORMAT || keyId === undefined || nonce === undefined || body === undefined || tag === undefined || rest.length > 0)
+    if (
+      format !== FORMAT ||
+      keyId === undefined ||
+      nonce === undefined ||
+      body === undefined ||
+      tag === undefined ||
+      rest.length > 0
+    )
       throw new InstallationSealError('an installation is sealed in an unknown format');
     const key = this.#keys.get(keyId);
     if (key === undefined)
@@ -106,7 +114,9 @@ export class Keyring {
       const decipher = createDecipheriv('aes-256-gcm', key, nonceBytes);
       decipher.setAAD(Buffer.from(context, 'utf8'));
       decipher.setAuthTag(tagBytes);
-      return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+      return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString(
+        'utf8',
+      );
     } catch {
       throw new InstallationSealError('an installation was altered at rest, or belongs to another row');
     }

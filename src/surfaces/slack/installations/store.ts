@@ -24,7 +24,10 @@ export class WorkspaceNotInstalledError extends KourierError {
 /** An org-wide (Enterprise Grid) install, which the broker does not take yet. */
 export class EnterpriseInstallRefusedError extends KourierError {
   constructor() {
-    super('slack_enterprise_install_refused', 'org-wide Slack installs are not supported; install the app in each workspace');
+    super(
+      'slack_enterprise_install_refused',
+      'org-wide Slack installs are not supported; install the app in each workspace',
+    );
   }
 }
 
@@ -70,7 +73,8 @@ export class SealedInstallationStore implements InstallationStore {
     if (row === undefined) throw new WorkspaceNotInstalledError(teamId);
     const installation = JSON.parse(this.#keys.open(row.sealed, row.key)) as Installation;
     // Rotation: a row sealed with an older key is sealed again with the newest one it is read.
-    if (this.#keys.stale(row.keyId)) await this.#rows.put(this.#row(teamId, installation)).catch(() => undefined);
+    if (this.#keys.stale(row.keyId))
+      await this.#rows.put(this.#row(teamId, installation)).catch(() => undefined);
     return installation;
   }
 

@@ -27,7 +27,12 @@ export class InstalledTokens implements WorkspaceTokens {
   readonly #ttlMs: number;
   readonly #cache = new Map<string, { token: string; until: number }>();
 
-  constructor(options: { authorize: Authorize; store: SealedInstallationStore; clock: Clock; ttlMs?: number }) {
+  constructor(options: {
+    authorize: Authorize;
+    store: SealedInstallationStore;
+    clock: Clock;
+    ttlMs?: number;
+  }) {
     this.#authorize = options.authorize;
     this.#clock = options.clock;
     this.#ttlMs = options.ttlMs ?? 60_000;

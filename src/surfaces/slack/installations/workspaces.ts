@@ -22,7 +22,13 @@ export class Workspaces {
   readonly #logger: Logger;
   readonly #removed = new Set<(teamId: string) => void>();
 
-  private constructor(config: SlackOAuthConfig, apiUrl: string, store: SealedInstallationStore, clock: Clock, logger: Logger) {
+  private constructor(
+    config: SlackOAuthConfig,
+    apiUrl: string,
+    store: SealedInstallationStore,
+    clock: Clock,
+    logger: Logger,
+  ) {
     this.#config = config;
     this.#apiUrl = apiUrl;
     this.#logger = logger;
@@ -89,7 +95,12 @@ export class Workspaces {
         // oauth.v2.access and auth.test go where every other call goes (a fake, in tests).
         clientOptions: { slackApiUrl: this.#apiUrl, logger: slackLogger(this.#logger, 'slack-oauth') },
         callbackOptions: {
-          success: (installation: { team?: { id: string } }, _options: unknown, _req: unknown, res: ResponseLike) => {
+          success: (
+            installation: { team?: { id: string } },
+            _options: unknown,
+            _req: unknown,
+            res: ResponseLike,
+          ) => {
             this.#logger.info({ team: installation.team?.id }, 'the app was installed in a Slack workspace');
             page(res, 200, 'Agent Kourier is installed in your Slack workspace. You can close this page.');
           },
@@ -125,5 +136,7 @@ interface ResponseLike {
 
 function page(res: ResponseLike, status: number, text: string): void {
   res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' });
-  res.end(`<!doctype html><html><head><meta charset="utf-8"><title>Agent Kourier</title></head><body><p>${text}</p></body></html>`);
+  res.end(
+    `<!doctype html><html><head><meta charset="utf-8"><title>Agent Kourier</title></head><body><p>${text}</p></body></html>`,
+  );
 }
