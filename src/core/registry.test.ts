@@ -52,6 +52,25 @@ describe('LiveRegistry', () => {
     expect(registry.forDirectMessages('slack', 'T2')).toBeUndefined();
   });
 
+  it('counts a channel claimed twice as a conflict only within one workspace', () => {
+    const registry = new LiveRegistry();
+    registry.upsert(binding('a/one', ['C1'], { workspaceId: 'T1' }));
+    registry.upsert(binding('b/two', ['C1'], { workspaceId: 'T2' }));
+    expect(registry.conflicts()).toEqual([]);
+    registry.upsert(binding('c/three', ['C1'], { workspaceId: 'T2' }));
+    expect(registry.conflicts()).toEqual([
+      { surface: 'slack', channelId: 'C1', bindings: ['b/two', 'c/three'] },
+    ]);
+    expect(registry.forChannel('slack', 'C1', 'T1')?.ref).toBe('a/one');
+    expect(registry.forChannel('slack', 'C1', 'T2')).toBeUndefined();
+    // A Binding naming no workspace claims in all of them: it conflicts with every other claim.
+    registry.upsert(binding('d/any', ['C1']));
+    expect(registry.conflicts()).toEqual([
+      { surface: 'slack', channelId: 'C1', bindings: ['a/one', 'b/two', 'c/three', 'd/any'] },
+    ]);
+    expect(registry.forChannel('slack', 'C1', 'T1')).toBeUndefined();
+  });
+
   it('keeps surfaces apart: a channel id of one surface routes nothing on another', () => {
     const registry = new LiveRegistry();
     registry.upsert(binding('a/one', ['C1'], { allowDirectMessages: true }));

@@ -99,11 +99,37 @@ export class LiveRegistry implements AgentRegistry, ChannelDirectory {
     return this.#one(surface, this.#directMessages.get(surface) ?? [], workspaceId);
   }
 
-  /** Channels claimed by more than one Binding, for status conditions. */
+  /**
+   * Channels claimed by more than one Binding in the same workspace, for status conditions.
+   * Claims in different workspaces (a Slack Connect channel seen from two) do not conflict; a
+   * Binding that names no workspace claims in all of them, so it conflicts with every other.
+   * Each group of Bindings that overlap is one conflict.
+   */
   conflicts(): ChannelConflict[] {
-    return [...this.#channels.values()]
-      .filter(({ refs }) => refs.length > 1)
-      .map(({ surface, channelId, refs }) => ({ surface, channelId, bindings: [...refs].sort() }));
+    const out: ChannelConflict[] = [];
+    for (const { surface, channelId, refs } of this.#channels.values()) {
+      if (refs.length < 2) continue;
+      const workspace = (ref: string): string | undefined =>
+        this.#bindings.get(ref)?.routes[surface]?.workspaceId;
+      const overlap = (a: string, b: string): boolean => {
+        const x = workspace(a);
+        const y = workspace(b);
+        return x === undefined || y === undefined || x === y;
+      };
+      // Groups: Bindings joined by an overlap, directly or through another.
+      const left = [...refs];
+      while (left.length > 0) {
+        const group = [left.shift() ?? ''];
+        for (let i = 0; i < group.length; i++) {
+          for (let j = left.length - 1; j >= 0; j--) {
+            const other = left[j] ?? '';
+            if (overlap(group[i] ?? '', other)) group.push(...left.splice(j, 1));
+          }
+        }
+        if (group.length > 1) out.push({ surface, channelId, bindings: group.sort() });
+      }
+    }
+    return out;
   }
 
   /** Called after every change (surfaces may refresh caches). Returns an unsubscribe. */

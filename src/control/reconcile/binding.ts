@@ -171,11 +171,12 @@ export function planBinding(observed: BindingObservation): BindingPlan {
 
 function planClient(observed: BindingObservation): BindingPlan {
   const { binding, secrets } = observed;
-  const claims = splitClaims(binding.spec.slack?.channels ?? [], observed.allowedChannels);
+  const teamId = binding.spec.slack?.teamId;
+  const claims = splitClaims(binding.spec.slack?.channels ?? [], observed.allowedChannels, teamId);
   // DMs are an allowlist entry of their own: a namespace allowed no DMs neither receives the
   // app's direct messages nor, by asking for them, blocks another Binding's with a conflict.
   const wantsDirectMessages = binding.spec.slack?.allowDirectMessages ?? false;
-  const directMessages = wantsDirectMessages && mayTakeDirectMessages(observed.allowedChannels);
+  const directMessages = wantsDirectMessages && mayTakeDirectMessages(observed.allowedChannels, teamId);
   const backend = resolveBackend(binding, observed.backend, observed.backendInvalid);
   const identity = identityOf(binding, secrets);
   const headers: HeadersResolution =

@@ -40,7 +40,7 @@ export class Workspaces {
       clientSecret: config.clientSecret,
       stateSecret: config.stateSecret,
       installationStore: store,
-      clientOptions: { slackApiUrl: apiUrl, logger: slackLogger(logger, 'slack-oauth') },
+      clientOptions: { slackApiUrl: apiUrl },
       logger: slackLogger(logger, 'slack-oauth'),
     });
     this.tokens = new InstalledTokens({
@@ -93,7 +93,7 @@ export class Workspaces {
         installPath: c.installPath,
         redirectUriPath: c.redirectPath,
         // oauth.v2.access and auth.test go where every other call goes (a fake, in tests).
-        clientOptions: { slackApiUrl: this.#apiUrl, logger: slackLogger(this.#logger, 'slack-oauth') },
+        clientOptions: { slackApiUrl: this.#apiUrl },
         callbackOptions: {
           success: (
             installation: { team?: { id: string } },
