@@ -114,7 +114,8 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       draining: () => draining,
     });
     const { slack, store } = core;
-    if (slack === undefined) logger.warn('neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set: running without Slack');
+    if (slack === undefined)
+      logger.warn('neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set: running without Slack');
     let storeReady = false;
 
     const controller = new Controller({

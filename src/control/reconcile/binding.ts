@@ -247,6 +247,7 @@ function planClient(observed: BindingObservation): BindingPlan {
       channels: claims.granted,
       allowDirectMessages: directMessages,
       ...(slack?.teamId === undefined ? {} : { workspaceId: slack.teamId }),
+      ...(slack?.handle === undefined ? {} : { handle: slack.handle }),
     },
     toolApprovals: { enabled: approvals?.enabled ?? false, approverGroups: approvals?.approverGroups ?? [] },
   };

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
-import type { ChannelDirectory } from '../../core/registry.js';
+import type { ChannelDirectory, SharedClaim } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
 import type { People } from './people.js';
 import { mentions, slackToPlain } from './text.js';
@@ -62,6 +62,11 @@ export type Route =
       addressed: boolean;
       /** Only when the thread already has a session (a reply that did not mention the app). */
       needsSession: boolean;
+      /**
+       * A shared channel (several Bindings, by handle): a thread that has a session stays with
+       * its Binding, whatever `binding` says (the handle a new thread named, if any).
+       */
+      shared?: { claims: readonly SharedClaim[] };
     };
 
 /** Subtypes that are still a person's message; every other subtype (edits, deletions, joins…) is not. */
@@ -69,6 +74,8 @@ const PERSON_SUBTYPES = new Set(['thread_broadcast', 'file_share']);
 
 export const CHANNEL_HINT = (channel: string): string =>
   `This channel is not connected to an agent yet. An operator can connect it by adding its ID (${channel}) to a Binding.`;
+export const PICK_HINT = (handles: readonly string[]): string =>
+  `Several agents answer in this channel. Start your message with the one you mean: ${handles.map((h) => `\`${h}\``).join(', ')} (for example \`@Agent Kourier ${handles[0] ?? 'name'}: …\`).`;
 export const DM_HINT =
   'Direct messages are not connected to an agent. Mention me in a channel that is connected to one.';
 
@@ -111,6 +118,33 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
   }
   if (event.type === 'app_mention') {
     const binding = bindings.forChannel(SURFACE, event.channel, team);
+    const shared = binding === undefined ? bindings.sharedChannel?.(SURFACE, event.channel, team) : undefined;
+    if (shared !== undefined) {
+      const plain = slackToPlain(text, botUserId);
+      const named = namedHandle(plain, shared);
+      const inThread = event.thread_ts !== undefined && event.thread_ts !== event.ts;
+      // A new thread must name its agent; a reply in a thread goes to the thread's agent, which
+      // the router reads from its session (and, without one, from the handle it names).
+      if (named === undefined && !inThread)
+        return {
+          kind: 'hint',
+          channel: event.channel,
+          user: event.user,
+          threadTs: event.thread_ts,
+          text: PICK_HINT(shared.map((c) => c.handle)),
+        };
+      return {
+        kind: 'turn',
+        binding: named?.ref ?? '',
+        key: key(event.channel),
+        user: event.user,
+        text: named === undefined ? plain : named.rest,
+        ts: event.ts,
+        addressed: true,
+        needsSession: named === undefined,
+        shared: { claims: shared },
+      };
+    }
     if (binding === undefined)
       return {
         kind: 'hint',
@@ -137,6 +171,19 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
       return { kind: 'ignore', reason: 'not in a thread' };
     if (event.channel_type === 'mpim') return { kind: 'ignore', reason: 'group DM' };
     const binding = bindings.forChannel(SURFACE, event.channel, team);
+    const shared = binding === undefined ? bindings.sharedChannel?.(SURFACE, event.channel, team) : undefined;
+    if (shared !== undefined)
+      return {
+        kind: 'turn',
+        binding: '',
+        key: key(event.channel),
+        user: event.user,
+        text: slackToPlain(text, botUserId),
+        ts: event.ts,
+        addressed: false,
+        needsSession: true,
+        shared: { claims: shared },
+      };
     if (binding === undefined) return { kind: 'ignore', reason: 'channel without a Binding' };
     return {
       kind: 'turn',
@@ -218,12 +265,29 @@ export class InboundRouter {
   async #turn(team: string, turn: Extract<Route, { kind: 'turn' }>, eventId: string): Promise<void> {
     const { engine, store, people, logger } = this.#deps;
     try {
-      if (turn.needsSession && (await store.getSession(sessionIdOf(turn.key))) === undefined) return;
+      let binding = turn.binding;
+      if (turn.needsSession || turn.shared !== undefined) {
+        const session = await store.getSession(sessionIdOf(turn.key));
+        if (session === undefined && turn.needsSession) {
+          // A mention in a shared channel's thread that has no agent yet, naming none.
+          if (turn.addressed && turn.shared !== undefined)
+            await this.#ephemeral(
+              team,
+              turn.key.channelId,
+              turn.user,
+              turn.key.threadId,
+              PICK_HINT(turn.shared.claims.map((c) => c.handle)),
+            );
+          return;
+        }
+        // The thread stays with the agent it started with (the session keeps its Binding).
+        if (session !== undefined) binding = session.binding;
+      }
       const actor = await people.actor(team, turn.user);
       await engine.receive({
         kind: 'person',
         key: turn.key,
-        binding: turn.binding,
+        binding,
         chatMessageId: turn.ts,
         actor,
         text: turn.text,
@@ -253,6 +317,22 @@ export class InboundRouter {
       this.#deps.logger.warn({ channel, err: errorName(error) }, 'could not post an ephemeral hint');
     }
   }
+}
+
+/**
+ * The handle a message starts with (`billing: why…`, `billing, why…`, `billing why…`, or only
+ * `billing`), case-insensitively, and the text after it; undefined when it names none.
+ */
+export function namedHandle(
+  text: string,
+  claims: readonly SharedClaim[],
+): { ref: string; handle: string; rest: string } | undefined {
+  const match = /^\s*([A-Za-z][A-Za-z0-9-]*)(?:\s*[:,]\s*|\s+|$)/.exec(text);
+  if (match === null) return undefined;
+  const word = (match[1] ?? '').toLowerCase();
+  const claim = claims.find((c) => c.handle === word);
+  if (claim === undefined) return undefined;
+  return { ref: claim.ref, handle: claim.handle, rest: text.slice(match[0].length).trim() || text.trim() };
 }
 
 function errorName(error: unknown): Record<string, unknown> {

@@ -1,0 +1,94 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { A2AClient } from '../../../src/a2a/client.js';
+import { sessionIdOf } from '../../../src/core/store.js';
+import { a2aDialect } from '../../../src/dialects/a2a.js';
+import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
+import { PICK_HINT } from '../../../src/surfaces/slack/inbound.js';
+import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';
+import { ADA, BINDING, CHANNEL, type SlackHarness, startSlackHarness } from './e2e-harness.js';
+
+/**
+ * Two agents on one channel, through the real Bolt app: a thread's first message picks its agent
+ * by handle, a thread that names none is asked to, and the thread stays with its agent for its
+ * life — across a restart, and even when a later reply names the other handle.
+ */
+
+const OPS = 'ops/k8s';
+const open: SlackHarness[] = [];
+const agents: ContractAgent[] = [];
+
+afterEach(async () => {
+  for (const h of open.splice(0)) await h.close();
+  for (const a of agents.splice(0)) await a.close();
+});
+
+async function shareChannel(h: SlackHarness, second: ContractAgent): Promise<void> {
+  const first = h.registry.get(BINDING);
+  if (first === undefined) throw new Error('the harness Binding is missing');
+  h.registry.upsert({
+    ...first,
+    routes: { slack: { channels: [CHANNEL], allowDirectMessages: false, handle: 'billing' } },
+  });
+  h.registry.upsert({
+    ...first,
+    ref: OPS,
+    client: new A2AClient({
+      endpoint: second.endpoint,
+      identity: { kind: 'bearer', token: 'ops-token' },
+      timeouts: { headersMs: 10_000, streamIdleMs: 10_000 },
+    }),
+    dialect: a2aDialect,
+    routes: { slack: { channels: [CHANNEL], allowDirectMessages: false, handle: 'k8s' } },
+  });
+}
+
+function bindingOf(h: SlackHarness, ts: string): Promise<string | undefined> {
+  return h.store
+    .getSession(sessionIdOf({ surface: 'slack', workspaceId: 'T0001', channelId: CHANNEL, threadId: ts }))
+    .then((s) => s?.binding);
+}
+
+describe('several agents in one channel', () => {
+  it('routes a thread by the handle its first message names, and keeps it there across a restart', async () => {
+    const store = new SqliteStore(':memory:');
+    const ops = await startContractAgent({ version: '1.0' });
+    agents.push(ops);
+    const a = await startSlackHarness({ store });
+    await shareChannel(a, ops);
+
+    const billing = await a.mention('billing: why did the invoice fail?');
+    const k8s = await a.mention('k8s, why do the pods restart?');
+    await a.settled(2);
+    expect(await bindingOf(a, billing.ts)).toBe(BINDING);
+    expect(await bindingOf(a, k8s.ts)).toBe(OPS);
+    // Each agent got its own thread's question, without the handle.
+    expect(JSON.stringify(a.agent.requests.map((r) => r.body))).toContain('why did the invoice fail?');
+    expect(JSON.stringify(a.agent.requests.map((r) => r.body))).not.toContain('pods restart');
+    expect(JSON.stringify(ops.requests.map((r) => r.body))).toContain('why do the pods restart?');
+    expect(a.botMessages(billing.ts).length).toBeGreaterThan(0);
+    expect(a.botMessages(k8s.ts).length).toBeGreaterThan(0);
+
+    // A message that names no agent starts nothing and is asked to name one.
+    const vague = await a.mention('why is it broken?');
+    expect(vague.status).toBe(200);
+    await a.waitFor('the hint', () =>
+      a.fake.ephemerals.some((e) => e.text === PICK_HINT(['billing', 'k8s'])),
+    );
+    expect(await bindingOf(a, vague.ts)).toBeUndefined();
+
+    // After a restart, the k8s thread is still the k8s agent's, even when a reply names billing.
+    await a.close({ keepAgent: true, keepStore: true, keepFake: true });
+    const b = await startSlackHarness({ store, agent: a.agent, fakeSlack: a.fake });
+    open.push(b);
+    await shareChannel(b, ops);
+    const before = ops.requests.length;
+    await b.mention('billing: and the invoices?', { threadTs: k8s.ts });
+    await b.waitFor('the k8s agent asked again', () => ops.requests.length > before);
+    await b.settled(1);
+    expect(await bindingOf(b, k8s.ts)).toBe(OPS);
+    expect(JSON.stringify(a.agent.requests.map((r) => r.body))).not.toContain('and the invoices');
+    expect(
+      b.fake.ephemerals.filter((e) => e.user === ADA && e.text === PICK_HINT(['billing', 'k8s'])),
+    ).toHaveLength(1);
+  });
+});
