@@ -93,7 +93,7 @@ export interface ListenOptions {
    * web chat is given: app/structured-answers.ts builds the dialect's reply).
    */
   answerStructured: AnswerStructured;
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn'>;
+  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn' | 'openTurns' | 'commit'>;
   /** Which Binding owns a channel, and its tool-approval settings. `LiveRegistry` is one. */
   bindings: ChannelDirectory & ApprovalBindings;
   /**

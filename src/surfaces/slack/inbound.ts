@@ -3,6 +3,13 @@ import { z } from 'zod';
 import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
+import {
+  HAND_OVER_BUSY,
+  HAND_OVER_SAME,
+  type HandOverCommand,
+  handOver,
+  parseHandOver,
+} from './hand-over.js';
 import type { People } from './people.js';
 import { mentions, slackToPlain } from './text.js';
 import type { SlackApi } from './web-api.js';
@@ -51,6 +58,7 @@ export type SlackEvent = z.infer<typeof eventSchema>;
 
 export type Route =
   | { kind: 'ignore'; reason: string }
+  | { kind: 'handover'; key: SessionKey; user: string; ts: string; command: HandOverCommand }
   | { kind: 'hint'; channel: string; user: string; threadTs: string | undefined; text: string }
   | {
       kind: 'turn';
@@ -123,6 +131,9 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
       const plain = slackToPlain(text, botUserId);
       const named = namedHandle(plain, shared);
       const inThread = event.thread_ts !== undefined && event.thread_ts !== event.ts;
+      const command = inThread ? parseHandOver(plain, shared) : undefined;
+      if (command !== undefined)
+        return { kind: 'handover', key: key(event.channel), user: event.user, ts: event.ts, command };
       // A new thread must name its agent; a reply in a thread goes to the thread's agent, which
       // the router reads from its session (and, without one, from the handle it names).
       if (named === undefined && !inThread)
@@ -201,7 +212,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
 
 export interface InboundDeps {
   engine: { receive(input: Inbound): Promise<ReceiveResult> };
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession'>;
+  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'openTurns' | 'commit'>;
   bindings: ChannelDirectory;
   people: People;
   api: SlackApi;
@@ -247,6 +258,10 @@ export class InboundRouter {
     // neither); only a hint, which stores nothing, claims it on its own first.
     if (decision.kind === 'turn') {
       await this.#turn(team, decision, eventId);
+      return;
+    }
+    if (decision.kind === 'handover') {
+      await this.#handOver(team, decision, eventId);
       return;
     }
     try {
@@ -298,6 +313,39 @@ export class InboundRouter {
       logger.error({ eventId, err: errorName(error) }, 'could not take a Slack message');
       if (turn.addressed)
         await this.#ephemeral(team, turn.key.channelId, turn.user, turn.key.threadId, NOT_TAKEN);
+    }
+  }
+
+  async #handOver(
+    team: string,
+    decision: Extract<Route, { kind: 'handover' }>,
+    eventId: string,
+  ): Promise<void> {
+    const { store, api, clock, logger } = this.#deps;
+    const { key, user, command } = decision;
+    try {
+      // The command itself is not a turn: its event is claimed on its own, as a hint's is.
+      if (!(await store.claimInboundEvent(`${team}:${eventId}`, clock.now()))) return;
+      const result = await handOver({ store, api, clock, logger }, key, command);
+      if (result === 'busy') await this.#ephemeral(team, key.channelId, user, key.threadId, HAND_OVER_BUSY);
+      if (result === 'same')
+        await this.#ephemeral(team, key.channelId, user, key.threadId, HAND_OVER_SAME(command.target.handle));
+      if (result === 'no-session')
+        await this.#ephemeral(team, key.channelId, user, key.threadId, PICK_HINT([command.target.handle]));
+      if (result !== 'handed-over' || command.rest === '') return;
+      // What followed the command is the new agent's first message (its own turn, same message).
+      await this.#deps.engine.receive({
+        kind: 'person',
+        key,
+        binding: command.target.ref,
+        chatMessageId: decision.ts,
+        actor: await this.#deps.people.actor(team, user),
+        text: command.rest,
+        addressed: true,
+      });
+    } catch (error) {
+      logger.error({ eventId, err: errorName(error) }, 'could not hand a Slack thread over');
+      await this.#ephemeral(team, key.channelId, user, key.threadId, NOT_TAKEN);
     }
   }
 

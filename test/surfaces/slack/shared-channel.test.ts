@@ -3,7 +3,9 @@ import { A2AClient } from '../../../src/a2a/client.js';
 import { sessionIdOf } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
+import { HAND_OVER_BUSY, HAND_OVER_SAME, HANDED_OVER } from '../../../src/surfaces/slack/hand-over.js';
 import { PICK_HINT } from '../../../src/surfaces/slack/inbound.js';
+import { slowHeaders } from '../../agents/behaviours.js';
 import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';
 import { ADA, BINDING, CHANNEL, type SlackHarness, startSlackHarness } from './e2e-harness.js';
 
@@ -91,4 +93,51 @@ describe('several agents in one channel', () => {
       b.fake.ephemerals.filter((e) => e.user === ADA && e.text === PICK_HINT(['billing', 'k8s'])),
     ).toHaveLength(1);
   });
+
+  it('hands a thread to another agent only by the explicit command, starting a new context and saying so', async () => {
+    const ops = await startContractAgent({ version: '1.0' });
+    agents.push(ops);
+    const h = await startSlackHarness();
+    open.push(h);
+    await shareChannel(h, ops);
+    const root = await h.mention('billing: the invoice failed');
+    await h.settled(1);
+    const billingContext = (await h.store.getSession(sessionIdOf(keyOf(root.ts))))?.contextId;
+    expect(billingContext).toBeTruthy();
+
+    await h.mention('hand over to k8s: is the cluster healthy?', { threadTs: root.ts });
+    await h.settled(2);
+    const session = await h.store.getSession(sessionIdOf(keyOf(root.ts)));
+    expect(session?.binding).toBe(OPS);
+    // A new context with the new agent: not the one the billing agent had.
+    expect(session?.contextId).toBeTruthy();
+    expect(session?.contextId).not.toBe(billingContext);
+    expect(JSON.stringify(ops.requests.map((r) => r.body))).toContain('is the cluster healthy?');
+    expect(JSON.stringify(ops.requests.map((r) => r.body))).not.toContain('the invoice failed');
+    expect(h.botMessages(root.ts).map((m) => m.text)).toContain(HANDED_OVER('k8s'));
+
+    // Handing it to the agent it already has changes nothing and says so.
+    await h.mention('switch to k8s', { threadTs: root.ts });
+    await h.waitFor('the answer', () => h.fake.ephemerals.some((e) => e.text === HAND_OVER_SAME('k8s')));
+  });
+
+  it('refuses to hand over a thread whose agent is still working', async () => {
+    const ops = await startContractAgent({ version: '1.0' });
+    agents.push(ops);
+    const h = await startSlackHarness();
+    open.push(h);
+    await shareChannel(h, ops);
+    h.agent.enqueue(slowHeaders(1_500));
+    const root = await h.mention('billing: a slow one');
+    await h.waitFor('the turn sent', () => h.agent.queued() === 0);
+    await h.mention('handover k8s', { threadTs: root.ts });
+    await h.waitFor('the refusal', () => h.fake.ephemerals.some((e) => e.text === HAND_OVER_BUSY));
+    await h.settled(1);
+    expect((await h.store.getSession(sessionIdOf(keyOf(root.ts))))?.binding).toBe(BINDING);
+    expect(ops.requests).toHaveLength(0);
+  });
 });
+
+function keyOf(threadId: string) {
+  return { surface: 'slack', workspaceId: 'T0001', channelId: CHANNEL, threadId };
+}
