@@ -320,6 +320,14 @@ export class SlackConnection {
       await ack();
       await bounded(this.approvals.press(body));
     });
+    // The agent picker of a shared channel (agent-picker.ts).
+    app.action(
+      { type: 'block_actions', action_id: /^agentkourier\.pick\./ },
+      async ({ ack, body, context }) => {
+        await ack();
+        await bounded(router.pick(body, context.botUserId));
+      },
+    );
     app.view({ type: 'view_submission', callback_id: DENY_CALLBACK }, async ({ ack, body }) => {
       await ack();
       await bounded(this.approvals.submitted(body));

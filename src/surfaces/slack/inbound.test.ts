@@ -129,7 +129,7 @@ describe('route, a channel several agents share', () => {
       BOT,
       shared,
     );
-    expect(r).toEqual({
+    expect(r).toMatchObject({
       kind: 'hint',
       channel: 'C2',
       user: 'U1',
@@ -137,6 +137,10 @@ describe('route, a channel several agents share', () => {
       text: PICK_HINT(['billing', 'k8s']),
     });
     expect(PICK_HINT(['billing', 'k8s'])).toContain('`billing`, `k8s`');
+    // With a button per agent, for the author to choose.
+    const buttons =
+      r.kind === 'hint' ? (r.blocks?.[1] as { elements: Array<{ value: string }> }).elements : [];
+    expect(buttons.map((b) => b.value)).toEqual(['100.000200|billing', '100.000200|k8s']);
   });
 
   it('sends replies in a thread to the thread’s agent, read from its session', () => {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
+import { pickAgent, pickerBlocks, pickWords } from './agent-picker.js';
 import {
   HAND_OVER_BUSY,
   HAND_OVER_SAME,
@@ -59,7 +60,15 @@ export type SlackEvent = z.infer<typeof eventSchema>;
 export type Route =
   | { kind: 'ignore'; reason: string }
   | { kind: 'handover'; key: SessionKey; user: string; ts: string; command: HandOverCommand }
-  | { kind: 'hint'; channel: string; user: string; threadTs: string | undefined; text: string }
+  | {
+      kind: 'hint';
+      channel: string;
+      user: string;
+      threadTs: string | undefined;
+      text: string;
+      /** The picker's buttons, on a shared channel. */
+      blocks?: unknown[];
+    }
   | {
       kind: 'turn';
       binding: string;
@@ -143,6 +152,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
           user: event.user,
           threadTs: event.thread_ts,
           text: PICK_HINT(shared.map((c) => c.handle)),
+          blocks: pickerBlocks(shared, event.ts),
         };
       return {
         kind: 'turn',
@@ -274,7 +284,33 @@ export class InboundRouter {
       logger.error({ eventId, err: errorName(error) }, 'could not record a Slack event');
       return;
     }
-    await this.#ephemeral(team, decision.channel, decision.user, decision.threadTs, decision.text);
+    await this.#ephemeral(
+      team,
+      decision.channel,
+      decision.user,
+      decision.threadTs,
+      decision.text,
+      decision.blocks,
+    );
+  }
+
+  /** A press on the agent picker of a shared channel (agent-picker.ts). Never throws. */
+  async pick(body: unknown, botUserId?: string): Promise<void> {
+    const bot = botUserId ?? this.#deps.botUserId;
+    if (bot === undefined) return;
+    try {
+      const picked = await pickAgent(this.#deps, body, bot);
+      const words = pickWords(picked.result, picked.handle ?? '');
+      if (
+        words !== undefined &&
+        picked.team !== undefined &&
+        picked.channel !== undefined &&
+        picked.user !== undefined
+      )
+        await this.#ephemeral(picked.team, picked.channel, picked.user, undefined, words);
+    } catch (error) {
+      this.#deps.logger.error({ err: errorName(error) }, 'a press on the agent picker failed');
+    }
   }
 
   async #turn(team: string, turn: Extract<Route, { kind: 'turn' }>, eventId: string): Promise<void> {
@@ -355,11 +391,18 @@ export class InboundRouter {
     user: string,
     threadTs: string | undefined,
     text: string,
+    blocks?: unknown[],
   ): Promise<void> {
     try {
       await this.#deps.api.postEphemeral(
         { team },
-        { channel, user, text, ...(threadTs === undefined ? {} : { thread_ts: threadTs }) },
+        {
+          channel,
+          user,
+          text,
+          ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+          ...(blocks === undefined ? {} : { blocks }),
+        },
       );
     } catch (error) {
       this.#deps.logger.warn({ channel, err: errorName(error) }, 'could not post an ephemeral hint');

@@ -99,6 +99,7 @@ const replies = z.object({
       ts: z.string(),
       bot_id: z.string().optional(),
       user: z.string().optional(),
+      text: z.string().optional(),
       streaming_state: z.string().optional(),
       metadata: z
         .object({ event_type: z.string(), event_payload: z.record(z.string(), z.unknown()).optional() })

@@ -3,6 +3,7 @@ import { A2AClient } from '../../../src/a2a/client.js';
 import { sessionIdOf } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
+import { PICK_NOT_YOURS, PICK_TAKEN } from '../../../src/surfaces/slack/agent-picker.js';
 import { HAND_OVER_BUSY, HAND_OVER_SAME, HANDED_OVER } from '../../../src/surfaces/slack/hand-over.js';
 import { PICK_HINT } from '../../../src/surfaces/slack/inbound.js';
 import { slowHeaders } from '../../agents/behaviours.js';
@@ -135,6 +136,40 @@ describe('several agents in one channel', () => {
     await h.settled(1);
     expect((await h.store.getSession(sessionIdOf(keyOf(root.ts))))?.binding).toBe(BINDING);
     expect(ops.requests).toHaveLength(0);
+  });
+
+  it('offers a thread that names no agent a button per agent, for its author only', async () => {
+    const ops = await startContractAgent({ version: '1.0' });
+    agents.push(ops);
+    const h = await startSlackHarness();
+    open.push(h);
+    await shareChannel(h, ops);
+    h.fake.addUser({ id: 'U0BOB', name: 'bob' });
+    const vague = await h.mention('why do the pods restart?');
+    await h.waitFor('the picker', () => h.fake.ephemerals.some((e) => e.blocks !== undefined));
+    const picker = h.fake.ephemerals.find((e) => e.blocks !== undefined);
+    const actions = (picker?.blocks ?? []).find((b) => (b as { type: string }).type === 'actions') as {
+      block_id: string;
+      elements: Array<{ action_id: string; value: string; text: { text: string } }>;
+    };
+    expect(actions.elements.map((e) => e.text.text)).toEqual(['billing', 'k8s']);
+    const k8s = actions.elements[1];
+    if (k8s === undefined || picker?.ts === undefined) throw new Error('no k8s button');
+    const button = { actionId: k8s.action_id, blockId: actions.block_id, value: k8s.value, text: 'k8s' };
+    // Someone else cannot choose for the author.
+    await h.press({ ts: picker.ts }, button, 'U0BOB');
+    await h.waitFor('the refusal', () =>
+      h.fake.ephemerals.some((e) => e.user === 'U0BOB' && e.text === PICK_NOT_YOURS),
+    );
+    expect(await bindingOf(h, vague.ts)).toBeUndefined();
+    await h.press({ ts: picker.ts }, button, ADA);
+    await h.settled(1);
+    expect(await bindingOf(h, vague.ts)).toBe(OPS);
+    expect(JSON.stringify(ops.requests.map((r) => r.body))).toContain('why do the pods restart?');
+    expect(h.botMessages(vague.ts).length).toBeGreaterThan(0);
+    // A second press changes nothing.
+    await h.press({ ts: picker.ts }, button, ADA);
+    await h.waitFor('already taken', () => h.fake.ephemerals.some((e) => e.text === PICK_TAKEN));
   });
 });
 
