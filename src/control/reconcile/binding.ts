@@ -317,7 +317,10 @@ function channelsCondition(
     );
   }
   problems.push(...conflicts.map(describeConflict));
-  if (conflicts.length > 0) problems.push('neither Binding serves a shared channel until one lets go of it');
+  if (conflicts.length > 0)
+    problems.push(
+      'neither Binding serves a shared channel until one lets go of it, or each has a spec.slack.handle of its own',
+    );
   if (problems.length === 0) {
     return trueCondition(
       ConditionTypes.ChannelsAssigned,
