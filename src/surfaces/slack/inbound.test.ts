@@ -139,7 +139,9 @@ describe('route, a channel several agents share', () => {
     expect(PICK_HINT(['billing', 'k8s'])).toContain('`billing`, `k8s`');
     // With a button per agent, for the author to choose.
     const buttons =
-      r.kind === 'hint' ? (r.blocks?.[1] as { elements: Array<{ value: string }> }).elements : [];
+      r.kind === 'hint'
+        ? ((r.blocks?.[1] as { elements?: Array<{ value: string }> } | undefined)?.elements ?? [])
+        : [];
     expect(buttons.map((b) => b.value)).toEqual(['100.000200|billing', '100.000200|k8s']);
   });
 
