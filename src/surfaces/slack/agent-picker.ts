@@ -14,6 +14,10 @@ import type { SlackApi } from './web-api.js';
  * only its author may choose.
  */
 
+/** The note a thread's author gets with the picker (and the only one, without Block Kit). */
+export const PICK_HINT = (handles: readonly string[]): string =>
+  `Several agents answer in this channel. Start your message with the one you mean: ${handles.map((h) => `\`${h}\``).join(', ')} (for example \`@Agent Kourier ${handles[0] ?? 'name'}: …\`).`;
+
 export const PICK_ACTION_PREFIX = 'agentkourier.pick.';
 export const PICK_QUESTION = 'Several agents answer in this channel. Which one should take this thread?';
 export const PICK_SENT = (handle: string): string => `Sent to \`${handle}\`.`;
@@ -105,4 +109,20 @@ export function pickWords(result: PickResult, handle: string): string | undefine
     default:
       return undefined;
   }
+}
+
+/**
+ * The handle a message starts with (`billing: why…`, `billing, why…`, `billing why…`, or only
+ * `billing`), case-insensitively, and the text after it; undefined when it names none.
+ */
+export function namedHandle(
+  text: string,
+  claims: readonly SharedClaim[],
+): { ref: string; handle: string; rest: string } | undefined {
+  const match = /^\s*([A-Za-z][A-Za-z0-9-]*)(?:\s*[:,]\s*|\s+|$)/.exec(text);
+  if (match === null) return undefined;
+  const word = (match[1] ?? '').toLowerCase();
+  const claim = claims.find((c) => c.handle === word);
+  if (claim === undefined) return undefined;
+  return { ref: claim.ref, handle: claim.handle, rest: text.slice(match[0].length).trim() || text.trim() };
 }

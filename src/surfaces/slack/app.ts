@@ -1,3 +1,5 @@
+// Slightly over our ~400-line rule: the one place the Bolt app is assembled, in both modes (one
+// token, or OAuth with its installer) with every listener; splitting it would scatter the wiring.
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChannelDirectory } from '../../core/registry.js';
-import { CHANNEL_HINT, DM_HINT, namedHandle, PICK_HINT, route, type SlackEvent } from './inbound.js';
+import { namedHandle, PICK_HINT } from './agent-picker.js';
+import { CHANNEL_HINT, DM_HINT, route, type SlackEvent } from './inbound.js';
 
 const BOT = 'U0BOT';
 // Routes only what Slack asks of it: its own surface's channels and DMs.

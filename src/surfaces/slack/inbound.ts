@@ -1,9 +1,12 @@
+// Slightly over our ~400-line rule: every rule that turns a Slack message into a turn (channels,
+// DMs, shared channels and their commands) is here, read beside the others; the shared-channel
+// helpers themselves live in agent-picker.ts and hand-over.ts.
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
-import { pickAgent, pickerBlocks, pickWords } from './agent-picker.js';
+import { namedHandle, PICK_HINT, pickAgent, pickerBlocks, pickWords } from './agent-picker.js';
 import {
   HAND_OVER_BUSY,
   HAND_OVER_SAME,
@@ -91,8 +94,6 @@ const PERSON_SUBTYPES = new Set(['thread_broadcast', 'file_share']);
 
 export const CHANNEL_HINT = (channel: string): string =>
   `This channel is not connected to an agent yet. An operator can connect it by adding its ID (${channel}) to a Binding.`;
-export const PICK_HINT = (handles: readonly string[]): string =>
-  `Several agents answer in this channel. Start your message with the one you mean: ${handles.map((h) => `\`${h}\``).join(', ')} (for example \`@Agent Kourier ${handles[0] ?? 'name'}: …\`).`;
 export const DM_HINT =
   'Direct messages are not connected to an agent. Mention me in a channel that is connected to one.';
 
@@ -408,22 +409,6 @@ export class InboundRouter {
       this.#deps.logger.warn({ channel, err: errorName(error) }, 'could not post an ephemeral hint');
     }
   }
-}
-
-/**
- * The handle a message starts with (`billing: why…`, `billing, why…`, `billing why…`, or only
- * `billing`), case-insensitively, and the text after it; undefined when it names none.
- */
-export function namedHandle(
-  text: string,
-  claims: readonly SharedClaim[],
-): { ref: string; handle: string; rest: string } | undefined {
-  const match = /^\s*([A-Za-z][A-Za-z0-9-]*)(?:\s*[:,]\s*|\s+|$)/.exec(text);
-  if (match === null) return undefined;
-  const word = (match[1] ?? '').toLowerCase();
-  const claim = claims.find((c) => c.handle === word);
-  if (claim === undefined) return undefined;
-  return { ref: claim.ref, handle: claim.handle, rest: text.slice(match[0].length).trim() || text.trim() };
 }
 
 function errorName(error: unknown): Record<string, unknown> {

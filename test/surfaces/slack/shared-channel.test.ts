@@ -3,9 +3,9 @@ import { A2AClient } from '../../../src/a2a/client.js';
 import { sessionIdOf } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
-import { PICK_NOT_YOURS, PICK_TAKEN } from '../../../src/surfaces/slack/agent-picker.js';
+import { PICK_HINT, PICK_NOT_YOURS, PICK_TAKEN } from '../../../src/surfaces/slack/agent-picker.js';
 import { HAND_OVER_BUSY, HAND_OVER_SAME, HANDED_OVER } from '../../../src/surfaces/slack/hand-over.js';
-import { PICK_HINT } from '../../../src/surfaces/slack/inbound.js';
+
 import { slowHeaders } from '../../agents/behaviours.js';
 import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';
 import { ADA, BINDING, CHANNEL, type SlackHarness, startSlackHarness } from './e2e-harness.js';
