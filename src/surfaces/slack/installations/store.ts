@@ -1,7 +1,7 @@
 import type { Installation, InstallationQuery, InstallationStore } from '@slack/oauth';
 import { KourierError } from '../../../core/errors.js';
 import type { InstallationRow, InstallationRows } from '../../../store/installation-rows.js';
-import type { Keyring } from './keyring.js';
+import { InstallationSealError, type Keyring } from './keyring.js';
 
 /**
  * Bolt's InstallationStore on our own store: each installation is written whole (Bolt's
@@ -99,16 +99,28 @@ export class SealedInstallationStore implements InstallationStore {
     return (await this.#rows.list()).flatMap((r) => (r.teamId === null ? [] : [r.teamId]));
   }
 
-  /** Seals every row sealed with an older key with the newest one; returns how many. */
-  async reseal(): Promise<number> {
-    let count = 0;
+  /**
+   * Seals every row sealed with an older key with the newest one. A row no listed key opens is
+   * left as it is and counted (its workspace must install again, or the old key come back): one
+   * such row must not keep the broker from starting for every other workspace.
+   */
+  async reseal(): Promise<{ resealed: number; unreadable: string[] }> {
+    let resealed = 0;
+    const unreadable: string[] = [];
     for (const row of await this.#rows.list()) {
       if (!this.#keys.stale(row.keyId) || row.teamId === null) continue;
-      const installation = JSON.parse(this.#keys.open(row.sealed, row.key)) as Installation;
+      let installation: Installation;
+      try {
+        installation = JSON.parse(this.#keys.open(row.sealed, row.key)) as Installation;
+      } catch (error) {
+        if (!(error instanceof InstallationSealError)) throw error;
+        unreadable.push(row.teamId);
+        continue;
+      }
       await this.#rows.put(this.#row(row.teamId, installation));
-      count++;
+      resealed++;
     }
-    return count;
+    return { resealed, unreadable };
   }
 
   #row(teamId: string, installation: Installation): InstallationRow {

@@ -60,9 +60,14 @@ export class Workspaces {
   }): Promise<Workspaces> {
     const keys = Keyring.parse(options.config.installationKeys);
     const store = new SealedInstallationStore(options.rows, keys, () => options.clock.now());
-    const resealed = await store.reseal();
+    const { resealed, unreadable } = await store.reseal();
     const teams = await store.teams();
     options.logger.info({ workspaces: teams.length, resealed }, 'Slack installations opened');
+    if (unreadable.length > 0)
+      options.logger.error(
+        { workspaces: unreadable },
+        'no key in SLACK_INSTALLATION_KEYS opens these workspaces’ installations: they must install the app again',
+      );
     return new Workspaces(options.config, options.apiUrl, store, options.clock, options.logger);
   }
 
