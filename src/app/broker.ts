@@ -8,10 +8,11 @@ import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import type { TriggerChat, TriggerDirectory } from '../core/triggers.js';
 import { createLogger, Observability } from '../observability/index.js';
-import { triggerStoreOf } from '../store/open.js';
+import { installationRowsOf, triggerStoreOf } from '../store/open.js';
 import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
+import { gateInstalledWorkspaces } from './slack-workspaces.js';
 import { kagentAnswerer } from './structured-answers.js';
 
 /**
@@ -126,21 +127,28 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       stops.push(() => store.close());
       if (o.beforeStoreCloses !== undefined) stops.push(o.beforeStoreCloses);
       const triggerStore = obs.triggerStore(triggerStoreOf(o.store));
-      const slack = slackRequested(options.env)
-        ? await SlackConnection.connect({
-            config: loadSlackConfig(options.env),
-            logger,
-            telemetry: obs.slack,
-            approvals: { counters: obs.metrics },
-            feedback: obs.metrics,
-          })
-        : undefined;
+      const slackConfig = slackRequested(options.env) ? loadSlackConfig(options.env) : undefined;
+      const slack =
+        slackConfig === undefined
+          ? undefined
+          : await SlackConnection.connect({
+              config: slackConfig,
+              logger,
+              telemetry: obs.slack,
+              approvals: { counters: obs.metrics },
+              feedback: obs.metrics,
+              // OAuth mode keeps each workspace's installation beside the sessions.
+              ...(slackConfig.oauth === undefined ? {} : { installations: installationRowsOf(o.store) }),
+            });
+      let scan = (): void => undefined;
+      const gated = await gateInstalledWorkspaces(slack, o.registry, { logger, scan: () => scan() });
+      stops.push(async () => gated.stop());
       // Each surface shows the agent working from the engine's events.
       const sinks: EventSink[] = [...(o.sinks ?? [])];
       if (slack !== undefined) sinks.push(slack.surface.activity, slack.surface.statuses);
       const engine = new SessionEngine({
         store,
-        registry: o.registry,
+        registry: gated.registry,
         surface: new SurfaceRouter({
           ...o.surfaces,
           ...(slack === undefined ? {} : { slack: slack.surface }),
@@ -149,6 +157,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         tracer: obs.turns,
         ...(o.owner === undefined ? {} : { owner: o.owner }),
       });
+      scan = () => void engine.scan();
       obs.metrics.countActiveSessions(() => engine.activeSessions);
       const triggers = new Triggers({
         directory: o.triggerDirectory,

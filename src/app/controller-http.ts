@@ -6,7 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SLACK_EVENTS_PATH } from '../config/slack.js';
+import { SLACK_EVENTS_PATH, SLACK_INSTALL_PATH, SLACK_OAUTH_REDIRECT_PATH } from '../config/slack.js';
 
 /**
  * The controller's two HTTP ports. Health and metrics on one, Slack's events on the other, so a
@@ -76,7 +76,12 @@ export function eventsListener(options: {
     if (options.triggers?.(req, res) === true) return;
     const path = (req.url ?? '').split('?')[0];
     const slack = options.slack();
-    if (slack === undefined || req.method !== 'POST' || path !== SLACK_EVENTS_PATH) {
+    // Events are POSTed; OAuth mode's install page and redirect are GETs (Bolt's receiver
+    // answers 404 for them in single-workspace mode).
+    const forSlack =
+      (req.method === 'POST' && path === SLACK_EVENTS_PATH) ||
+      (req.method === 'GET' && (path === SLACK_INSTALL_PATH || path === SLACK_OAUTH_REDIRECT_PATH));
+    if (slack === undefined || !forSlack) {
       notFound(res);
       return;
     }

@@ -45,6 +45,9 @@ Settings come from the environment; a bad value stops the start with a message n
   SLACK_SIGNING_SECRET             HTTP mode (events at POST /slack/events)
   SLACK_MODE                       socket or http, when both of the above are set
   SLACK_API_URL                    the Slack Web API base URL (default https://slack.com/api/)
+  SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, SLACK_INSTALLATION_KEYS
+                                   several workspaces through OAuth instead of SLACK_BOT_TOKEN
+                                   (install at GET /slack/install; docs/slack.md)
 
 The Kubernetes credentials are the pod's service account, or KUBECONFIG outside a cluster.
 SIGTERM drains: no new turns, writes in flight finish, session leases and the Lease released.`;
@@ -111,7 +114,8 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       draining: () => draining,
     });
     const { slack, store } = core;
-    if (slack === undefined) logger.warn('SLACK_BOT_TOKEN is not set: running without Slack');
+    if (slack === undefined)
+      logger.warn('neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set: running without Slack');
     let storeReady = false;
 
     const controller = new Controller({

@@ -18,6 +18,7 @@ describe('loadSlackConfig', () => {
   it('chooses HTTP mode with a signing secret: events at POST /slack/events', () => {
     expect(loadSlackConfig({ SLACK_BOT_TOKEN: BOT, SLACK_SIGNING_SECRET: 'abcdef0123456789' })).toEqual({
       botToken: BOT,
+      oauth: undefined,
       apiUrl: 'https://slack.com/api/',
       connection: { kind: 'http', signingSecret: 'abcdef0123456789', path: '/slack/events' },
     });
@@ -32,6 +33,7 @@ describe('loadSlackConfig', () => {
       }),
     ).toEqual({
       botToken: BOT,
+      oauth: undefined,
       apiUrl: 'http://127.0.0.1:9/api/',
       connection: { kind: 'socket', appToken: 'xapp-1-abc' },
     });
@@ -92,5 +94,54 @@ describe('loadSlackConfig', () => {
     expect(slackRequested({})).toBe(false);
     expect(slackRequested({ SLACK_BOT_TOKEN: ' ' })).toBe(false);
     expect(slackRequested({ SLACK_BOT_TOKEN: BOT })).toBe(true);
+    expect(slackRequested({ SLACK_CLIENT_ID: '1.2' })).toBe(true);
+  });
+});
+
+describe('loadSlackConfig, several workspaces (OAuth)', () => {
+  const OAUTH = {
+    SLACK_CLIENT_ID: '1111.2222',
+    SLACK_CLIENT_SECRET: 'client-secret-value',
+    SLACK_INSTALLATION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
+    SLACK_SIGNING_SECRET: 'abcdef0123456789',
+  };
+
+  it('takes the app’s credentials and keys, in HTTP mode, with a state secret every replica derives alike', () => {
+    const config = loadSlackConfig(OAUTH);
+    expect(config.botToken).toBeUndefined();
+    expect(config.connection).toEqual({
+      kind: 'http',
+      signingSecret: 'abcdef0123456789',
+      path: '/slack/events',
+    });
+    expect(config.oauth).toMatchObject({
+      clientId: '1111.2222',
+      clientSecret: 'client-secret-value',
+      installationKeys: OAUTH.SLACK_INSTALLATION_KEYS,
+      redirectUri: undefined,
+      installPath: '/slack/install',
+      redirectPath: '/slack/oauth_redirect',
+    });
+    expect(config.oauth?.stateSecret).toBe(loadSlackConfig(OAUTH).oauth?.stateSecret);
+    expect(config.oauth?.stateSecret).not.toContain('client-secret-value');
+    expect(
+      loadSlackConfig({ ...OAUTH, SLACK_STATE_SECRET: 'a-state-secret-of-my-own' }).oauth?.stateSecret,
+    ).toBe('a-state-secret-of-my-own');
+  });
+
+  it.each([
+    [{ ...OAUTH, SLACK_BOT_TOKEN: BOT }, 'both set'],
+    [{ ...OAUTH, SLACK_CLIENT_SECRET: undefined }, 'SLACK_CLIENT_SECRET is required'],
+    [{ ...OAUTH, SLACK_INSTALLATION_KEYS: undefined }, 'SLACK_INSTALLATION_KEYS is required'],
+    [{ ...OAUTH, SLACK_SIGNING_SECRET: undefined }, 'SLACK_SIGNING_SECRET is required'],
+    [{ ...OAUTH, SLACK_APP_TOKEN: 'xapp-1-abc' }, 'need HTTP mode'],
+    [{ ...OAUTH, SLACK_CLIENT_ID: 'abc' }, 'SLACK_CLIENT_ID must be'],
+    [{ ...OAUTH, SLACK_REDIRECT_URI: 'not a url' }, 'SLACK_REDIRECT_URI must be'],
+    [{}, 'SLACK_BOT_TOKEN is required'],
+  ])('refuses %j, naming the setting', (env, message) => {
+    const error = failure(env);
+    expect(error.code).toBe('invalid_config');
+    expect(error.message).toContain(message);
+    expect(error.message).not.toContain('client-secret-value');
   });
 });

@@ -10,15 +10,28 @@ import type { ChannelConflict, LiveBinding } from '../core/registry.js';
  * Namespace → channel ids it may claim. Unset or empty: any namespace may claim any channel.
  * Direct messages are an entry of their own, DIRECT_MESSAGES_ENTRY: when the setting is used, a
  * namespace takes the app's DMs only if its list names them.
+ *
+ * With several workspaces an entry may name one: `T…/C…` (that channel, in that workspace only),
+ * `T…/*` (every channel of the workspace, and its DMs) or `T…/direct-messages`. A workspace entry
+ * grants only Bindings that name the same workspace (spec.slack.teamId): a Binding without one
+ * serves every workspace, so only a bare channel id grants it.
  */
 export type NamespaceChannels = Readonly<Record<string, readonly string[]>>;
 
 /** The allowlist entry that lets a namespace's Binding take direct messages. */
 export const DIRECT_MESSAGES_ENTRY = 'direct-messages';
 
+/** What an allowlist entry may be: a channel id, the DM entry, or either of those or `*` after `T…/`. */
+export const ALLOWLIST_ENTRY_RE =
+  /^(?:[TE][A-Z0-9]+\/(?:[CG][A-Z0-9]+|\*|direct-messages)|[CG][A-Z0-9]+|direct-messages)$/;
+
 /** Whether a namespace with this allowlist may take direct messages (undefined: no restriction). */
-export function mayTakeDirectMessages(allowed: readonly string[] | undefined): boolean {
-  return allowed === undefined || allowed.includes(DIRECT_MESSAGES_ENTRY);
+export function mayTakeDirectMessages(allowed: readonly string[] | undefined, teamId?: string): boolean {
+  if (allowed === undefined || allowed.includes(DIRECT_MESSAGES_ENTRY)) return true;
+  return (
+    teamId !== undefined &&
+    (allowed.includes(`${teamId}/${DIRECT_MESSAGES_ENTRY}`) || allowed.includes(`${teamId}/*`))
+  );
 }
 
 /** The channels a namespace may claim; undefined: no restriction. */
@@ -33,11 +46,14 @@ export function allowedChannels(
 export function splitClaims(
   claimed: readonly string[],
   allowed: readonly string[] | undefined,
+  teamId?: string,
 ): { granted: string[]; refused: string[] } {
   if (allowed === undefined) return { granted: [...claimed], refused: [] };
   // The DM entry is not a channel: listing it grants no channel of that name.
   const ok = new Set(allowed.filter((c) => c !== DIRECT_MESSAGES_ENTRY));
-  return { granted: claimed.filter((c) => ok.has(c)), refused: claimed.filter((c) => !ok.has(c)) };
+  const grants = (c: string): boolean =>
+    ok.has(c) || (teamId !== undefined && (ok.has(`${teamId}/${c}`) || ok.has(`${teamId}/*`)));
+  return { granted: claimed.filter(grants), refused: claimed.filter((c) => !grants(c)) };
 }
 
 /** What a Binding shares with others: a channel id, or 'direct messages'. */

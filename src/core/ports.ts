@@ -133,7 +133,11 @@ export interface AgentRoute {
  * engine. undefined: the Binding is gone (its sessions are told on their next turn).
  */
 export interface AgentRegistry {
-  resolve(binding: string): AgentRoute | undefined;
+  /**
+   * `key`: the session asking. A registry may refuse a session whose place is gone even though
+   * its Binding is not (a Slack workspace that uninstalled the app).
+   */
+  resolve(binding: string, key?: SessionKey): AgentRoute | undefined;
 }
 
 // ---- what surfaces hand the engine -----------------------------------------------------------

@@ -19,6 +19,8 @@ export interface SurfaceRouting {
   allowDirectMessages: boolean;
   /** The workspace the channels are in (Slack's team id); undefined: any workspace of the install. */
   workspaceId?: string;
+  /** Its short name on a channel several Bindings share (each one's own). */
+  handle?: string;
 }
 
 /** A Binding's routing per surface; a surface it has none for does not route to it. */
@@ -44,6 +46,16 @@ export interface LiveBinding {
 export interface ChannelDirectory {
   forChannel(surface: string, channelId: string, workspaceId?: string): { ref: string } | undefined;
   forDirectMessages(surface: string, workspaceId?: string): { ref: string } | undefined;
+  /**
+   * The Bindings sharing a channel, each with its handle, when several claim it in the
+   * workspace and every one has a handle of its own; undefined otherwise.
+   */
+  sharedChannel?(surface: string, channelId: string, workspaceId?: string): SharedClaim[] | undefined;
+}
+
+export interface SharedClaim {
+  ref: string;
+  handle: string;
 }
 
 export interface ChannelConflict {
@@ -94,16 +106,64 @@ export class LiveRegistry implements AgentRegistry, ChannelDirectory {
     return this.#one(surface, claims, workspaceId);
   }
 
+  sharedChannel(surface: string, channelId: string, workspaceId?: string): SharedClaim[] | undefined {
+    const refs = this.#inWorkspace(
+      surface,
+      this.#channels.get(channelKey(surface, channelId))?.refs ?? [],
+      workspaceId,
+    );
+    return this.#shared(surface, refs);
+  }
+
+  /** The claims as handles, when they are several and each has a handle of its own. */
+  #shared(surface: string, refs: readonly string[]): SharedClaim[] | undefined {
+    if (refs.length < 2) return undefined;
+    const claims = refs.map((ref) => ({ ref, handle: this.#bindings.get(ref)?.routes[surface]?.handle }));
+    const handles = new Set(claims.map((c) => c.handle));
+    if (handles.has(undefined) || handles.size !== claims.length) return undefined;
+    return claims
+      .map((c) => ({ ref: c.ref, handle: c.handle ?? '' }))
+      .sort((a, b) => (a.handle < b.handle ? -1 : 1));
+  }
+
   /** The Binding that takes a surface's direct messages; undefined when none or several do. */
   forDirectMessages(surface: string, workspaceId?: string): LiveBinding | undefined {
     return this.#one(surface, this.#directMessages.get(surface) ?? [], workspaceId);
   }
 
-  /** Channels claimed by more than one Binding, for status conditions. */
+  /**
+   * Channels claimed by more than one Binding in the same workspace, for status conditions.
+   * Claims in different workspaces (a Slack Connect channel seen from two) do not conflict; a
+   * Binding that names no workspace claims in all of them, so it conflicts with every other.
+   * Each group of Bindings that overlap is one conflict.
+   */
   conflicts(): ChannelConflict[] {
-    return [...this.#channels.values()]
-      .filter(({ refs }) => refs.length > 1)
-      .map(({ surface, channelId, refs }) => ({ surface, channelId, bindings: [...refs].sort() }));
+    const out: ChannelConflict[] = [];
+    for (const { surface, channelId, refs } of this.#channels.values()) {
+      if (refs.length < 2) continue;
+      const workspace = (ref: string): string | undefined =>
+        this.#bindings.get(ref)?.routes[surface]?.workspaceId;
+      const overlap = (a: string, b: string): boolean => {
+        const x = workspace(a);
+        const y = workspace(b);
+        return x === undefined || y === undefined || x === y;
+      };
+      // Groups: Bindings joined by an overlap, directly or through another.
+      const left = [...refs];
+      while (left.length > 0) {
+        const group = [left.shift() ?? ''];
+        for (let i = 0; i < group.length; i++) {
+          for (let j = left.length - 1; j >= 0; j--) {
+            const other = left[j] ?? '';
+            if (overlap(group[i] ?? '', other)) group.push(...left.splice(j, 1));
+          }
+        }
+        // Bindings that each have a handle of their own share the channel: no conflict.
+        if (group.length > 1 && this.#shared(surface, group) === undefined)
+          out.push({ surface, channelId, bindings: group.sort() });
+      }
+    }
+    return out;
   }
 
   /** Called after every change (surfaces may refresh caches). Returns an unsubscribe. */
@@ -114,11 +174,15 @@ export class LiveRegistry implements AgentRegistry, ChannelDirectory {
 
   /** The one claim of those in the workspace (a Binding without one claims in every workspace). */
   #one(surface: string, refs: readonly string[], workspaceId: string | undefined): LiveBinding | undefined {
-    const claims = refs.filter((ref) => {
+    const claims = this.#inWorkspace(surface, refs, workspaceId);
+    return claims.length === 1 ? this.#bindings.get(claims[0] ?? '') : undefined;
+  }
+
+  #inWorkspace(surface: string, refs: readonly string[], workspaceId: string | undefined): string[] {
+    return refs.filter((ref) => {
       const workspace = this.#bindings.get(ref)?.routes[surface]?.workspaceId;
       return workspace === undefined || workspaceId === undefined || workspace === workspaceId;
     });
-    return claims.length === 1 ? this.#bindings.get(claims[0] ?? '') : undefined;
   }
 
   #reindex(): void {

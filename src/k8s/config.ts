@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { DIRECT_MESSAGES_ENTRY, type NamespaceChannels } from '../control/channels.js';
+import { ALLOWLIST_ENTRY_RE, DIRECT_MESSAGES_ENTRY, type NamespaceChannels } from '../control/channels.js';
 import { namespaceName, objectName } from '../control/crds/common.js';
 import { InvalidConfigError } from '../core/errors.js';
 
@@ -11,7 +11,7 @@ import { InvalidConfigError } from '../core/errors.js';
  *   AGENTKOURIER_NAMESPACE           namespace of the leader-election Lease (the pod's namespace)
  *   POD_NAME                         this replica's identity in the Lease (default: hostname)
  *   AGENTKOURIER_LEASE_NAME          Lease name (default agentkourier-controller)
- *   AGENTKOURIER_NAMESPACE_CHANNELS  JSON: {"team-a": ["C0123ABCD", "direct-messages"], …}; the
+ *   AGENTKOURIER_NAMESPACE_CHANNELS  JSON: {"team-a": ["C0123ABCD", "T0B/C0456", "direct-messages"], …}; the
  *                                    Slack channel ids each namespace may claim, and whether it may
  *                                    take direct messages. Unset: any namespace, any channel, DMs.
  *   AGENTKOURIER_WATCH_NAMESPACES    comma list: watch AgentBackends, Bindings and Secrets only
@@ -52,8 +52,8 @@ const channelsSchema = z.record(
       z
         .string()
         .refine(
-          (c) => c === DIRECT_MESSAGES_ENTRY || /^[CG][A-Z0-9]+$/.test(c),
-          `must list Slack channel ids (C… or G…) or "${DIRECT_MESSAGES_ENTRY}"`,
+          (c) => ALLOWLIST_ENTRY_RE.test(c),
+          `must list Slack channel ids (C… or G…) or "${DIRECT_MESSAGES_ENTRY}", each alone or after a workspace (T…/C…, T…/*, T…/${DIRECT_MESSAGES_ENTRY})`,
         ),
     )
     .max(1000),

@@ -23,6 +23,8 @@
  *
  * SQLite tables are STRICT so a value of the wrong type is refused rather than stored.
  */
+import { installationTables } from './installation-rows.js';
+
 export interface Migration {
   version: number;
   name: string;
@@ -179,6 +181,14 @@ export const migrations: readonly Migration[] = [
     name: 'transcripts: web chat threads and messages',
     sqlite: transcriptTables('INTEGER', ' STRICT'),
     postgres: transcriptTables('bigint', ''),
+  },
+  {
+    version: 6,
+    // Slack installations of the OAuth install flow (installation-rows.ts): ids in clear, the
+    // tokens sealed (src/surfaces/slack/installations/keyring.ts).
+    name: 'slack installations',
+    sqlite: installationTables('INTEGER', ' STRICT'),
+    postgres: installationTables('bigint', ''),
   },
 ];
 

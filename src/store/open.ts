@@ -8,6 +8,7 @@ import { InvalidConfigError } from '../core/errors.js';
 import type { SessionStore } from '../core/store.js';
 import type { TranscriptStore } from '../core/transcript-store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
+import type { InstallationRows } from './installation-rows.js';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
@@ -82,4 +83,10 @@ export function triggerStoreOf(store: SessionStore): TriggerStore {
 export function transcriptStoreOf(store: SessionStore): TranscriptStore {
   if (store instanceof SqliteStore || store instanceof PostgresStore) return store.transcripts();
   throw new InvalidConfigError('this session store keeps no transcripts');
+}
+
+/** The Slack installations on the same database as a store `openStore` opened (migrated with it). */
+export function installationRowsOf(store: SessionStore): InstallationRows {
+  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.installations();
+  throw new InvalidConfigError('this session store keeps no Slack installations');
 }

@@ -419,6 +419,48 @@ describe.skipIf(!HAS_GO)(
       expect(result.stderr).toContain(message);
     });
 
+    it('renders OAuth mode: the client id in clear, its secret and the sealing keys from the Secret, no bot token', async () => {
+      const helm = await helmBinary();
+      const objects = await renderChart(helm, {
+        'slack.oauth.enabled': 'true',
+        'slack.oauth.clientId': '1111.2222',
+        'slack.oauth.redirectUri': 'https://kourier.example.com/slack/oauth_redirect',
+        'namespaceChannels.team-a': '{T0123/C0456,T0789/*,direct-messages}',
+      });
+      const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
+      const env = Object.fromEntries(container?.env.map((e) => [e.name, e]) ?? []);
+      expect(env.SLACK_BOT_TOKEN).toBeUndefined();
+      expect(env.SLACK_CLIENT_ID?.value).toBe('1111.2222');
+      expect(env.SLACK_REDIRECT_URI?.value).toBe('https://kourier.example.com/slack/oauth_redirect');
+      for (const [name, key] of [
+        ['SLACK_CLIENT_SECRET', 'client-secret'],
+        ['SLACK_INSTALLATION_KEYS', 'installation-keys'],
+        ['SLACK_STATE_SECRET', 'state-secret'],
+        ['SLACK_SIGNING_SECRET', 'signing-secret'],
+      ] as const) {
+        expect(env[name]?.value).toBeUndefined();
+        expect(env[name]?.valueFrom?.secretKeyRef).toMatchObject({ name: 'agentkourier-slack', key });
+      }
+      const lint = await runHelm(helm, [
+        'lint',
+        '--strict',
+        CHART,
+        ...setArgs({ 'slack.oauth.enabled': 'true', 'slack.oauth.clientId': '1.2' }),
+      ]);
+      expect(lint.code).toBe(0);
+      for (const [values, message] of [
+        [
+          { 'slack.oauth.enabled': 'true', 'slack.oauth.clientId': '1.2', 'slack.mode': 'socket' },
+          'needs slack.mode http',
+        ],
+        [{ 'slack.oauth.enabled': 'true' }, 'needs slack.oauth.clientId'],
+      ] as const) {
+        const result = await runHelm(helm, ['template', 'ak', CHART, ...setArgs(values)]);
+        expect(result.code).not.toBe(0);
+        expect(result.stderr).toContain(message);
+      }
+    });
+
     it('refuses the same port for Slack and the metrics, with a reason', async () => {
       const result = await runHelm(await helmBinary(), [
         'template',

@@ -52,8 +52,8 @@ describe.skipIf(!HAS_GO)(
         identity: 'replica-1',
         leaseNamespace: LEASE_NS,
         namespaceChannels: {
-          'team-a': ['C0SHARED', 'C0A1', 'C0A2'],
-          'team-b': ['C0SHARED', 'C0B1'],
+          'team-a': ['C0SHARED', 'C0A1', 'C0A2', 'C0DUO', 'T0TEAM/C0WS'],
+          'team-b': ['C0SHARED', 'C0B1', 'C0DUO', 'T0TEAM/*'],
           'team-c': ['C0C1'],
           // The kagent example takes direct messages: DMs are an allowlist entry of their own.
           examples: ['C0123ABCDEF', 'C0456GHIJKL', 'direct-messages'],
@@ -454,6 +454,79 @@ describe.skipIf(!HAS_GO)(
           });
         });
         expect(registry.forChannel('slack', 'C0SHARED')?.ref).toBe('team-a/claim-a');
+      });
+    });
+
+    it('lets two Bindings share a channel by handle; the same handle twice, or none, is a conflict in both statuses', async () => {
+      await k8s.create('bindings', 'team-a', 'duo-billing', {
+        backendRef: { name: 'agents' },
+        identity: { userId: 'U1' },
+        slack: { channels: ['C0DUO'], handle: 'billing' },
+      });
+      await k8s.create('bindings', 'team-b', 'duo-k8s', {
+        backendRef: { name: 'own' },
+        identity: { userId: 'U2' },
+        slack: { channels: ['C0DUO'], handle: 'k8s' },
+      });
+      await eventually(async () => {
+        for (const [ns, name] of [
+          ['team-a', 'duo-billing'],
+          ['team-b', 'duo-k8s'],
+        ] as const)
+          expect(await k8s.condition('bindings', ns, name, 'ChannelsAssigned')).toMatchObject({
+            status: 'True',
+          });
+        expect(registry.sharedChannel('slack', 'C0DUO')?.map((c) => c.handle)).toEqual(['billing', 'k8s']);
+      });
+      await k8s.patch('bindings', 'team-b', 'duo-k8s', [
+        { op: 'replace', path: '/spec/slack/handle', value: 'billing' },
+      ]);
+      await eventually(async () => {
+        const a = await k8s.condition('bindings', 'team-a', 'duo-billing', 'ChannelsAssigned');
+        const b = await k8s.condition('bindings', 'team-b', 'duo-k8s', 'ChannelsAssigned');
+        expect(a).toMatchObject({ status: 'False', reason: 'ChannelConflict' });
+        expect(a?.message).toContain('team-b/duo-k8s');
+        expect(a?.message).toContain('spec.slack.handle');
+        expect(b).toMatchObject({ status: 'False', reason: 'ChannelConflict' });
+      });
+      expect(registry.sharedChannel('slack', 'C0DUO')).toBeUndefined();
+      await k8s.patch('bindings', 'team-b', 'duo-k8s', [{ op: 'remove', path: '/spec/slack/handle' }]);
+      await eventually(async () => {
+        expect(await k8s.condition('bindings', 'team-b', 'duo-k8s', 'ChannelsAssigned')).toMatchObject({
+          reason: 'ChannelConflict',
+        });
+      });
+      expect(registry.forChannel('slack', 'C0DUO')).toBeUndefined();
+    });
+
+    it('keeps claims of one channel in two workspaces apart, and lets the allowlist name a workspace', async () => {
+      await k8s.create('bindings', 'team-a', 'ws-one', {
+        backendRef: { name: 'agents' },
+        identity: { userId: 'U1' },
+        slack: { channels: ['C0WS'], teamId: 'T0TEAM' },
+      });
+      await k8s.create('bindings', 'team-b', 'ws-two', {
+        backendRef: { name: 'own' },
+        identity: { userId: 'U2' },
+        slack: { channels: ['C0WS'], teamId: 'T0OTHER' },
+      });
+      await eventually(async () => {
+        expect(await k8s.condition('bindings', 'team-a', 'ws-one', 'ChannelsAssigned')).toMatchObject({
+          status: 'True',
+        });
+        // team-b may claim every channel of T0TEAM only: C0WS in T0OTHER is refused.
+        const two = await k8s.condition('bindings', 'team-b', 'ws-two', 'ChannelsAssigned');
+        expect(two).toMatchObject({ status: 'False', reason: 'ChannelNotAllowed' });
+      });
+      expect(registry.forChannel('slack', 'C0WS', 'T0TEAM')?.ref).toBe('team-a/ws-one');
+      await k8s.patch('bindings', 'team-b', 'ws-two', [
+        { op: 'replace', path: '/spec/slack/teamId', value: 'T0TEAM' },
+      ]);
+      // Now both claim C0WS in T0TEAM: a conflict, named in both.
+      await eventually(async () => {
+        const one = await k8s.condition('bindings', 'team-a', 'ws-one', 'ChannelsAssigned');
+        expect(one).toMatchObject({ status: 'False', reason: 'ChannelConflict' });
+        expect(one?.message).toContain('team-b/ws-two');
       });
     });
 

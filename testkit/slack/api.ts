@@ -57,6 +57,41 @@ export interface FakeSlackOptions {
   subscribedToStop?: boolean;
   /** Largest `limit` conversations.replies honours (default 1000; 15 for non-Marketplace distributed apps). */
   repliesMaxLimit?: number;
+  /**
+   * More workspaces besides the first (the options above), each with its own bot token, bot user
+   * and rate windows; `fake.workspace(teamId)` reads and arranges one. With `oauth`, these start
+   * uninstalled: their token works once oauth.v2.access has handed it out.
+   */
+  workspaces?: FakeWorkspaceOptions[];
+  /** The app's OAuth credentials: oauth.v2.access exists and checks them. */
+  oauth?: FakeOAuthOptions;
+}
+
+export type FakeWorkspaceOptions = Pick<
+  FakeSlackOptions,
+  'teamId' | 'teamName' | 'botUserId' | 'botId' | 'botToken' | 'rateLimits' | 'channels'
+> & { teamId: string; botToken: string };
+
+export interface FakeOAuthOptions {
+  clientId: string;
+  clientSecret: string;
+  /** The bot scopes oauth.v2.access reports granted. */
+  scopes?: string[];
+  /** Who installed the app (authed_user.id). */
+  installerUserId?: string;
+}
+
+/** One workspace of a fake that serves several (FakeSlack.workspace). */
+export interface FakeWorkspace {
+  teamId: string;
+  botUserId: string;
+  botToken: string;
+  /** Whether its token works (installed, and neither never installed nor uninstalled). */
+  installed: boolean;
+  callsOf(method: string): RecordedCall[];
+  messages(channel: string, threadTs?: string): FakeMessage[];
+  addUser(u: { id: string; name: string; realName?: string; email?: string; isBot?: boolean }): void;
+  postUserMessage(m: { channel: string; user: string; text: string; threadTs?: string }): FakeMessage;
 }
 
 export interface FakeMessage {
@@ -101,6 +136,8 @@ export interface RecordedCall {
   error?: string;
   status: number;
   at: number;
+  /** The workspace whose token made the call (absent for calls without a valid token). */
+  team?: string;
 }
 
 export interface FakeSlack {
@@ -154,6 +191,15 @@ export interface FakeSlack {
   botToken: string;
   /** Forget recorded calls (state and rate windows stay). */
   clearCalls(): void;
+  /** One of the workspaces (the first, or one of `workspaces`); throws for an unknown team. */
+  workspace(teamId: string): FakeWorkspace;
+  /**
+   * A person approved the install in `teamId` on Slack's authorize page: the code the redirect
+   * to the app carries (needs `oauth`). `redirectUri` must then come back to oauth.v2.access.
+   */
+  authorizeInstall(teamId: string, redirectUri?: string): string;
+  /** The app is removed from `teamId`: its token answers token_revoked from now on. */
+  uninstall(teamId: string): void;
 }
 
 /** Slack's documented tiers at their floor (Tier 2 = 20/min, Tier 3 = 50/min, Tier 4 = 100/min). */

@@ -18,16 +18,18 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FakeAgentSession, FakeMessage, FakeSlack, FakeSlackOptions, RecordedCall } from './api.js';
-import { agentMethods } from './methods/agents.js';
-import { conversationMethods } from './methods/conversations.js';
-import { directoryMethods } from './methods/directory.js';
-import { messageMethods } from './methods/messages.js';
-import { streamMethods } from './methods/streams.js';
-import { viewMethods } from './methods/views.js';
-import { RateLimits } from './rate-limits.js';
+import type {
+  FakeAgentSession,
+  FakeMessage,
+  FakeSlack,
+  FakeSlackOptions,
+  FakeWorkspace,
+  RecordedCall,
+} from './api.js';
+import { OAuthDesk } from './oauth.js';
+import { TeamView, Tenant } from './tenant.js';
 import { type Args, isRecord, type Result, SlackRefusal, str } from './values.js';
-import { type Handler, Workspace } from './workspace.js';
+import type { Workspace } from './workspace.js';
 
 /**
  * The server: HTTP in (form or JSON bodies, the token), injected faults, auth, rate limits, then
@@ -57,32 +59,64 @@ class FakeSlackServer implements FakeSlack {
   readonly botToken: string;
 
   private readonly ws: Workspace;
-  private readonly handlers: Record<string, Handler>;
+  /** The first workspace, then `options.workspaces`. */
+  private readonly tenants: Tenant[];
+  private readonly oauth: OAuthDesk | undefined;
   private readonly streaming: boolean;
   private readonly clock: () => number;
-  private readonly rateLimits: RateLimits;
   private readonly failures = new Map<string, Array<{ error: string; left: number }>>();
   private readonly serverErrors = new Map<string, Array<{ status: number; left: number }>>();
   private readonly throttles = new Map<string, Array<{ retryAfter: number; left: number }>>();
   private server: Server | undefined;
 
   constructor(options: FakeSlackOptions) {
-    this.ws = new Workspace(options);
+    const first = new Tenant(options, 'installed');
+    this.tenants = [first];
+    for (const w of options.workspaces ?? []) {
+      if (this.tenants.some((t) => t.ws.teamId === w.teamId || t.token === w.botToken))
+        throw new Error(`fake Slack: workspace ${w.teamId} (or its token) is listed twice`);
+      this.tenants.push(
+        new Tenant(
+          {
+            ...w,
+            clock: options.clock ?? Date.now,
+            ...(options.rateLimitsEnabled === undefined
+              ? {}
+              : { rateLimitsEnabled: options.rateLimitsEnabled }),
+          },
+          options.oauth === undefined ? 'installed' : 'new',
+        ),
+      );
+    }
+    this.oauth = options.oauth === undefined ? undefined : new OAuthDesk(options.oauth);
+    this.ws = first.ws;
     this.teamId = this.ws.teamId;
     this.botUserId = this.ws.botUserId;
     this.botId = this.ws.botId;
-    this.botToken = options.botToken ?? 'xoxb-test';
+    this.botToken = first.token;
     this.streaming = options.streaming ?? true;
     this.clock = this.ws.clock;
-    this.rateLimits = new RateLimits(options);
-    this.handlers = {
-      ...directoryMethods(this.ws),
-      ...messageMethods(this.ws),
-      ...streamMethods(this.ws),
-      ...viewMethods(this.ws),
-      ...conversationMethods(this.ws),
-      ...agentMethods(this.ws),
-    };
+  }
+
+  workspace(teamId: string): FakeWorkspace {
+    return new TeamView(this.#tenant(teamId), () => this.calls);
+  }
+
+  authorizeInstall(teamId: string, redirectUri?: string): string {
+    if (this.oauth === undefined)
+      throw new Error('fake Slack: start it with `oauth` to install through OAuth');
+    this.#tenant(teamId);
+    return this.oauth.authorize(teamId, this.clock(), redirectUri);
+  }
+
+  uninstall(teamId: string): void {
+    this.#tenant(teamId).state = 'revoked';
+  }
+
+  #tenant(teamId: string): Tenant {
+    const tenant = this.tenants.find((t) => t.ws.teamId === teamId);
+    if (tenant === undefined) throw new Error(`fake Slack: no workspace ${teamId}`);
+    return tenant;
   }
 
   get ephemerals(): FakeSlack['ephemerals'] {
@@ -244,6 +278,7 @@ class FakeSlackServer implements FakeSlack {
     const token = bearer ?? bodyToken;
     delete args.token;
 
+    const caller = token === undefined ? undefined : this.tenants.find((t) => t.token === token);
     const reply = (status: number, body: Result, headers: Record<string, string> = {}): void => {
       const ok = body.ok === true;
       this.calls.push({
@@ -253,6 +288,7 @@ class FakeSlackServer implements FakeSlack {
         ...(ok ? {} : { error: String(body.error) }),
         status,
         at: this.clock(),
+        ...(caller === undefined ? {} : { team: caller.ws.teamId }),
       });
       res.writeHead(status, {
         'content-type': 'application/json; charset=utf-8',
@@ -293,20 +329,34 @@ class FakeSlackServer implements FakeSlack {
       refuse(new SlackRefusal(bodyError));
       return;
     }
+    // oauth.v2.access takes the app's credentials, not a token.
+    if (method === 'oauth.v2.access' && this.oauth !== undefined) {
+      try {
+        reply(200, { ok: true, ...this.oauth.exchange(args, header, this.tenants, this.clock()) });
+      } catch (e) {
+        if (e instanceof SlackRefusal) refuse(e);
+        else throw e;
+      }
+      return;
+    }
     if (token === undefined || token === '') {
       refuse(new SlackRefusal('not_authed'));
       return;
     }
-    if (token !== this.botToken) {
+    if (caller === undefined || caller.state === 'new') {
       refuse(new SlackRefusal('invalid_auth'));
       return;
     }
-    const handler = this.handlers[method];
+    if (caller.state === 'revoked') {
+      refuse(new SlackRefusal('token_revoked'));
+      return;
+    }
+    const handler = caller.handlers[method];
     if (!handler || (STREAM_METHODS.has(method) && !this.streaming)) {
       refuse(new SlackRefusal('unknown_method', [], { req_method: method }));
       return;
     }
-    const retryAfter = this.rateLimits.check(method, args, this.clock());
+    const retryAfter = caller.rateLimits.check(method, args, this.clock());
     if (retryAfter !== undefined) {
       reply(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(retryAfter) });
       return;

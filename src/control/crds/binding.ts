@@ -45,6 +45,14 @@ const slack = z
       .regex(/^[TE][A-Z0-9]+$/, 'must be a Slack team id (T… or E…)')
       .optional()
       .meta({ description: 'The workspace the channels are in; unset: any workspace of the install.' }),
+    handle: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,23}$/, 'must be 1–24 lowercase letters, digits or -, starting with a letter')
+      .optional()
+      .meta({
+        description:
+          'A short name that lets several Bindings share a channel: a thread that starts with it (`@Agent Kourier billing: …`) goes to this Binding. Every Binding on a shared channel needs its own.',
+      }),
   })
   .meta({ description: 'Where in Slack this Binding listens.' });
 

@@ -186,11 +186,12 @@ export function planBinding(observed: BindingObservation): BindingPlan {
 
 function planClient(observed: BindingObservation): BindingPlan {
   const { binding, secrets } = observed;
-  const claims = splitClaims(binding.spec.slack?.channels ?? [], observed.allowedChannels);
+  const teamId = binding.spec.slack?.teamId;
+  const claims = splitClaims(binding.spec.slack?.channels ?? [], observed.allowedChannels, teamId);
   // DMs are an allowlist entry of their own: a namespace allowed no DMs neither receives the
   // app's direct messages nor, by asking for them, blocks another Binding's with a conflict.
   const wantsDirectMessages = binding.spec.slack?.allowDirectMessages ?? false;
-  const directMessages = wantsDirectMessages && mayTakeDirectMessages(observed.allowedChannels);
+  const directMessages = wantsDirectMessages && mayTakeDirectMessages(observed.allowedChannels, teamId);
   const backend = resolveBackend(binding, observed.backend, observed.backendInvalid);
   const identity = identityOf(binding, secrets);
   const headers: HeadersResolution =
@@ -265,6 +266,7 @@ function planClient(observed: BindingObservation): BindingPlan {
       channels: claims.granted,
       allowDirectMessages: directMessages,
       ...(slack?.teamId === undefined ? {} : { workspaceId: slack.teamId }),
+      ...(slack?.handle === undefined ? {} : { handle: slack.handle }),
     },
     toolApprovals: { enabled: approvals?.enabled ?? false, approverGroups: approvals?.approverGroups ?? [] },
   };
@@ -336,7 +338,10 @@ function channelsCondition(
     );
   }
   problems.push(...conflicts.map(describeConflict));
-  if (conflicts.length > 0) problems.push('neither Binding serves a shared channel until one lets go of it');
+  if (conflicts.length > 0)
+    problems.push(
+      'neither Binding serves a shared channel until one lets go of it, or each has a spec.slack.handle of its own',
+    );
   if (problems.length === 0) {
     return trueCondition(
       ConditionTypes.ChannelsAssigned,

@@ -70,7 +70,7 @@ export async function cancelRunning(
     const turn = await store.getTurn(request.turnId);
     if (turn?.taskId !== taskId) return { status: 'stale', sessionId, taskId };
   }
-  const route = deps.driver.resolve(session.binding);
+  const route = deps.driver.resolve(session.binding, key);
   if (route === undefined) return { status: 'failed', sessionId, taskId, code: 'binding-unavailable' };
   const ctx = new DriverContext(deps.driver, sessionId, deps.signal);
   const ok = await cancelTask(ctx, session, route, taskId, STOP_REASON);

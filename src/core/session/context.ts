@@ -10,7 +10,7 @@ import type {
   Notice,
   TurnTracer,
 } from '../ports.js';
-import type { SessionRecord, SessionStore, TurnRecord } from '../store.js';
+import type { SessionKey, SessionRecord, SessionStore, TurnRecord } from '../store.js';
 import type { TraceContext } from '../trace.js';
 import type { EngineTimings } from './timings.js';
 import { TurnRun } from './turn-run.js';
@@ -32,7 +32,7 @@ export interface DriverDeps {
   /** Whether writes are fenced by the session lease (a store shared by several replicas). */
   fenced: boolean;
   /** Resolves the session's Binding to its live client; undefined when it is gone. */
-  resolve(binding: string): AgentRoute | undefined;
+  resolve(binding: string, key: SessionKey): AgentRoute | undefined;
   /** Arms a wake-up of this session at `at` (a question's deadline). */
   wakeAt(sessionId: string, at: number): void;
   /** The spans of turns; undefined: not traced (no context is passed to the agent). */

@@ -54,7 +54,7 @@ export class SessionDriver {
     this.#ctx.current = session;
     if (session === undefined) return 'idle';
     const open = await store.openTurns(session.id);
-    const route = this.#ctx.deps.resolve(session.binding);
+    const route = this.#ctx.deps.resolve(session.binding, session.key);
     if (route === undefined) return bindingGone(this.#ctx, session, open);
 
     if (session.question !== null) return stepPaused(this.#ctx, session, open, route);

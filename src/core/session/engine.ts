@@ -370,7 +370,7 @@ export class SessionEngine {
       timings: this.#timings,
       owner: this.#owner,
       fenced,
-      resolve: (binding) => this.#registry.resolve(binding),
+      resolve: (binding, key) => this.#registry.resolve(binding, key),
       wakeAt: (id, at) => this.#wakeAt(id, at),
       tracer: this.#tracer,
       firstText: this.#firstText,

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
+import { installationContract } from '../../../test/store/installation-contract.js';
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
@@ -46,6 +47,12 @@ triggerStoreContract('postgres', async () => {
 transcriptStoreContract('postgres', async () => {
   const sessions = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
   return { sessions, transcripts: sessions.transcripts() };
+});
+
+installationContract('postgres', async () => {
+  const store = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+  await store.migrate();
+  return { rows: store.installations(), close: () => store.close() };
 });
 
 describe('PostgresStore', () => {

@@ -12,6 +12,7 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import {
   parsedJson,
@@ -24,6 +25,7 @@ import {
   turnFromRow,
 } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
+import { PostgresInstallationRows } from './postgres-installation-rows.js';
 import { PostgresSteps, PostgresTriggerStore } from './postgres-trigger-store.js';
 import { type PostgresSql, postgresSql, SCHEMA_NAME } from './sql.js';
 
@@ -69,6 +71,7 @@ export class PostgresStore implements SessionStore {
   #closed = false;
   #transcripts: TranscriptStore | undefined;
   #triggers: PostgresTriggerStore | undefined;
+  #installations: PostgresInstallationRows | undefined;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'public';
@@ -132,6 +135,11 @@ export class PostgresStore implements SessionStore {
   triggers(): TriggerStore {
     this.#triggers ??= new PostgresTriggerStore(this.#pool, this.#schema);
     return this.#triggers;
+  }
+  /** Slack installations in the same schema (their table comes with migrate()). */
+  installations(): InstallationRows {
+    this.#installations ??= new PostgresInstallationRows(this.#pool, this.#schema);
+    return this.#installations;
   }
 
   /** The web chat's transcripts on the same database (their tables come with migrate()). */

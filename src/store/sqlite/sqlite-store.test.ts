@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { installationContract } from '../../../test/store/installation-contract.js';
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
@@ -223,4 +224,10 @@ describe('SqliteStore', () => {
   it('reports a file it cannot open as StoreError', () => {
     expect(() => new SqliteStore(join(freshPath(), 'missing-dir', 'x.db'))).toThrow(StoreError);
   });
+});
+
+installationContract('sqlite file', async () => {
+  const store = new SqliteStore(freshPath());
+  await store.migrate();
+  return { rows: store.installations(), close: () => store.close() };
 });

@@ -12,6 +12,7 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
   parseJsonText,
@@ -26,6 +27,7 @@ import {
 import { StepsTranscriptStore } from '../transcript-queries.js';
 import { durabilityOf, migrateDatabase, openDatabase, Statements } from './connection.js';
 import { GroupCommit } from './group-commit.js';
+import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
 
 type Params = Record<string, SQLInputValue>;
@@ -58,6 +60,7 @@ export class SqliteStore implements SessionStore {
   #claims = 0;
   #transcripts: TranscriptStore | undefined;
   #triggers: SqliteTriggerStore | undefined;
+  #installations: SqliteInstallationRows | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const db = openDatabase(path, options.synchronous ?? 'full');
@@ -85,6 +88,12 @@ export class SqliteStore implements SessionStore {
   transcripts(): TranscriptStore {
     this.#transcripts ??= new StepsTranscriptStore(new SqliteSteps(this.#db, 'transcript store'));
     return this.#transcripts;
+  }
+
+  /** Slack installations on the same database (their table comes with migrate()). */
+  installations(): InstallationRows {
+    this.#installations ??= new SqliteInstallationRows(this.#db);
+    return this.#installations;
   }
 
   async close(): Promise<void> {

@@ -51,7 +51,8 @@ export interface AgentStopDeps {
   api: SlackApi;
   clock: Clock;
   logger: Logger;
-  teamId: string;
+  /** Single-workspace mode: the bot token's team (OAuth mode: each event names its own). */
+  teamId?: string;
 }
 
 export class AgentStops {
@@ -71,6 +72,8 @@ export class AgentStops {
     }
     const { event, event_id: eventId } = parsed.data;
     const team = parsed.data.team_id ?? this.#deps.teamId;
+    // OAuth mode names the team in every envelope; an event without one cannot be placed.
+    if (team === undefined) return;
     const key: SessionKey = {
       surface: SURFACE,
       workspaceId: team,

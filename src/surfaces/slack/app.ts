@@ -1,9 +1,12 @@
+// Slightly over our ~400-line rule: the one place the Bolt app is assembled, in both modes (one
+// token, or OAuth with its installer) with every listener; splitting it would scatter the wiring.
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
 import { backoffDelay } from '../../core/backoff.js';
+import { InvalidConfigError } from '../../core/errors.js';
 import {
   type AnswerStructured,
   type Clock,
@@ -14,6 +17,7 @@ import {
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { CancelRequest, CancelResult } from '../../core/session/cancelling.js';
 import type { SessionKey, SessionStore } from '../../core/store.js';
+import type { InstallationRows } from '../../store/installation-rows.js';
 import type { ActivityOptions } from './activity.js';
 import { AgentStops } from './agent-stop.js';
 import type { AnswerSettings } from './answer.js';
@@ -30,6 +34,7 @@ import {
 } from './errors.js';
 import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './feedback.js';
 import { InboundRouter } from './inbound.js';
+import { Workspaces } from './installations/workspaces.js';
 import { slackLogger } from './logger.js';
 import { People, type PeopleOptions } from './people.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
@@ -88,6 +93,8 @@ export interface ConnectOptions {
   telemetry?: SlackTelemetry;
   /** Where feedback presses are counted (agentkourier_feedback_total). */
   feedback?: FeedbackCounter;
+  /** OAuth mode: where installations are kept (the session store's database, store/open.ts). */
+  installations?: InstallationRows;
 }
 
 export interface ListenOptions {
@@ -101,7 +108,7 @@ export interface ListenOptions {
    * web chat is given: app/structured-answers.ts builds the dialect's reply).
    */
   answerStructured: AnswerStructured;
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn'>;
+  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn' | 'openTurns' | 'commit'>;
   /** Which Binding owns a channel, and its tool-approval settings. `LiveRegistry` is one. */
   bindings: ChannelDirectory & ApprovalBindings;
   /**
@@ -123,8 +130,11 @@ export class SlackConnection {
   /** kagent's prompts: `onDecision` for audit listeners. */
   readonly approvals: PromptDesk;
   readonly api: SlackApi;
-  readonly botUserId: string;
-  readonly teamId: string;
+  /** Single-workspace mode: the bot and its workspace (OAuth mode: each event's own, from Bolt). */
+  readonly botUserId: string | undefined;
+  readonly teamId: string | undefined;
+  /** OAuth mode: the installed workspaces (undefined with a token from the environment). */
+  readonly workspaces: Workspaces | undefined;
   readonly #config: SlackConfig;
   readonly #logger: Logger;
   readonly #clock: Clock;
@@ -140,9 +150,10 @@ export class SlackConnection {
     init: {
       api: SlackApi;
       budgets: BudgetBook;
-      botUserId: string;
-      teamId: string;
+      botUserId: string | undefined;
+      teamId: string | undefined;
       botId: string | undefined;
+      workspaces?: Workspaces;
     },
     options: ConnectOptions,
   ) {
@@ -155,13 +166,17 @@ export class SlackConnection {
     this.teamId = init.teamId;
     this.#botId = init.botId;
     this.#feedback = options.feedback;
+    this.workspaces = init.workspaces;
     this.#people = new People(init.api, this.#clock, options.logger, options.people);
     this.approvals = new PromptDesk({
       api: init.api,
       ...(options.approvals?.counters === undefined ? {} : { counters: options.approvals.counters }),
       clock: this.#clock,
       logger: options.logger,
-      tokens: new PromptTokens(options.approvals?.secret ?? options.config.botToken),
+      // Every replica has the bot token, or in OAuth mode the client secret.
+      tokens: new PromptTokens(
+        options.approvals?.secret ?? options.config.botToken ?? options.config.oauth?.clientSecret ?? '',
+      ),
       approvers: new ApproverGroups(init.api, this.#clock, options.logger, options.approvals?.approvers),
     });
     const onDecision = options.approvals?.onDecision;
@@ -170,7 +185,7 @@ export class SlackConnection {
       api: init.api,
       clock: this.#clock,
       logger: options.logger,
-      teamId: init.teamId,
+      ...(init.teamId === undefined ? {} : { teamId: init.teamId }),
     });
     this.surface = new SlackSurface({
       api: init.api,
@@ -186,6 +201,30 @@ export class SlackConnection {
   /** Checks the bot token with auth.test (a refused token fails here, at start) and builds the surface. */
   static async connect(options: ConnectOptions): Promise<SlackConnection> {
     const clock = options.clock ?? systemClock;
+    const { oauth } = options.config;
+    if (oauth !== undefined) {
+      // OAuth mode: no token to check at start; each workspace's comes from its installation.
+      if (options.installations === undefined)
+        throw new InvalidConfigError('Slack with several workspaces needs a store that keeps installations');
+      const workspaces = await Workspaces.open({
+        config: oauth,
+        apiUrl: options.config.apiUrl,
+        rows: options.installations,
+        clock,
+        logger: options.logger,
+      });
+      const client = createWebClient({
+        token: undefined,
+        apiUrl: options.config.apiUrl,
+        logger: options.logger,
+      });
+      const budgets = new BudgetBook(clock, options.budgets);
+      const api = new SlackApi(client, budgets, options.telemetry, workspaces.tokens);
+      return new SlackConnection(
+        { api, budgets, botUserId: undefined, teamId: undefined, botId: undefined, workspaces },
+        options,
+      );
+    }
     const client = createWebClient({
       token: options.config.botToken,
       apiUrl: options.config.apiUrl,
@@ -217,10 +256,11 @@ export class SlackConnection {
       api: this.api,
       clock: this.#clock,
       logger: this.#logger,
-      botUserId: this.botUserId,
-      teamId: this.teamId,
+      ...(this.botUserId === undefined ? {} : { botUserId: this.botUserId }),
+      ...(this.teamId === undefined ? {} : { teamId: this.teamId }),
       titles: this.surface.statuses,
     });
+    const team = this.teamId === undefined ? {} : { teamId: this.teamId };
     const stops = new AgentStops({
       engine: options.engine,
       store: options.store,
@@ -228,7 +268,7 @@ export class SlackConnection {
       api: this.api,
       clock: this.#clock,
       logger: this.#logger,
-      teamId: this.teamId,
+      ...team,
     });
     const prompts = new SuggestedPrompts({
       agents: this.surface.agents,
@@ -236,13 +276,13 @@ export class SlackConnection {
       describe: options.describeAgent,
       clock: this.#clock,
       logger: this.#logger,
-      teamId: this.teamId,
+      ...team,
     });
     const feedback = new FeedbackDesk({
       store: options.store,
       clock: this.#clock,
       logger: this.#logger,
-      teamId: this.teamId,
+      ...team,
       ...(this.#feedback === undefined ? {} : { counter: this.#feedback }),
     });
     this.approvals.wire({
@@ -255,6 +295,7 @@ export class SlackConnection {
     const logger = slackLogger(this.#logger, 'slack-bolt');
     const { connection } = this.#config;
     let receiver: Receiver;
+    const workspaces = this.workspaces;
     if (connection.kind === 'http') {
       this.#receiver = new HTTPReceiver({
         signingSecret: connection.signingSecret,
@@ -263,6 +304,8 @@ export class SlackConnection {
         // before Slack hears it was received; a crash before that makes Slack deliver it again.
         processBeforeResponse: true,
         logger,
+        // OAuth mode: the install page and the redirect (GET), served beside the events.
+        ...(workspaces === undefined ? {} : workspaces.receiverOptions()),
       });
       receiver = this.#receiver;
     } else {
@@ -272,10 +315,12 @@ export class SlackConnection {
         installerOptions: { clientOptions: { slackApiUrl: this.#config.apiUrl } },
       });
     }
+    // Single-workspace mode gives Bolt the token; OAuth mode leaves it to the receiver's
+    // installer, which looks each event's up by workspace (Bolt refuses both at once).
     const app = new App({
       receiver,
-      token: this.#config.botToken,
-      botUserId: this.botUserId,
+      ...(this.#config.botToken === undefined ? {} : { token: this.#config.botToken }),
+      ...(this.botUserId === undefined ? {} : { botUserId: this.botUserId }),
       ...(this.#botId === undefined ? {} : { botId: this.#botId }),
       tokenVerificationEnabled: false,
       socketMode: connection.kind === 'socket',
@@ -296,13 +341,29 @@ export class SlackConnection {
       await Promise.race([caught, this.#clock.sleep(ackWithin, deadline.signal).catch(() => undefined)]);
       deadline.abort();
     };
-    const handle = async ({ body }: { body: unknown }): Promise<void> => bounded(router.handle(body));
+    const handle = async ({
+      body,
+      context,
+    }: {
+      body: unknown;
+      context: { botUserId?: string };
+    }): Promise<void> => bounded(router.handle(body, context.botUserId));
     app.event('app_mention', handle);
     app.event('message', handle);
     // The agent session's stop button (Bolt 5.1 has no helper: a plain event listener).
     app.event('agent_session_stopped', async ({ body }) => bounded(stops.handle(body)));
     // A person opened the app's Messages tab: the DM's suggested prompts, from the agent card.
     app.event('app_home_opened', async ({ body }) => bounded(prompts.opened(body)));
+    if (workspaces !== undefined) {
+      // Bolt looks up no token for these two (the installation may be gone): context has the team.
+      app.event('app_uninstalled', async ({ context }) => {
+        if (context.teamId !== undefined) await bounded(workspaces.removed(context.teamId));
+      });
+      app.event('tokens_revoked', async ({ event, context }) => {
+        if (context.teamId !== undefined)
+          await bounded(workspaces.removed(context.teamId, event.tokens.bot ?? []));
+      });
+    }
     // Buttons of kagent's prompts, and the modals they open (approvals.ts). The press is
     // acknowledged at once; the work runs within the same bound as events.
     app.action({ type: 'block_actions', action_id: /^agentkourier\.prompt\./ }, async ({ ack, body }) => {
@@ -314,6 +375,14 @@ export class SlackConnection {
       await ack();
       await bounded(feedback.press(body));
     });
+    // The agent picker of a shared channel (agent-picker.ts).
+    app.action(
+      { type: 'block_actions', action_id: /^agentkourier\.pick\./ },
+      async ({ ack, body, context }) => {
+        await ack();
+        await bounded(router.pick(body, context.botUserId));
+      },
+    );
     app.view({ type: 'view_submission', callback_id: DENY_CALLBACK }, async ({ ack, body }) => {
       await ack();
       await bounded(this.approvals.submitted(body));

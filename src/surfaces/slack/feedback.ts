@@ -69,7 +69,8 @@ export interface FeedbackDeps {
   store: Pick<SessionStore, 'claimInboundEvent' | 'getTurn' | 'getSession'>;
   clock: Clock;
   logger: Logger;
-  teamId: string;
+  /** Single-workspace mode: the bot token's team (OAuth mode: each event names its own). */
+  teamId?: string;
   counter?: FeedbackCounter;
 }
 
@@ -95,6 +96,7 @@ export class FeedbackDesk {
     const value = action.value.slice(0, colon) as FeedbackValue;
     const turnId = action.value.slice(colon + 1);
     const team = parsed.data.team?.id ?? this.#deps.teamId;
+    if (team === undefined) return;
     const channel = parsed.data.channel?.id ?? parsed.data.container?.channel_id;
     try {
       const turn = await store.getTurn(turnId);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChannelDirectory } from '../../core/registry.js';
+import { namedHandle, PICK_HINT } from './agent-picker.js';
 import { CHANNEL_HINT, DM_HINT, route, type SlackEvent } from './inbound.js';
 
 const BOT = 'U0BOT';
@@ -86,5 +87,89 @@ describe('route', () => {
     expect(
       route(event({ thread_ts: '99.000001', subtype: 'thread_broadcast' }), 'T1', BOT, bindings).kind,
     ).toBe('turn');
+  });
+});
+
+describe('route, a channel several agents share', () => {
+  const claims = [
+    { ref: 'fin/billing', handle: 'billing' },
+    { ref: 'ops/k8s', handle: 'k8s' },
+  ];
+  const shared: ChannelDirectory = {
+    forChannel: () => undefined,
+    forDirectMessages: () => undefined,
+    sharedChannel: (surface, channel) => (surface === 'slack' && channel === 'C2' ? claims : undefined),
+  };
+
+  it('gives a new thread to the agent its first message names, without the handle', () => {
+    for (const text of [
+      `<@${BOT}> billing: why did the invoice fail?`,
+      `<@${BOT}> Billing, why did the invoice fail?`,
+    ]) {
+      const r = route(event({ type: 'app_mention', channel: 'C2', text }), 'T1', BOT, shared);
+      expect(r).toMatchObject({
+        kind: 'turn',
+        binding: 'fin/billing',
+        text: 'why did the invoice fail?',
+        needsSession: false,
+      });
+    }
+    const k8s = route(
+      event({ type: 'app_mention', channel: 'C2', text: `<@${BOT}> k8s pods crash` }),
+      'T1',
+      BOT,
+      shared,
+    );
+    expect(k8s).toMatchObject({ kind: 'turn', binding: 'ops/k8s', text: 'pods crash' });
+  });
+
+  it('asks a new thread that names no agent to name one, listing the handles', () => {
+    const r = route(
+      event({ type: 'app_mention', channel: 'C2', text: `<@${BOT}> why did it fail?` }),
+      'T1',
+      BOT,
+      shared,
+    );
+    expect(r).toMatchObject({
+      kind: 'hint',
+      channel: 'C2',
+      user: 'U1',
+      threadTs: undefined,
+      text: PICK_HINT(['billing', 'k8s']),
+    });
+    expect(PICK_HINT(['billing', 'k8s'])).toContain('`billing`, `k8s`');
+    // With a button per agent, for the author to choose.
+    const buttons =
+      r.kind === 'hint'
+        ? ((r.blocks?.[1] as { elements?: Array<{ value: string }> } | undefined)?.elements ?? [])
+        : [];
+    expect(buttons.map((b) => b.value)).toEqual(['100.000200|billing', '100.000200|k8s']);
+  });
+
+  it('sends replies in a thread to the thread’s agent, read from its session', () => {
+    const reply = route(
+      event({ channel: 'C2', text: 'more detail', thread_ts: '99.000001' }),
+      'T1',
+      BOT,
+      shared,
+    );
+    expect(reply).toMatchObject({ kind: 'turn', needsSession: true, addressed: false, shared: { claims } });
+    const mention = route(
+      event({ type: 'app_mention', channel: 'C2', text: `<@${BOT}> and now?`, thread_ts: '99.000001' }),
+      'T1',
+      BOT,
+      shared,
+    );
+    expect(mention).toMatchObject({ kind: 'turn', needsSession: true, addressed: true });
+  });
+
+  it('reads a handle only at the start, as a whole word', () => {
+    expect(namedHandle('billing', claims)).toEqual({
+      ref: 'fin/billing',
+      handle: 'billing',
+      rest: 'billing',
+    });
+    expect(namedHandle('billingx: hi', claims)).toBeUndefined();
+    expect(namedHandle('ask billing: hi', claims)).toBeUndefined();
   });
 });

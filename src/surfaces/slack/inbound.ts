@@ -1,8 +1,19 @@
+// Slightly over our ~400-line rule: every rule that turns a Slack message into a turn (channels,
+// DMs, shared channels and their commands) is here, read beside the others; the shared-channel
+// helpers themselves live in agent-picker.ts and hand-over.ts.
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
-import type { ChannelDirectory } from '../../core/registry.js';
+import type { ChannelDirectory, SharedClaim } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
+import { namedHandle, PICK_HINT, pickAgent, pickerBlocks, pickWords } from './agent-picker.js';
+import {
+  HAND_OVER_BUSY,
+  HAND_OVER_SAME,
+  type HandOverCommand,
+  handOver,
+  parseHandOver,
+} from './hand-over.js';
 import type { People } from './people.js';
 import { mentions, slackToPlain } from './text.js';
 import type { SlackApi } from './web-api.js';
@@ -51,7 +62,16 @@ export type SlackEvent = z.infer<typeof eventSchema>;
 
 export type Route =
   | { kind: 'ignore'; reason: string }
-  | { kind: 'hint'; channel: string; user: string; threadTs: string | undefined; text: string }
+  | { kind: 'handover'; key: SessionKey; user: string; ts: string; command: HandOverCommand }
+  | {
+      kind: 'hint';
+      channel: string;
+      user: string;
+      threadTs: string | undefined;
+      text: string;
+      /** The picker's buttons, on a shared channel. */
+      blocks?: unknown[];
+    }
   | {
       kind: 'turn';
       binding: string;
@@ -62,6 +82,11 @@ export type Route =
       addressed: boolean;
       /** Only when the thread already has a session (a reply that did not mention the app). */
       needsSession: boolean;
+      /**
+       * A shared channel (several Bindings, by handle): a thread that has a session stays with
+       * its Binding, whatever `binding` says (the handle a new thread named, if any).
+       */
+      shared?: { claims: readonly SharedClaim[] };
     };
 
 /** Subtypes that are still a person's message; every other subtype (edits, deletions, joins…) is not. */
@@ -111,6 +136,37 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
   }
   if (event.type === 'app_mention') {
     const binding = bindings.forChannel(SURFACE, event.channel, team);
+    const shared = binding === undefined ? bindings.sharedChannel?.(SURFACE, event.channel, team) : undefined;
+    if (shared !== undefined) {
+      const plain = slackToPlain(text, botUserId);
+      const named = namedHandle(plain, shared);
+      const inThread = event.thread_ts !== undefined && event.thread_ts !== event.ts;
+      const command = inThread ? parseHandOver(plain, shared) : undefined;
+      if (command !== undefined)
+        return { kind: 'handover', key: key(event.channel), user: event.user, ts: event.ts, command };
+      // A new thread must name its agent; a reply in a thread goes to the thread's agent, which
+      // the router reads from its session (and, without one, from the handle it names).
+      if (named === undefined && !inThread)
+        return {
+          kind: 'hint',
+          channel: event.channel,
+          user: event.user,
+          threadTs: event.thread_ts,
+          text: PICK_HINT(shared.map((c) => c.handle)),
+          blocks: pickerBlocks(shared, event.ts),
+        };
+      return {
+        kind: 'turn',
+        binding: named?.ref ?? '',
+        key: key(event.channel),
+        user: event.user,
+        text: named === undefined ? plain : named.rest,
+        ts: event.ts,
+        addressed: true,
+        needsSession: named === undefined,
+        shared: { claims: shared },
+      };
+    }
     if (binding === undefined)
       return {
         kind: 'hint',
@@ -137,6 +193,19 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
       return { kind: 'ignore', reason: 'not in a thread' };
     if (event.channel_type === 'mpim') return { kind: 'ignore', reason: 'group DM' };
     const binding = bindings.forChannel(SURFACE, event.channel, team);
+    const shared = binding === undefined ? bindings.sharedChannel?.(SURFACE, event.channel, team) : undefined;
+    if (shared !== undefined)
+      return {
+        kind: 'turn',
+        binding: '',
+        key: key(event.channel),
+        user: event.user,
+        text: slackToPlain(text, botUserId),
+        ts: event.ts,
+        addressed: false,
+        needsSession: true,
+        shared: { claims: shared },
+      };
     if (binding === undefined) return { kind: 'ignore', reason: 'channel without a Binding' };
     return {
       kind: 'turn',
@@ -154,15 +223,16 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
 
 export interface InboundDeps {
   engine: { receive(input: Inbound): Promise<ReceiveResult> };
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession'>;
+  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'openTurns' | 'commit'>;
   bindings: ChannelDirectory;
   people: People;
   api: SlackApi;
   clock: Clock;
   logger: Logger;
-  botUserId: string;
+  /** Single-workspace mode: the bot (OAuth mode: each event's, from its installation). */
+  botUserId?: string;
   /** The team of the bot token, for events that do not name one. */
-  teamId: string;
+  teamId?: string;
   /** Where a new thread's first message becomes its agent session's title. */
   titles?: { titleFrom(sessionId: string, text: string): void };
 }
@@ -177,8 +247,11 @@ export class InboundRouter {
     this.#deps = deps;
   }
 
-  /** Handles one Events API envelope. Never throws: Slack only needs the ack. */
-  async handle(body: unknown): Promise<void> {
+  /**
+   * Handles one Events API envelope. Never throws: Slack only needs the ack. `botUserId`: the
+   * bot of the event's installation, as Bolt authorized it (OAuth mode).
+   */
+  async handle(body: unknown, botUserId?: string): Promise<void> {
     const { logger } = this.#deps;
     const parsed = envelopeSchema.safeParse(body);
     if (!parsed.success) {
@@ -187,12 +260,21 @@ export class InboundRouter {
     }
     const { event, event_id: eventId } = parsed.data;
     const team = parsed.data.team_id ?? event.team ?? this.#deps.teamId;
-    const decision = route(event, team, this.#deps.botUserId, this.#deps.bindings);
+    const bot = botUserId ?? this.#deps.botUserId;
+    if (team === undefined || bot === undefined) {
+      logger.warn({ eventId }, 'a Slack event names no workspace or bot; ignored');
+      return;
+    }
+    const decision = route(event, team, bot, this.#deps.bindings);
     if (decision.kind === 'ignore') return;
     // A turn claims its event in the transaction that stores it (a crash leaves both or
     // neither); only a hint, which stores nothing, claims it on its own first.
     if (decision.kind === 'turn') {
       await this.#turn(team, decision, eventId);
+      return;
+    }
+    if (decision.kind === 'handover') {
+      await this.#handOver(team, decision, eventId);
       return;
     }
     try {
@@ -205,13 +287,56 @@ export class InboundRouter {
       logger.error({ eventId, err: errorName(error) }, 'could not record a Slack event');
       return;
     }
-    await this.#ephemeral(team, decision.channel, decision.user, decision.threadTs, decision.text);
+    await this.#ephemeral(
+      team,
+      decision.channel,
+      decision.user,
+      decision.threadTs,
+      decision.text,
+      decision.blocks,
+    );
+  }
+
+  /** A press on the agent picker of a shared channel (agent-picker.ts). Never throws. */
+  async pick(body: unknown, botUserId?: string): Promise<void> {
+    const bot = botUserId ?? this.#deps.botUserId;
+    if (bot === undefined) return;
+    try {
+      const picked = await pickAgent(this.#deps, body, bot);
+      const words = pickWords(picked.result, picked.handle ?? '');
+      if (
+        words !== undefined &&
+        picked.team !== undefined &&
+        picked.channel !== undefined &&
+        picked.user !== undefined
+      )
+        await this.#ephemeral(picked.team, picked.channel, picked.user, undefined, words);
+    } catch (error) {
+      this.#deps.logger.error({ err: errorName(error) }, 'a press on the agent picker failed');
+    }
   }
 
   async #turn(team: string, turn: Extract<Route, { kind: 'turn' }>, eventId: string): Promise<void> {
     const { engine, store, people, logger } = this.#deps;
     try {
-      if (turn.needsSession && (await store.getSession(sessionIdOf(turn.key))) === undefined) return;
+      let binding = turn.binding;
+      if (turn.needsSession || turn.shared !== undefined) {
+        const session = await store.getSession(sessionIdOf(turn.key));
+        if (session === undefined && turn.needsSession) {
+          // A mention in a shared channel's thread that has no agent yet, naming none.
+          if (turn.addressed && turn.shared !== undefined)
+            await this.#ephemeral(
+              team,
+              turn.key.channelId,
+              turn.user,
+              turn.key.threadId,
+              PICK_HINT(turn.shared.claims.map((c) => c.handle)),
+            );
+          return;
+        }
+        // The thread stays with the agent it started with (the session keeps its Binding).
+        if (session !== undefined) binding = session.binding;
+      }
       const actor = await people.actor(team, turn.user);
       // A thread's first message names its agent session.
       if (turn.addressed && turn.ts === turn.key.threadId)
@@ -219,7 +344,7 @@ export class InboundRouter {
       await engine.receive({
         kind: 'person',
         key: turn.key,
-        binding: turn.binding,
+        binding,
         chatMessageId: turn.ts,
         actor,
         text: turn.text,
@@ -233,17 +358,57 @@ export class InboundRouter {
     }
   }
 
+  async #handOver(
+    team: string,
+    decision: Extract<Route, { kind: 'handover' }>,
+    eventId: string,
+  ): Promise<void> {
+    const { store, api, clock, logger } = this.#deps;
+    const { key, user, command } = decision;
+    try {
+      // The command itself is not a turn: its event is claimed on its own, as a hint's is.
+      if (!(await store.claimInboundEvent(`${team}:${eventId}`, clock.now()))) return;
+      const result = await handOver({ store, api, clock, logger }, key, command);
+      if (result === 'busy') await this.#ephemeral(team, key.channelId, user, key.threadId, HAND_OVER_BUSY);
+      if (result === 'same')
+        await this.#ephemeral(team, key.channelId, user, key.threadId, HAND_OVER_SAME(command.target.handle));
+      if (result === 'no-session')
+        await this.#ephemeral(team, key.channelId, user, key.threadId, PICK_HINT([command.target.handle]));
+      if (result !== 'handed-over' || command.rest === '') return;
+      // What followed the command is the new agent's first message (its own turn, same message).
+      await this.#deps.engine.receive({
+        kind: 'person',
+        key,
+        binding: command.target.ref,
+        chatMessageId: decision.ts,
+        actor: await this.#deps.people.actor(team, user),
+        text: command.rest,
+        addressed: true,
+      });
+    } catch (error) {
+      logger.error({ eventId, err: errorName(error) }, 'could not hand a Slack thread over');
+      await this.#ephemeral(team, key.channelId, user, key.threadId, NOT_TAKEN);
+    }
+  }
+
   async #ephemeral(
     team: string,
     channel: string,
     user: string,
     threadTs: string | undefined,
     text: string,
+    blocks?: unknown[],
   ): Promise<void> {
     try {
       await this.#deps.api.postEphemeral(
         { team },
-        { channel, user, text, ...(threadTs === undefined ? {} : { thread_ts: threadTs }) },
+        {
+          channel,
+          user,
+          text,
+          ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+          ...(blocks === undefined ? {} : { blocks }),
+        },
       );
     } catch (error) {
       this.#deps.logger.warn({ channel, err: errorName(error) }, 'could not post an ephemeral hint');

@@ -58,6 +58,12 @@ export const EVENT_SCOPES: Readonly<Record<string, string | null>> = {
   app_home_opened: null,
 };
 
+/**
+ * Events that need no scope but must be subscribed: with several workspaces (OAuth), an
+ * uninstall and a revoked bot token remove the workspace's installation and stop its sessions.
+ */
+export const SCOPELESS_EVENTS: readonly string[] = ['app_uninstalled', 'tokens_revoked'];
+
 export function requiredScopes(): string[] {
   const scopes = new Set<string>(EXTRA_SCOPES);
   for (const scope of Object.values(METHOD_SCOPES)) if (scope !== null) scopes.add(scope);

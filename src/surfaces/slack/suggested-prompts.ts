@@ -40,7 +40,8 @@ export interface SuggestedPromptDeps {
   describe: DescribeAgent | undefined;
   clock: Clock;
   logger: Logger;
-  teamId: string;
+  /** Single-workspace mode: the bot token's team (OAuth mode: each event names its own). */
+  teamId?: string;
   /** How long the same prompts are not set again for one DM (ms). */
   refreshMs?: number;
 }
@@ -78,6 +79,7 @@ export class SuggestedPrompts {
     const parsed = opened.safeParse(body);
     if (!parsed.success || parsed.data.event.tab !== 'messages' || describe === undefined) return;
     const team = parsed.data.team_id ?? this.#deps.teamId;
+    if (team === undefined) return;
     const { channel } = parsed.data.event;
     if (this.#absent.has(team)) return;
     const binding = bindings.forDirectMessages(SURFACE, team);

@@ -51,8 +51,11 @@ export interface SlackTriggerThreadsOptions {
   api: SlackApi;
   clock: Clock;
   logger: Logger;
-  /** The workspace of the bot token: where a Binding that names no team has its threads. */
-  teamId: string;
+  /**
+   * The workspace of the bot token: where a Binding that names no team has its threads. Unset
+   * in OAuth mode: a trigger's Binding must then name its workspace (spec.slack.teamId).
+   */
+  teamId?: string;
 }
 
 export class SlackTriggerThreads implements TriggerChat {
@@ -64,10 +67,11 @@ export class SlackTriggerThreads implements TriggerChat {
 
   place(trigger: TriggerConfig): TriggerPlace | undefined {
     const channel = trigger.target.slackChannel;
-    if (channel === undefined) return undefined;
+    const workspaceId = trigger.target.slackTeamId ?? this.#o.teamId;
+    if (channel === undefined || workspaceId === undefined) return undefined;
     return {
       surface: SURFACE,
-      workspaceId: trigger.target.slackTeamId ?? this.#o.teamId,
+      workspaceId,
       channelId: channel,
     };
   }

@@ -13,6 +13,7 @@ import {
   SlackRateLimitedError,
   SlackUnavailableError,
 } from './errors.js';
+import type { WorkspaceTokens } from './installations/tokens.js';
 import { slackLogger } from './logger.js';
 
 /**
@@ -25,7 +26,11 @@ import { slackLogger } from './logger.js';
 export type WebClient = webApi.WebClient;
 
 /** Builds the one WebClient the surface calls Slack with. */
-export function createWebClient(options: { token: string; apiUrl: string; logger: Logger }): WebClient {
+export function createWebClient(options: {
+  token: string | undefined;
+  apiUrl: string;
+  logger: Logger;
+}): WebClient {
   return new webApi.WebClient(options.token, {
     slackApiUrl: options.apiUrl,
     logger: slackLogger(options.logger, 'slack-web-api'),
@@ -94,6 +99,7 @@ const replies = z.object({
       ts: z.string(),
       bot_id: z.string().optional(),
       user: z.string().optional(),
+      text: z.string().optional(),
       streaming_state: z.string().optional(),
       metadata: z
         .object({ event_type: z.string(), event_payload: z.record(z.string(), z.unknown()).optional() })
@@ -135,9 +141,20 @@ export class SlackApi {
   readonly #observer: SlackApiObserver | undefined;
   readonly #tracer: Tracer;
   readonly #host: string;
+  readonly #tokens: WorkspaceTokens | undefined;
 
-  constructor(client: WebClient, budgets: BudgetBook, telemetry: SlackTelemetry = {}) {
+  /**
+   * `tokens`: each workspace's own bot token (OAuth mode); without it every call goes with the
+   * client's one token (single-workspace mode).
+   */
+  constructor(
+    client: WebClient,
+    budgets: BudgetBook,
+    telemetry: SlackTelemetry = {},
+    tokens?: WorkspaceTokens,
+  ) {
     this.#client = client;
+    this.#tokens = tokens;
     this.#budgets = budgets;
     this.#observer = telemetry.observer;
     this.#tracer = telemetry.tracer ?? trace.getTracer('agentkourier.slack');
@@ -294,6 +311,8 @@ export class SlackApi {
     args: Record<string, unknown>,
     schema: z.ZodType<T>,
   ): Promise<T> {
+    // Looked up before the budget is spent: a workspace without an installation spends none.
+    const token = this.#tokens === undefined ? undefined : await this.#tokens.tokenFor(ctx.team);
     const budget = this.#budgets.for(method, ctx.team, ctx.channel);
     if (ctx.prepaid !== true) {
       const waitStarted = performance.now();
@@ -304,7 +323,7 @@ export class SlackApi {
       this.#observer?.slackWaited(method, (performance.now() - waitStarted) / 1000);
     }
     try {
-      return await this.#measured(method, args, schema);
+      return await this.#measured(method, token === undefined ? args : { ...args, token }, schema);
     } catch (error) {
       if (error instanceof SlackRateLimitedError) budget.pause(error.retryAfterMs);
       throw error;

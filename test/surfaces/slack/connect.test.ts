@@ -16,6 +16,8 @@ const noEngine = {
     claimInboundEvent: async () => true,
     getSession: async () => undefined,
     getTurn: async () => undefined,
+    openTurns: async () => [],
+    commit: async () => undefined,
   },
   bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
 };

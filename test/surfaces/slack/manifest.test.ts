@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { EVENT_SCOPES, METHOD_SCOPES, requiredScopes } from '../../../src/surfaces/slack/scopes.js';
+import {
+  EVENT_SCOPES,
+  METHOD_SCOPES,
+  requiredScopes,
+  SCOPELESS_EVENTS,
+} from '../../../src/surfaces/slack/scopes.js';
 
 const root = new URL('../../../', import.meta.url);
 const manifest = parse(readFileSync(new URL('manifests/slack-app.yaml', root), 'utf8')) as {
@@ -17,7 +22,7 @@ describe('the Slack app manifest', () => {
 
   it('subscribes to exactly the events the surface handles', () => {
     expect([...manifest.settings.event_subscriptions.bot_events].sort()).toEqual(
-      Object.keys(EVENT_SCOPES).sort(),
+      [...Object.keys(EVENT_SCOPES), ...SCOPELESS_EVENTS].sort(),
     );
   });
 
