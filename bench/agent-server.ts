@@ -29,6 +29,13 @@ export interface AgentServer {
   held(): number;
   /** Finishes every held stream: the rest of its chunks, the completed status, the full Task. */
   release(): void;
+  /**
+   * Finishes every held stream that has sent no chunk yet, spread evenly over `spreadMs`: its
+   * first artifact chunk carries `[t:<ns>]`, the system-wide monotonic clock
+   * (process.hrtime) read just before the write, so the broker can tell how long the event took
+   * from the socket to its surface. Returns how many were released.
+   */
+  releaseStamped(spreadMs: number): number;
   /** Every task is completed now; held streams are finished too. */
   completeAll(): void;
   /** Requests served so far, by JSON-RPC method. */
@@ -182,6 +189,22 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
     );
   };
 
+  /** The first chunk stamped with the time it is written, then the rest of the answer. */
+  const finishStamped = (stream: HeldStream): void => {
+    const t = templates.get(stream.task.chunks);
+    stream.task.completed = true;
+    if (stream.res.destroyed || stream.res.writableEnded) return;
+    const first = fill(t.chunk[0] as string, stream.task).replace(
+      '"text":"token 0 ',
+      `"text":"[t:${process.hrtime.bigint()}] token 0 `,
+    );
+    stream.res.write(frame(stream.idJson, first));
+    stream.res.end(
+      frames(t.chunk, 1, t.chunk.length, stream.idJson, stream.task) +
+        frames(t.tail, 0, t.tail.length, stream.idJson, stream.task),
+    );
+  };
+
   const hold = (stream: HeldStream): void => {
     held.add(stream);
     stream.res.on('close', () => held.delete(stream));
@@ -299,6 +322,15 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
         held.delete(stream);
         finish(stream);
       }
+    },
+    releaseStamped: (spreadMs) => {
+      const streams = [...held].filter((s) => s.sent === 0 && s.task.chunks > 0);
+      streams.forEach((stream, i) => {
+        held.delete(stream);
+        const at = streams.length <= 1 ? 0 : (spreadMs * i) / (streams.length - 1);
+        setTimeout(() => finishStamped(stream), at);
+      });
+      return streams.length;
     },
     completeAll: () => {
       for (const task of tasks.values()) task.completed = true;
