@@ -30,10 +30,11 @@ export interface AgentServer {
   /** Finishes every held stream: the rest of its chunks, the completed status, the full Task. */
   release(): void;
   /**
-   * Finishes every held stream that has sent no chunk yet, spread evenly over `spreadMs`: its
-   * first artifact chunk carries `[t:<ns>]`, the system-wide monotonic clock
-   * (process.hrtime) read just before the write, so the broker can tell how long the event took
-   * from the socket to its surface. Returns how many were released.
+   * Sends the first artifact chunk of every held stream that has sent none yet, spread evenly
+   * over `spreadMs`, and holds each stream again after it (release() finishes them). The chunk
+   * carries `[t:<ns>]`, the system-wide monotonic clock (process.hrtime) read just before the
+   * write, so the broker can tell how long the event took from the socket to its surface.
+   * Returns how many streams it stamped.
    */
   releaseStamped(spreadMs: number): number;
   /** Every task is completed now; held streams are finished too. */
@@ -189,20 +190,17 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
     );
   };
 
-  /** The first chunk stamped with the time it is written, then the rest of the answer. */
-  const finishStamped = (stream: HeldStream): void => {
+  /** The first chunk, stamped with the time it is written; the stream is held again after it. */
+  const sendStamped = (stream: HeldStream): void => {
     const t = templates.get(stream.task.chunks);
-    stream.task.completed = true;
     if (stream.res.destroyed || stream.res.writableEnded) return;
     const first = fill(t.chunk[0] as string, stream.task).replace(
       '"text":"token 0 ',
       `"text":"[t:${process.hrtime.bigint()}] token 0 `,
     );
     stream.res.write(frame(stream.idJson, first));
-    stream.res.end(
-      frames(t.chunk, 1, t.chunk.length, stream.idJson, stream.task) +
-        frames(t.tail, 0, t.tail.length, stream.idJson, stream.task),
-    );
+    stream.sent = 1;
+    held.add(stream);
   };
 
   const hold = (stream: HeldStream): void => {
@@ -328,7 +326,7 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
       streams.forEach((stream, i) => {
         held.delete(stream);
         const at = streams.length <= 1 ? 0 : (spreadMs * i) / (streams.length - 1);
-        setTimeout(() => finishStamped(stream), at);
+        setTimeout(() => sendStamped(stream), at);
       });
       return streams.length;
     },

@@ -292,9 +292,13 @@ async function engineRound(
   chunks: number,
   round: string,
   tracing: Tracing = 'api',
+  calls?: Map<string, number>,
 ): Promise<{ ms: number; events: number; summary: Record<string, unknown> }> {
   const db = tempDb();
-  const r = await rig(endpoint, db.path, { tracing });
+  const r = await rig(endpoint, db.path, {
+    tracing,
+    ...(calls === undefined ? {} : { wrap: (s: SessionStore) => countingStore(s, calls) }),
+  });
   try {
     await r.client.card();
     await r.engine.start();
@@ -318,7 +322,11 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
   await client.card();
   // Warm-up: both paths JIT-compiled before anything is timed.
   await bareRound(client, Math.min(n, 200), chunks);
-  await engineRound(endpoint, Math.min(n, 200), chunks, 'warm');
+  // The warm-up round counts the store calls per turn (diagnosis; the timed rounds do not).
+  const warm = Math.min(n, 200);
+  const calls = new Map<string, number>();
+  await engineRound(endpoint, warm, chunks, 'warm', 'api', calls);
+  const storeCallsPerTurn = Object.fromEntries([...calls].map(([k, v]) => [k, v / warm]));
   const bare: number[] = [];
   const engine: number[] = [];
   let summary: Record<string, unknown> = {};
@@ -344,6 +352,7 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     bare,
     engine,
     summary,
+    storeCallsPerTurn,
   });
 }
 
@@ -524,11 +533,14 @@ async function latency(endpoint: string, n: number, samples: number): Promise<vo
     r.events.reset();
     let round = 0;
     while (taken.length < samples) {
-      // n sessions accepted and held open; then their first chunks, spread over a second (or
-      // at once for one session), arrive while all n are open.
+      // n sessions accepted and held open; then their first chunks arrive, spread over a
+      // second (at once for one session), while all n stay open; then all are finished.
+      const before = taken.length;
       await receiveAll(r.engine, `lat${round}`, n, text);
       await r.events.until('turn.accepted', n * (round + 1));
       say({ type: 'release-stamped', spreadMs: n === 1 ? 0 : 1_000 });
+      await waitUntil(() => taken.length >= before + n, 'the stamped first chunks');
+      say({ type: 'release' });
       await r.events.until('turn.settled', n * (round + 1));
       round++;
     }

@@ -145,6 +145,17 @@ async function benchThroughput(server: AgentServer, chunks: number): Promise<voi
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   console.log(`  last engine round's outcomes: ${outcomes}`);
+  const perTurn = message.storeCallsPerTurn as Record<string, number>;
+  const WRITES = ['openSession', 'addTurn', 'commit', 'setAnswerRef', 'acquireLease', 'releaseLease'];
+  const writes = Object.entries(perTurn)
+    .filter(([k]) => WRITES.includes(k))
+    .reduce((sum, [, v]) => sum + v, 0);
+  figure(`engine.sqlite.${chunks}.writes-per-turn`, 'store writes per turn', writes, 'writes');
+  console.log(
+    `  store calls per turn (warm-up round): ${Object.entries(perTurn)
+      .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+      .join(', ')}; writes ${writes.toFixed(2)}`,
+  );
 }
 
 // ---- 4c. two replicas on PostgreSQL --------------------------------------------------------------
@@ -216,6 +227,7 @@ async function benchLatency(server: AgentServer): Promise<void> {
   ] as const) {
     const child = runChild(['latency', server.endpoint, String(sessions), String(samples)], (m) => {
       if (m.type === 'release-stamped') server.releaseStamped(m.spreadMs as number);
+      if (m.type === 'release') server.release();
     });
     const { message } = await child.next('result', 300_000);
     await child.exited;
@@ -234,7 +246,8 @@ async function benchLatency(server: AgentServer): Promise<void> {
       'ms',
       { op: '<', value: 5 },
     );
-    const spread = sessions === 1 ? 'one turn at a time' : `all open, first chunks spread over 1 s`;
+    const spread =
+      sessions === 1 ? 'one turn at a time' : 'all open at once, their first chunks spread over 1 s';
     console.log(
       `  ${fmt(sessions)} session${sessions === 1 ? '' : 's'} (${spread}; ${fmt(message.samples as number)} turns):` +
         ` p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms ${verdictText}, max ${(message.max as number).toFixed(2)} ms`,

@@ -57,10 +57,13 @@ export class SqliteStore implements SessionStore {
   #triggers: SqliteTriggerStore | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
-    const db = openDatabase(path, options.synchronous ?? 'full');
+    const synchronous = options.synchronous ?? 'full';
+    const db = openDatabase(path, synchronous);
     this.#db = db;
     this.#statements = new Statements(db);
-    this.#writes = new GroupCommit(db);
+    // On a file in WAL mode, FULL's fsync is done by the group commit, off the event loop.
+    const onFile = synchronous === 'full' && durabilityOf(db).journalMode === 'wal';
+    this.#writes = new GroupCommit(db, onFile ? { walPath: `${db.location() ?? path}-wal` } : {});
   }
 
   /** The durability settings in force, as SQLite reports them (for diagnostics and tests). */
@@ -79,8 +82,8 @@ export class SqliteStore implements SessionStore {
   }
 
   async close(): Promise<void> {
-    // Writes already asked for are applied, not dropped.
-    if (this.#db.isOpen) this.#writes.flushNow();
+    // Writes already asked for are applied and made durable, not dropped.
+    if (this.#db.isOpen) await this.#writes.drain();
     this.#statements.clear();
     if (this.#db.isOpen) this.#db.close();
   }
