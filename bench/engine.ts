@@ -180,8 +180,14 @@ async function benchPostgres(server: AgentServer): Promise<void> {
       String(chunks),
       String(rounds),
     ]);
-    const { message } = await child.next('result', 300_000);
-    await child.exited;
+    let message: Record<string, unknown>;
+    try {
+      ({ message } = await child.next('result', 300_000));
+      await child.exited;
+    } catch (error) {
+      console.log(`\nEngine on PostgreSQL, two replicas: not measured (${String(error).split('\n')[0]})`);
+      return;
+    }
     const bare = message.bare as number[];
     const engine = message.engine as number[];
     const events = message.eventsPerRound as number;
