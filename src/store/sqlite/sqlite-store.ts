@@ -89,8 +89,14 @@ export class SqliteStore implements SessionStore {
   }
 
   async openSession(init: NewSession): Promise<SessionRecord> {
+    // A thread's later messages find their session: read, without waiting for a group commit
+    // (the insert below would change nothing).
+    const id = sessionIdOf(init.key);
+    const existing = this.#guard('openSession', () =>
+      this.#get('SELECT * FROM sessions WHERE id = :id', { id }),
+    );
+    if (existing !== undefined) return sessionFromRow(existing, parseJsonText);
     return this.#writes.write('openSession', () => {
-      const id = sessionIdOf(init.key);
       // The key is unique, so a second open of the same thread changes nothing (binding kept).
       this.#run(
         `INSERT INTO sessions (id, surface, workspace_id, channel_id, thread_id, binding, version,
