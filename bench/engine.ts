@@ -1,16 +1,21 @@
 /**
  * Engine benchmarks: the session engine with 1,000 concurrent sessions. The agent server runs
  * here, in the parent; the broker side runs in a child process (bench/engine-child.ts), so its
- * time and resident memory are its own, and it can be SIGKILLed.
+ * time and resident memory are its own, and it can be SIGKILLed. Goals are recorded with each
+ * figure (figures.ts) and listed in docs/performance.md.
  *
- * 4. Throughput: the same 1,000 streams of 50 chunks through the bare A2AClient and through
- *    SessionEngine on SQLite. Goal: ratio engine/bare ≥ 0.5.
- * 4b. The OpenTelemetry API without an SDK (OTEL_* unset): the engine with its turn tracer and
- *    call spans on the API's no-op, against the same with no tracing code at all. Goal ≥ 0.98.
- * 5. Resident memory per streaming session, with 1,000 sessions held mid-stream. Goal: < 256 KiB.
- * 6. Resume after SIGKILL: 1,000 turns accepted with their streams hanging, the process killed,
- *    the agent finishing meanwhile; a new process recovers them all. Goal: < 10 s on SQLite,
- *    next to the same process starting and settling nothing.
+ * 4. Throughput: the same 1,000 streams of 50 (and 500) chunks through the bare A2AClient and
+ *    through SessionEngine on SQLite, with the store calls a turn makes.
+ * 4c. The same on PostgreSQL with two replicas: two engines, two stores, two lease owners, one
+ *    durable database started for the run (testkit/postgres.ts), half the threads each.
+ * 4d. Latency: from the agent writing a turn's first artifact event to the socket to the
+ *    surface's update call, at 1 and at 1,000 open sessions (p50, p99).
+ * 4b. Tracing: the OpenTelemetry API without an SDK (OTEL_* unset) against no tracing code at
+ *    all, and the SDK exporting to a receiver on loopback against the same.
+ * 5. Resident memory per streaming session, with 1,000 sessions held mid-stream.
+ * 6. Resume after SIGKILL: 10,000 turns accepted with their streams hanging, the process killed,
+ *    the agent finishing meanwhile; a new process recovers them all, next to the same process
+ *    starting and settling nothing.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,17 +1,19 @@
 /**
  * `npm run bench`: speed goals as ratios against a baseline measured in the same run, so the
- * numbers compare like with like on any machine (never as timed unit tests).
+ * numbers compare like with like on any machine (never as timed unit tests). Each figure prints
+ * its goal and met/MISSED (figures.ts); `--json[=path]` writes them all, next to the last run's.
  *
  * 1. SSE parse + normalise: our SseParser + JSON-RPC envelope + zod wire codec, against a bare
  *    `JSON.parse` of each event's data over the same bytes. Ratio = ours / baseline events/s.
  * 2. A streamed turn of N artifact chunks: our A2AClient against the @a2a-js/sdk 1.3.0 client
- *    reading the same bytes from the same server. Goal: ratio ≥ 1 (ours at least as fast).
+ *    reading the same bytes from the same server (above 1: ours faster).
  * 3. Linearity: the time per event of a 20,000-chunk turn against a 2,000-chunk one. Work per
  *    event must not grow with the answer so far, so this stays near 1.
- * 4–6. The session engine with 1,000 concurrent sessions: throughput against the bare client,
- *    the cost of the OpenTelemetry API without an SDK against no tracing code (goal ≥ 0.98),
- *    resident memory per streaming session, and resume after SIGKILL (bench/engine.ts).
- * 7. SQLite durability: a turn's writes with synchronous=FULL (the default) against NORMAL
+ * 4–6. The session engine: throughput on SQLite and on PostgreSQL with two replicas against the
+ *    bare client, latency from the socket to the surface, tracing's cost, memory per session,
+ *    resume after SIGKILL (bench/engine.ts).
+ * 7. Slack calls per streamed turn against the agent's event count (bench/slack-calls.ts).
+ * 8. SQLite durability: a turn's writes with synchronous=FULL (the default) against NORMAL
  *    (bench/sqlite-durability.ts).
  */
 import { randomUUID } from 'node:crypto';
