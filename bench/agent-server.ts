@@ -29,6 +29,14 @@ export interface AgentServer {
   held(): number;
   /** Finishes every held stream: the rest of its chunks, the completed status, the full Task. */
   release(): void;
+  /**
+   * Sends the first artifact chunk of every held stream that has sent none yet, spread evenly
+   * over `spreadMs`, and holds each stream again after it (release() finishes them). The chunk
+   * carries `[t:<ns>]`, the system-wide monotonic clock (process.hrtime) read just before the
+   * write, so the broker can tell how long the event took from the socket to its surface.
+   * Returns how many streams it stamped.
+   */
+  releaseStamped(spreadMs: number): number;
   /** Every task is completed now; held streams are finished too. */
   completeAll(): void;
   /** Requests served so far, by JSON-RPC method. */
@@ -182,6 +190,19 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
     );
   };
 
+  /** The first chunk, stamped with the time it is written; the stream is held again after it. */
+  const sendStamped = (stream: HeldStream): void => {
+    const t = templates.get(stream.task.chunks);
+    if (stream.res.destroyed || stream.res.writableEnded) return;
+    const first = fill(t.chunk[0] as string, stream.task).replace(
+      '"text":"token 0 ',
+      `"text":"[t:${process.hrtime.bigint()}] token 0 `,
+    );
+    stream.res.write(frame(stream.idJson, first));
+    stream.sent = 1;
+    held.add(stream);
+  };
+
   const hold = (stream: HeldStream): void => {
     held.add(stream);
     stream.res.on('close', () => held.delete(stream));
@@ -299,6 +320,15 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
         held.delete(stream);
         finish(stream);
       }
+    },
+    releaseStamped: (spreadMs) => {
+      const streams = [...held].filter((s) => s.sent === 0 && s.task.chunks > 0);
+      streams.forEach((stream, i) => {
+        held.delete(stream);
+        const at = streams.length <= 1 ? 0 : (spreadMs * i) / (streams.length - 1);
+        setTimeout(() => sendStamped(stream), at);
+      });
+      return streams.length;
     },
     completeAll: () => {
       for (const task of tasks.values()) task.completed = true;

@@ -10,8 +10,14 @@
  *
  * Modes:
  * - throughput <endpoint> <sessions> <chunks> <rounds>: bare A2AClient against SessionEngine.
- * - tracing <endpoint> <sessions> <chunks> <rounds>: SessionEngine with no tracing code at all
- *   against the same with the OpenTelemetry API and no SDK (what runs when OTEL_* is unset).
+ * - tracing <endpoint> <sessions> <chunks> <rounds> [sdk]: SessionEngine with no tracing code at
+ *   all against the same with the OpenTelemetry API and no SDK (what runs when OTEL_* is unset),
+ *   or with `sdk`, with the SDK exporting OTLP/protobuf to a receiver on loopback.
+ * - pg <endpoint> <connection> <sessions> <chunks> <rounds>: bare A2AClient against two
+ *   SessionEngines (two replicas: two stores, two lease owners) sharing one PostgreSQL.
+ * - latency <endpoint> <sessions> <samples>: from the agent's first artifact event written to
+ *   the socket to the surface's update call, per turn (`{"type":"release-stamped"}` asks the
+ *   parent to send the stamped first chunks).
  * - memory <endpoint> <bare|engine> <sessions> <chunks> <holdAfter>: RSS/heap per held stream.
  * - load <endpoint> <db> <sessions> <holdAfter> [owner]: start turns that hang; report when
  *   accepted.
@@ -20,6 +26,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -40,7 +48,9 @@ import type {
 import { type Inbound, SessionEngine } from '../src/core/session/engine.js';
 import type { SessionStore } from '../src/core/store.js';
 import { a2aDialect } from '../src/dialects/a2a.js';
+import { startTracing } from '../src/observability/tracing.js';
 import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
+import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
 /** When this script started running, in ms since the process started (module loading included). */
@@ -67,6 +77,8 @@ class NullSurface implements ChatSurface {
   updates = 0;
   finished = 0;
   readonly notices = new Map<string, number>();
+  /** Called on a turn's first update (the latency benchmark reads its stamp there). */
+  onFirstUpdate: ((view: AnswerView) => void) | undefined;
 
   openAnswer(
     _target: ChatTarget,
@@ -76,10 +88,11 @@ class NullSurface implements ChatSurface {
   ): AnswerSink {
     let posted = ref !== null;
     return {
-      update: (_view: AnswerView) => {
+      update: (view: AnswerView) => {
         this.updates++;
         if (!posted) {
           posted = true;
+          this.onFirstUpdate?.(view);
           onRef(`answer:${turnId}`);
         }
       },
@@ -194,15 +207,22 @@ interface Rig {
 async function rig(
   endpoint: string,
   dbPath: string,
-  options: { wrap?: (s: SessionStore) => SessionStore; owner?: string; tracing?: Tracing } = {},
+  options: {
+    wrap?: (s: SessionStore) => SessionStore;
+    owner?: string;
+    tracing?: Tracing;
+    /** A PostgreSQL store instead of SQLite at dbPath (the replicas' shared database). */
+    postgres?: { connectionString: string; schema: string };
+    events?: EventCounter;
+  } = {},
 ): Promise<Rig> {
-  const { wrap, owner, tracing = 'api' } = options;
+  const { wrap, owner, tracing = 'api', postgres } = options;
   const client = newClient(endpoint, tracing);
-  const sqlite = new SqliteStore(dbPath);
-  const store = wrap === undefined ? sqlite : wrap(sqlite);
+  const base: SessionStore = postgres === undefined ? new SqliteStore(dbPath) : new PostgresStore(postgres);
+  const store = wrap === undefined ? base : wrap(base);
   await store.migrate();
   const surface = new NullSurface();
-  const events = new EventCounter();
+  const events = options.events ?? new EventCounter();
   const route: AgentRoute = { client, dialect: a2aDialect, settings: { questionTimeoutMs: null } };
   const registry: AgentRegistry = { resolve: (binding) => (binding === BINDING ? route : undefined) };
   const engine = new SessionEngine({
@@ -272,9 +292,13 @@ async function engineRound(
   chunks: number,
   round: string,
   tracing: Tracing = 'api',
+  calls?: Map<string, number>,
 ): Promise<{ ms: number; events: number; summary: Record<string, unknown> }> {
   const db = tempDb();
-  const r = await rig(endpoint, db.path, { tracing });
+  const r = await rig(endpoint, db.path, {
+    tracing,
+    ...(calls === undefined ? {} : { wrap: (s: SessionStore) => countingStore(s, calls) }),
+  });
   try {
     await r.client.card();
     await r.engine.start();
@@ -298,7 +322,11 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
   await client.card();
   // Warm-up: both paths JIT-compiled before anything is timed.
   await bareRound(client, Math.min(n, 200), chunks);
-  await engineRound(endpoint, Math.min(n, 200), chunks, 'warm');
+  // The warm-up round counts the store calls per turn (diagnosis; the timed rounds do not).
+  const warm = Math.min(n, 200);
+  const calls = new Map<string, number>();
+  await engineRound(endpoint, warm, chunks, 'warm', 'api', calls);
+  const storeCallsPerTurn = Object.fromEntries([...calls].map(([k, v]) => [k, v / warm]));
   const bare: number[] = [];
   const engine: number[] = [];
   let summary: Record<string, unknown> = {};
@@ -324,12 +352,46 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     bare,
     engine,
     summary,
+    storeCallsPerTurn,
   });
 }
 
 // ---- 1b. the OpenTelemetry API without an SDK ------------------------------------------------------
 
-async function tracingCost(endpoint: string, n: number, chunks: number, rounds: number): Promise<void> {
+/** An OTLP receiver on loopback that takes every export and counts it (the SDK's far end). */
+async function startOtlpReceiver(): Promise<{ url: string; stats: { requests: number; bytes: number } }> {
+  const stats = { requests: 0, bytes: 0 };
+  const server = createServer((req, res) => {
+    stats.requests++;
+    req.on('data', (c: Buffer) => {
+      stats.bytes += c.length;
+    });
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, stats };
+}
+
+async function tracingCost(
+  endpoint: string,
+  n: number,
+  chunks: number,
+  rounds: number,
+  sdk: boolean,
+): Promise<void> {
+  let exported: { requests: number; bytes: number } | undefined;
+  if (sdk) {
+    // As the broker starts it when OTEL_EXPORTER_OTLP_ENDPOINT is set: registered globally, so
+    // the 'api' rounds below record and export every turn and call span.
+    const receiver = await startOtlpReceiver();
+    startTracing({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, version: 'bench' });
+    exported = receiver.stats;
+  }
   await engineRound(endpoint, Math.min(n, 200), chunks, 'warm-none', 'none');
   await engineRound(endpoint, Math.min(n, 200), chunks, 'warm-api', 'api');
   // Wall time, and this process's CPU time: on a shared machine the CPU the broker spent is the
@@ -349,7 +411,154 @@ async function tracingCost(endpoint: string, n: number, chunks: number, rounds: 
       into.cpuMs.push((used.user + used.system) / 1000);
     }
   }
-  say({ type: 'result', mode: 'tracing', sessions: n, chunks, none, api });
+  say({ type: 'result', mode: 'tracing', sessions: n, chunks, none, api, sdk, exported });
+}
+
+// ---- 1c. two replicas on PostgreSQL -------------------------------------------------------------
+
+async function pgRound(
+  endpoint: string,
+  connectionString: string,
+  n: number,
+  chunks: number,
+  round: string,
+): Promise<{ ms: number; events: number; summary: Record<string, unknown>; refused: number }> {
+  // A schema of its own per round: the same empty start as SQLite's fresh file.
+  const schema = `bench_${round.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${process.pid}`;
+  const events = new EventCounter();
+  const calls = new Map<string, number>();
+  const replicas = [
+    await rig(endpoint, '', { postgres: { connectionString, schema }, owner: 'replica-a', events }),
+    // Only the lease refusals are counted (diagnosis): the proxy costs little next to a query.
+    await rig(endpoint, '', {
+      postgres: { connectionString, schema },
+      owner: 'replica-b',
+      events,
+      wrap: (st) => countingStore(st, calls),
+    }),
+  ];
+  try {
+    for (const r of replicas) {
+      await r.client.card();
+      await r.engine.start();
+    }
+    const started = performance.now();
+    // Each replica takes half the threads, as a load balancer in front of two pods would.
+    const half = Math.floor(n / 2);
+    await Promise.all([
+      receiveAll(replicas[0]?.engine as SessionEngine, `${round}-a`, half, `[chunks:${chunks}]`),
+      receiveAll(replicas[1]?.engine as SessionEngine, `${round}-b`, n - half, `[chunks:${chunks}]`),
+    ]);
+    await events.until('turn.settled', n);
+    const ms = performance.now() - started;
+    if (events.outcomes.get('completed') !== n)
+      throw new Error(`pg round ${round}: ${JSON.stringify(events.summary())}`);
+    return {
+      ms,
+      events: events.count('agent.event'),
+      summary: events.summary(),
+      refused: calls.get('acquireLease:refused') ?? 0,
+    };
+  } finally {
+    for (const r of replicas) await r.engine.stop();
+    for (const r of replicas) await r.store.close();
+  }
+}
+
+async function pgThroughput(
+  endpoint: string,
+  connectionString: string,
+  n: number,
+  chunks: number,
+  rounds: number,
+): Promise<void> {
+  const expected = n * (chunks + 4);
+  const client = newClient(endpoint);
+  await client.card();
+  await bareRound(client, Math.min(n, 200), chunks);
+  await pgRound(endpoint, connectionString, Math.min(n, 200), chunks, 'warm');
+  const bare: number[] = [];
+  const engine: number[] = [];
+  let summary: Record<string, unknown> = {};
+  let refused = 0;
+  for (let i = 0; i < rounds; i++) {
+    gc();
+    const b = await bareRound(client, n, chunks);
+    if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
+    bare.push(b.ms);
+    gc();
+    const e = await pgRound(endpoint, connectionString, n, chunks, `round${i}`);
+    if (e.events < expected - n)
+      throw new Error(`replicas saw ${e.events} events, expected about ${expected}`);
+    engine.push(e.ms);
+    summary = e.summary;
+    refused = e.refused;
+  }
+  say({
+    type: 'result',
+    mode: 'pg',
+    sessions: n,
+    chunks,
+    eventsPerRound: expected,
+    bare,
+    engine,
+    summary,
+    refused,
+  });
+}
+
+// ---- 1d. latency from the socket to the surface --------------------------------------------------
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number;
+}
+
+async function latency(endpoint: string, n: number, samples: number): Promise<void> {
+  const db = tempDb();
+  const r = await rig(endpoint, db.path);
+  const taken: number[] = [];
+  r.surface.onFirstUpdate = (view) => {
+    const now = process.hrtime.bigint();
+    const mark = /^\[t:(\d+)\]/.exec(view.text());
+    if (mark !== null) taken.push(Number(now - BigInt(mark[1] as string)) / 1e6);
+  };
+  const text = '[chunks:50][hold-after:0]';
+  try {
+    await r.client.card();
+    await r.engine.start();
+    // Warm-up: whole turns, so the path is compiled before anything is timed.
+    await receiveAll(r.engine, 'warm', Math.min(n, 200), '[chunks:50]');
+    await r.events.until('turn.settled', Math.min(n, 200));
+    r.events.reset();
+    let round = 0;
+    while (taken.length < samples) {
+      // n sessions accepted and held open; then their first chunks arrive, spread over a
+      // second (at once for one session), while all n stay open; then all are finished.
+      const before = taken.length;
+      await receiveAll(r.engine, `lat${round}`, n, text);
+      await r.events.until('turn.accepted', n * (round + 1));
+      say({ type: 'release-stamped', spreadMs: n === 1 ? 0 : 1_000 });
+      await waitUntil(() => taken.length >= before + n, 'the stamped first chunks');
+      say({ type: 'release' });
+      await r.events.until('turn.settled', n * (round + 1));
+      round++;
+    }
+    const sorted = [...taken].sort((a, b) => a - b);
+    say({
+      type: 'result',
+      mode: 'latency',
+      sessions: n,
+      samples: sorted.length,
+      p50: quantile(sorted, 0.5),
+      p99: quantile(sorted, 0.99),
+      max: sorted[sorted.length - 1] ?? Number.NaN,
+    });
+  } finally {
+    await r.engine.stop();
+    await r.store.close();
+    db.remove();
+  }
 }
 
 // ---- 2. memory ----------------------------------------------------------------------------------
@@ -522,7 +731,13 @@ try {
       await throughput(endpoint, num(0), num(1), num(2));
       break;
     case 'tracing':
-      await tracingCost(endpoint, num(0), num(1), num(2));
+      await tracingCost(endpoint, num(0), num(1), num(2), args[3] === 'sdk');
+      break;
+    case 'pg':
+      await pgThroughput(endpoint, args[0] ?? '', num(1), num(2), num(3));
+      break;
+    case 'latency':
+      await latency(endpoint, num(0), num(1));
       break;
     case 'memory':
       if (args[0] === 'bare') await memoryBare(endpoint, num(1), num(2), num(3));

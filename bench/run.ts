@@ -1,17 +1,19 @@
 /**
  * `npm run bench`: speed goals as ratios against a baseline measured in the same run, so the
- * numbers compare like with like on any machine (never as timed unit tests).
+ * numbers compare like with like on any machine (never as timed unit tests). Each figure prints
+ * its goal and met/MISSED (figures.ts); `--json[=path]` writes them all, next to the last run's.
  *
  * 1. SSE parse + normalise: our SseParser + JSON-RPC envelope + zod wire codec, against a bare
  *    `JSON.parse` of each event's data over the same bytes. Ratio = ours / baseline events/s.
  * 2. A streamed turn of N artifact chunks: our A2AClient against the @a2a-js/sdk 1.3.0 client
- *    reading the same bytes from the same server. Goal: ratio ≥ 1 (ours at least as fast).
+ *    reading the same bytes from the same server (above 1: ours faster).
  * 3. Linearity: the time per event of a 20,000-chunk turn against a 2,000-chunk one. Work per
  *    event must not grow with the answer so far, so this stays near 1.
- * 4–6. The session engine with 1,000 concurrent sessions: throughput against the bare client,
- *    the cost of the OpenTelemetry API without an SDK against no tracing code (goal ≥ 0.98),
- *    resident memory per streaming session, and resume after SIGKILL (bench/engine.ts).
- * 7. SQLite durability: a turn's writes with synchronous=FULL (the default) against NORMAL
+ * 4–6. The session engine: throughput on SQLite and on PostgreSQL with two replicas against the
+ *    bare client, latency from the socket to the surface, tracing's cost, memory per session,
+ *    resume after SIGKILL (bench/engine.ts).
+ * 7. Slack calls per streamed turn against the agent's event count (bench/slack-calls.ts).
+ * 8. SQLite durability: a turn's writes with synchronous=FULL (the default) against NORMAL
  *    (bench/sqlite-durability.ts).
  */
 import { randomUUID } from 'node:crypto';
@@ -24,6 +26,8 @@ import { SseParser } from '../src/a2a/sse.js';
 import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
 import { sdkRequest } from '../testkit/a2a-sdk.js';
 import { benchEngine } from './engine.js';
+import { figure, writeFigures } from './figures.js';
+import { benchSlack } from './slack-calls.js';
 import { benchSqliteDurability } from './sqlite-durability.js';
 
 const TASK_ID = 'task-bench';
@@ -118,7 +122,18 @@ function benchParse(): void {
   console.log('SSE parse + normalise (20,000 events of a 1.0 turn, 16 KiB chunks)');
   console.log(`  bare JSON.parse loop: ${rate(baseline).toLocaleString('en')} events/s`);
   console.log(`  ours (SSE + envelope + zod codec): ${rate(ours).toLocaleString('en')} events/s`);
-  console.log(`  ratio ours/baseline: ${(baseline / ours).toFixed(2)} (1.00 = as fast as a bare JSON.parse)`);
+  const ratio = baseline / ours;
+  const verdict = figure(
+    'parse.ratio',
+    'SSE + envelope + zod codec against a bare JSON.parse loop',
+    ratio,
+    'ratio',
+    {
+      op: '>=',
+      value: 0.8,
+    },
+  );
+  console.log(`  ratio ours/baseline: ${ratio.toFixed(2)} ${verdict} (1.00 = as fast as a bare JSON.parse)`);
 }
 
 interface StreamServer {
@@ -229,7 +244,18 @@ async function benchTurn(): Promise<void> {
     console.log(`\nA streamed 1.0 turn of ${chunks.toLocaleString('en')} artifact chunks over loopback`);
     console.log(`  @a2a-js/sdk 1.3.0 client: ${bestSdk.toFixed(1)} ms`);
     console.log(`  ours: ${bestOurs.toFixed(1)} ms`);
-    console.log(`  ratio sdk/ours: ${(bestSdk / bestOurs).toFixed(2)} (goal ≥ 1.00: ours at least as fast)`);
+    const sdkRatio = bestSdk / bestOurs;
+    const sdkVerdict = figure(
+      'client.vs-sdk',
+      'our client against the @a2a-js/sdk client, one 10,000-chunk turn',
+      sdkRatio,
+      'ratio',
+      {
+        op: '>=',
+        value: 1.1,
+      },
+    );
+    console.log(`  ratio sdk/ours: ${sdkRatio.toFixed(2)} ${sdkVerdict} (above 1: ours faster)`);
 
     server.setChunks(2_000);
     const small = await bestAsync(5, () => oursTurn(ours, 2_000));
@@ -238,17 +264,34 @@ async function benchTurn(): Promise<void> {
     const perEventRatio = large / 20_000 / (small / 2_000);
     console.log('\nLinearity: time per event, 20,000-chunk turn against a 2,000-chunk turn');
     console.log(`  2,000 chunks: ${small.toFixed(1)} ms; 20,000 chunks: ${large.toFixed(1)} ms`);
-    console.log(`  ratio: ${perEventRatio.toFixed(2)} (≈1 means O(chunk) per event; 10 would be quadratic)`);
+    const linearVerdict = figure(
+      'client.linearity',
+      'time per event, 20,000 chunks against 2,000',
+      perEventRatio,
+      'ratio',
+      {
+        op: '<=',
+        value: 1.5,
+      },
+    );
+    console.log(
+      `  ratio: ${perEventRatio.toFixed(2)} ${linearVerdict} (≈1 means O(chunk) per event; 10 would be quadratic)`,
+    );
   } finally {
     await server.close();
   }
 }
 
-// BENCH_ONLY=engine (or sqlite) runs only those benchmarks (for profiling them).
+// BENCH_ONLY=engine (or slack, sqlite) runs only those benchmarks (for profiling them).
 const only = process.env.BENCH_ONLY;
+// `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
+const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='));
+const jsonPath = jsonArg === undefined ? undefined : jsonArg.split('=')[1] || '.agentkourier/bench/last.json';
 if (only === undefined) {
   benchParse();
   await benchTurn();
 }
 if (only === undefined || only === 'engine') await benchEngine();
+if (only === undefined || only === 'slack') await benchSlack();
 if (only === undefined || only === 'sqlite') await benchSqliteDurability();
+if (jsonPath !== undefined) writeFigures(jsonPath);

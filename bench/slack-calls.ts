@@ -17,6 +17,7 @@ import { BudgetBook } from '../src/surfaces/slack/budget.js';
 import { SlackSurface } from '../src/surfaces/slack/surface.js';
 import { createWebClient, SlackApi } from '../src/surfaces/slack/web-api.js';
 import { startFakeSlack } from '../testkit/slack/index.js';
+import { figure } from './figures.js';
 
 const ANSWER = Array.from({ length: 48 }, (_, i) => `Sentence ${i} of the answer, about fifty chars. `).join(
   '',
@@ -84,19 +85,34 @@ export async function benchSlack(): Promise<void> {
   console.log(
     `\nSlack calls per streamed turn (one ${durationMs / 1000} s turn, the same answer, more or fewer events)`,
   );
-  const ratios: string[] = [];
   for (const streaming of [false, true]) {
     const calls: number[] = [];
     for (const events of counts) calls.push(await turnCalls({ streaming, events, durationMs }));
     const label = streaming ? 'native streams' : 'edits (chat.update)';
+    const key = streaming ? 'streams' : 'edits';
     console.log(
       `  ${label}: ${counts.map((n, i) => `${n.toLocaleString('en')} events → ${calls[i]} calls`).join('; ')}`,
     );
-    ratios.push(`${label} ${((calls[2] ?? 0) / Math.max(1, calls[0] ?? 1)).toFixed(2)}`);
+    figure(
+      `slack.${key}.calls-per-turn`,
+      `Slack calls per 2 s turn of 1,000 events, ${label}`,
+      calls[1] ?? 0,
+      'calls',
+    );
+    const ratio = (calls[2] ?? 0) / Math.max(1, calls[0] ?? 1);
+    // ≈ 1: the calls follow the turn's duration, not its event count.
+    const verdict = figure(
+      `slack.${key}.events-ratio`,
+      `Slack calls, 10,000 events against 100, ${label}`,
+      ratio,
+      'ratio',
+      {
+        op: '<=',
+        value: 1.5,
+      },
+    );
+    console.log(`  ${label}: ratio calls(10,000 events)/calls(100 events): ${ratio.toFixed(2)} ${verdict}`);
   }
-  console.log(
-    `  ratio calls(10,000 events)/calls(100 events): ${ratios.join(', ')} (goal ≈ 1: calls follow the duration, not the events)`,
-  );
   const durations = [1_000, 2_000, 4_000];
   const byDuration: number[] = [];
   for (const ms of durations)

@@ -53,6 +53,15 @@ const noEvents: EventSink = { emit: () => undefined };
 const MAX_STORED_HERE = 50_000;
 
 /**
+ * A scan starts at most this many sessions at once, then pauses SCAN_PAUSE_MS before the next
+ * slice: after a restart with 10,000 turns in flight, every driver's first call is a request to
+ * its agent, and 10,000 connections opened in the same millisecond overflow the agent's accept
+ * queue (4,096 by default on Linux); the dropped ones are retried by TCP after 1 s, 3 s, 7 s.
+ */
+const SCAN_SLICE = 500;
+const SCAN_PAUSE_MS = 50;
+
+/**
  * The session engine: threads as A2A contexts, turns as tasks, durable across crashes. It knows
  * nothing of Slack or Kubernetes: surfaces hand it messages (`receive`), it shows everything
  * through the ChatSurface port, and it keeps its state in the SessionStore.
@@ -321,9 +330,12 @@ export class SessionEngine {
     if (this.#scanning !== undefined) return this.#scanning;
     this.#scanning = (async () => {
       try {
+        let started = 0;
         for (const id of await this.#store.sessionsWithWork()) {
           if (this.#stopping.signal.aborted) return;
-          if (!this.#drivers.has(id)) this.kick(id);
+          if (this.#drivers.has(id)) continue;
+          this.kick(id);
+          if (++started % SCAN_SLICE === 0) await this.#clock.sleep(SCAN_PAUSE_MS, this.#stopping.signal);
         }
       } catch {
         // The store is unreachable: the next scan tries again.

@@ -1,4 +1,5 @@
-import type { DatabaseSync } from 'node:sqlite';
+import { closeSync, fsync, openSync } from 'node:fs';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { storeFailure } from '../rows.js';
 
 /**
@@ -10,6 +11,20 @@ import { storeFailure } from '../rows.js';
  * commit: a write it was told is done is on disk. A write that fails (a stale version, a
  * missing turn) rolls back its own savepoint only; a commit that fails (disk full, I/O error)
  * fails every write of the batch, none of which is then stored.
+ *
+ * The fsync runs off the event loop. With synchronous=FULL, SQLite would fsync the WAL inside
+ * COMMIT, on this thread, and every stream of every session would stand still for as long as
+ * the disk takes (milliseconds on a busy disk, for each batch). So when given the WAL file, a
+ * batch commits with synchronous=NORMAL (the frames are appended, not synced; set back to FULL
+ * at once, so the trigger store's own transactions keep FULL), then the WAL file is fsynced on
+ * libuv's thread pool, and only then is any caller of the batch answered: a write is still on
+ * disk before the caller is told it is done, and so before the effect it guards. One fsync
+ * covers every frame written before it began, so batches committed while one runs wait for the
+ * next (which also covers them all). The WAL is append-only between checkpoints, and SQLite
+ * syncs it before each checkpoint, so nothing a caller was told is durable can be overwritten
+ * before it is on disk. A failed fsync fails its batches and every write after it: after a
+ * failed fsync the kernel may have dropped the pages, so nothing written since can be trusted
+ * to be on disk (the broker must restart).
  */
 
 interface Pending {
@@ -24,13 +39,35 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 /** Writes per transaction; more wait for the next one, so a burst does not hold the lock long. */
 const MAX_BATCH = 256;
 
+export interface GroupCommitOptions {
+  /**
+   * The WAL file to fsync after each batch, off the event loop (synchronous=FULL on a file).
+   * Unset: each COMMIT is as durable as the connection's synchronous setting makes it.
+   */
+  walPath?: string;
+  /** The fsync used on the WAL file (a seam for tests; default node:fs's, on the thread pool). */
+  fsync?: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
+}
+
 export class GroupCommit {
   readonly #db: DatabaseSync;
   readonly #pending: Pending[] = [];
+  readonly #walPath: string | undefined;
+  readonly #fsync: NonNullable<GroupCommitOptions['fsync']>;
   #scheduled = false;
+  #statements: { savepoint: StatementSync; release: StatementSync; rollbackTo: StatementSync } | undefined;
+  /** The WAL file, opened after the first commit (SQLite creates it). */
+  #walFd: number | undefined;
+  /** Batches committed and waiting for an fsync that begins after their commit. */
+  readonly #unsynced: Array<(error: unknown) => void> = [];
+  #syncing: Promise<void> | undefined;
+  /** Set by a failed fsync: every later write fails with it. */
+  #broken: unknown;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, options: GroupCommitOptions = {}) {
     this.#db = db;
+    this.#walPath = options.walPath;
+    this.#fsync = options.fsync ?? fsync;
   }
 
   /** Runs `body` in the next group transaction; resolves with its result once that is durable. */
@@ -44,9 +81,17 @@ export class GroupCommit {
     });
   }
 
-  /** Applies every waiting write now (before the database is closed). */
-  flushNow(): void {
+  /**
+   * Applies every waiting write now and waits until every one is durable (before the database
+   * is closed); then lets the WAL file go.
+   */
+  async drain(): Promise<void> {
     while (this.#pending.length > 0) this.#flushBatch();
+    while (this.#syncing !== undefined) await this.#syncing;
+    if (this.#walFd !== undefined) {
+      closeSync(this.#walFd);
+      this.#walFd = undefined;
+    }
   }
 
   #flush(): void {
@@ -60,33 +105,63 @@ export class GroupCommit {
 
   #flushBatch(): void {
     const batch = this.#pending.splice(0, MAX_BATCH);
-    if (batch.length === 0 || !this.#db.isOpen) {
-      for (const w of batch)
-        w.reject(storeFailure(`sqlite store: ${w.operation}`, new Error('the store is closed')));
+    if (batch.length === 0) return;
+    if (!this.#db.isOpen || this.#broken !== undefined) {
+      const cause = this.#broken ?? new Error('the store is closed');
+      for (const w of batch) w.reject(storeFailure(`sqlite store: ${w.operation}`, cause));
       return;
     }
+    const deferSync = this.#walPath !== undefined;
+    let outcomes: Outcome[];
     try {
-      this.#db.exec('BEGIN IMMEDIATE');
+      if (deferSync) this.#db.exec('PRAGMA synchronous = NORMAL');
+      try {
+        outcomes = this.#apply(batch);
+      } finally {
+        if (deferSync) this.#db.exec('PRAGMA synchronous = FULL');
+      }
     } catch (cause) {
       for (const w of batch) w.reject(storeFailure(`sqlite store: ${w.operation}`, cause));
       return;
     }
+    const answer = (syncError: unknown): void => {
+      batch.forEach((w, i) => {
+        const outcome = outcomes[i] as Outcome;
+        if (syncError !== undefined) w.reject(storeFailure(`sqlite store: ${w.operation}`, syncError));
+        else if (outcome.ok) w.resolve(outcome.value);
+        else w.reject(storeFailure(`sqlite store: ${w.operation}`, outcome.error));
+      });
+    };
+    if (!deferSync) answer(undefined);
+    else this.#afterSync(answer);
+  }
+
+  /** One transaction: each write in its own savepoint. Throws when the transaction fails. */
+  #apply(batch: Pending[]): Outcome[] {
+    this.#db.exec('BEGIN IMMEDIATE');
+    // Prepared once: a savepoint per write is parsed once, not at every write.
+    this.#statements ??= {
+      savepoint: this.#db.prepare('SAVEPOINT write'),
+      release: this.#db.prepare('RELEASE write'),
+      rollbackTo: this.#db.prepare('ROLLBACK TO write'),
+    };
+    const { savepoint, release, rollbackTo } = this.#statements;
     const outcomes: Outcome[] = [];
     for (const w of batch) {
       try {
-        this.#db.exec('SAVEPOINT write');
+        savepoint.run();
       } catch (error) {
         outcomes.push({ ok: false, error });
         continue;
       }
       try {
         outcomes.push({ ok: true, value: w.body() });
-        this.#db.exec('RELEASE write');
+        release.run();
       } catch (error) {
         outcomes.push({ ok: false, error });
         try {
-          this.#db.exec('ROLLBACK TO write');
-          this.#db.exec('RELEASE write');
+          rollbackTo.run();
+          release.run();
         } catch {
           // The transaction itself is broken: the COMMIT below fails and says so.
         }
@@ -98,13 +173,45 @@ export class GroupCommit {
       try {
         if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
       } catch {}
-      for (const w of batch) w.reject(storeFailure(`sqlite store: ${w.operation}`, cause));
-      return;
+      throw cause;
     }
-    batch.forEach((w, i) => {
-      const outcome = outcomes[i] as Outcome;
-      if (outcome.ok) w.resolve(outcome.value);
-      else w.reject(storeFailure(`sqlite store: ${w.operation}`, outcome.error));
+    return outcomes;
+  }
+
+  /** Calls `done` once an fsync of the WAL that began after now has finished (or failed). */
+  #afterSync(done: (error: unknown) => void): void {
+    this.#unsynced.push(done);
+    if (this.#syncing === undefined) this.#startSync();
+  }
+
+  #startSync(): void {
+    const run = this.#sync();
+    this.#syncing = run;
+    void run.then(() => {
+      this.#syncing = undefined;
+      // Asked for after the loop below had looked for the last time.
+      if (this.#unsynced.length > 0) this.#startSync();
     });
+  }
+
+  /** fsyncs until no batch waits; never rejects (a failure is handed to the waiting batches). */
+  async #sync(): Promise<void> {
+    while (this.#unsynced.length > 0) {
+      const waiting = this.#unsynced.splice(0);
+      let error: unknown = this.#broken;
+      if (error === undefined) {
+        try {
+          this.#walFd ??= openSync(this.#walPath as string, 'r+');
+          const fd = this.#walFd;
+          await new Promise<void>((resolve, reject) =>
+            this.#fsync(fd, (e) => (e === null ? resolve() : reject(e))),
+          );
+        } catch (cause) {
+          error = cause;
+          this.#broken ??= cause;
+        }
+      }
+      for (const done of waiting) done(error);
+    }
   }
 }

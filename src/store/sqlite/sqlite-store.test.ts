@@ -51,6 +51,19 @@ describe('SqliteStore', () => {
     return store;
   }
 
+  it('opens the session of a known thread with a read, answered before any group commit runs', async () => {
+    const store = await migrated(freshPath());
+    const first = await store.openSession({ key, binding: 'ns/a', now: T0 });
+    let answered: unknown;
+    const again = store.openSession({ key, binding: 'ns/b', now: T0 + 1 }).then((s) => {
+      answered = s;
+    });
+    // Microtasks only: a write waits for the next group commit (a setImmediate) and its fsync.
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    expect(answered).toEqual(first);
+    await again;
+  });
+
   it('makes every commit durable against a power cut (WAL with synchronous=FULL) unless told otherwise', async () => {
     // Each write guards an effect that follows it; NORMAL could lose the last ones to a power cut.
     const store = await migrated(freshPath());

@@ -63,10 +63,13 @@ export class SqliteStore implements SessionStore {
   #installations: SqliteInstallationRows | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
-    const db = openDatabase(path, options.synchronous ?? 'full');
+    const synchronous = options.synchronous ?? 'full';
+    const db = openDatabase(path, synchronous);
     this.#db = db;
     this.#statements = new Statements(db);
-    this.#writes = new GroupCommit(db);
+    // On a file in WAL mode, FULL's fsync is done by the group commit, off the event loop.
+    const onFile = synchronous === 'full' && durabilityOf(db).journalMode === 'wal';
+    this.#writes = new GroupCommit(db, onFile ? { walPath: `${db.location() ?? path}-wal` } : {});
   }
 
   /** The durability settings in force, as SQLite reports them (for diagnostics and tests). */
@@ -97,15 +100,21 @@ export class SqliteStore implements SessionStore {
   }
 
   async close(): Promise<void> {
-    // Writes already asked for are applied, not dropped.
-    if (this.#db.isOpen) this.#writes.flushNow();
+    // Writes already asked for are applied and made durable, not dropped.
+    if (this.#db.isOpen) await this.#writes.drain();
     this.#statements.clear();
     if (this.#db.isOpen) this.#db.close();
   }
 
   async openSession(init: NewSession): Promise<SessionRecord> {
+    // A thread's later messages find their session: read, without waiting for a group commit
+    // (the insert below would change nothing).
+    const id = sessionIdOf(init.key);
+    const existing = this.#guard('openSession', () =>
+      this.#get('SELECT * FROM sessions WHERE id = :id', { id }),
+    );
+    if (existing !== undefined) return sessionFromRow(existing, parseJsonText);
     return this.#writes.write('openSession', () => {
-      const id = sessionIdOf(init.key);
       // The key is unique, so a second open of the same thread changes nothing (binding kept).
       this.#run(
         `INSERT INTO sessions (id, surface, workspace_id, channel_id, thread_id, binding, version,
