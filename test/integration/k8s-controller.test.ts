@@ -56,7 +56,7 @@ describe.skipIf(!HAS_GO)(
           'team-b': ['C0SHARED', 'C0B1', 'C0DUO', 'T0TEAM/*'],
           'team-c': ['C0C1'],
           // The kagent example takes direct messages: DMs are an allowlist entry of their own.
-          examples: ['C0123ABCDEF', 'C0456GHIJKL', 'direct-messages'],
+          examples: ['C0123ABCDEF', 'C0456GHIJKL', 'C0789MNOPQR', 'direct-messages'],
         },
         timings,
       });

@@ -4,7 +4,7 @@ import { z } from 'zod';
 
 /** examples/*.yaml as documents, for the unit test and the cluster test that applies them. */
 
-export const EXAMPLE_FILES = ['a2a.yaml', 'kagent.yaml'] as const;
+export const EXAMPLE_FILES = ['a2a.yaml', 'a2a-polling.yaml', 'kagent.yaml'] as const;
 
 export const exampleDocument = z
   .object({
