@@ -46,7 +46,11 @@ export interface FeedbackRows {
    */
   untold(sessionId: string, limit: number): Promise<UntoldFeedback[]>;
   /** Marks presses as told in the turn `toldIn`; a press changed since is told again later. */
-  markTold(sessionId: string, presses: ReadonlyArray<Pick<UntoldFeedback, 'turnId' | 'actorId' | 'value'>>, toldIn: string): Promise<void>;
+  markTold(
+    sessionId: string,
+    presses: ReadonlyArray<Pick<UntoldFeedback, 'turnId' | 'actorId' | 'value'>>,
+    toldIn: string,
+  ): Promise<void>;
 }
 
 export const FEEDBACK_TABLE = 'answer_feedback';

@@ -42,7 +42,8 @@ export class SqliteFeedbackRows implements FeedbackRows {
   ): Promise<void> {
     this.#guard('markTold', () =>
       immediate(this.#db, () => {
-        for (const p of presses) this.#all(FEEDBACK_SQL.markTold, [toldIn, sessionId, p.turnId, p.actorId, p.value]);
+        for (const p of presses)
+          this.#all(FEEDBACK_SQL.markTold, [toldIn, sessionId, p.turnId, p.actorId, p.value]);
       }),
     );
   }
