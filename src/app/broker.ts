@@ -8,7 +8,8 @@ import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import type { TriggerChat, TriggerDirectory } from '../core/triggers.js';
 import { createLogger, Observability } from '../observability/index.js';
-import { installationRowsOf, triggerStoreOf } from '../store/open.js';
+import type { FeedbackRows } from '../store/feedback-rows.js';
+import { feedbackRowsOf, installationRowsOf, triggerStoreOf } from '../store/open.js';
 import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
@@ -73,6 +74,8 @@ export interface BrokerCore {
   /** The store, measured. */
   store: SessionStore;
   triggerStore: TriggerStore;
+  /** Each person's latest feedback press per answer, on the same database. */
+  feedbackRows: FeedbackRows | undefined;
   slack: SlackConnection | undefined;
   engine: SessionEngine;
   triggers: Triggers;
@@ -172,7 +175,8 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         observer: obs.metrics,
         ...(o.draining === undefined ? {} : { draining: o.draining }),
       });
-      return { store, triggerStore, slack, engine, triggers, registry: o.registry };
+      const feedbackRows = feedbackRowsOf(o.store);
+      return { store, triggerStore, feedbackRows, slack, engine, triggers, registry: o.registry };
     },
     serve: async (core, o = {}) => {
       const { slack, engine, triggers } = core;
@@ -182,6 +186,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
           answerStructured: kagentAnswerer(engine, observability.metrics),
           store: core.store,
           bindings: core.registry,
+          ...(core.feedbackRows === undefined ? {} : { feedbackRows: core.feedbackRows }),
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
         });

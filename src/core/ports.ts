@@ -156,6 +156,12 @@ export type Inbound =
       addressed: boolean;
       /** The surface's id of the event that carried it, claimed with the turn (AddTurnOptions). */
       inboundEvent?: string;
+      /**
+       * More `message.metadata` stored with the turn beside the actor's (which wins on a clash):
+       * a note the surface attaches, such as the feedback on the previous answer. Bounded by the
+       * surface; stored with the turn, so a resend after a restart carries it again.
+       */
+      metadata?: Record<string, unknown>;
     }
   | {
       kind: 'trigger';

@@ -21,6 +21,8 @@ export interface SurfaceRouting {
   workspaceId?: string;
   /** Its short name on a channel several Bindings share (each one's own). */
   handle?: string;
+  /** Whether the feedback on an answer is sent to the agent on the next turn (`feedback.toAgent`). */
+  feedbackToAgent?: boolean;
 }
 
 /** A Binding's routing per surface; a surface it has none for does not route to it. */

@@ -144,7 +144,7 @@ export function defineMetrics(registry: Registry) {
     ),
     feedback: counter(
       'agentkourier_feedback_total',
-      'Feedback presses on answers, by value (positive, negative): each person once per answer and value.',
+      "Feedback presses that set a person's latest value on an answer (a first press, or a change of mind counted once under the new value); repeats count nothing.",
       ['binding', 'value'],
     ),
     cancels: counter(

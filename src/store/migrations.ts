@@ -23,6 +23,7 @@
  *
  * SQLite tables are STRICT so a value of the wrong type is refused rather than stored.
  */
+import { feedbackTables } from './feedback-rows.js';
 import { installationTables } from './installation-rows.js';
 
 export interface Migration {
@@ -189,6 +190,14 @@ export const migrations: readonly Migration[] = [
     name: 'slack installations',
     sqlite: installationTables('INTEGER', ' STRICT'),
     postgres: installationTables('bigint', ''),
+  },
+  {
+    version: 7,
+    // Feedback on answers (feedback-rows.ts): each person's latest press per answer, and
+    // whether the agent was told of it on a later turn.
+    name: 'answer feedback',
+    sqlite: feedbackTables('INTEGER', ' STRICT'),
+    postgres: feedbackTables('bigint', ''),
   },
 ];
 

@@ -8,6 +8,7 @@ import { InvalidConfigError } from '../core/errors.js';
 import type { SessionStore } from '../core/store.js';
 import type { TranscriptStore } from '../core/transcript-store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
+import type { FeedbackRows } from './feedback-rows.js';
 import type { InstallationRows } from './installation-rows.js';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
@@ -89,4 +90,10 @@ export function transcriptStoreOf(store: SessionStore): TranscriptStore {
 export function installationRowsOf(store: SessionStore): InstallationRows {
   if (store instanceof SqliteStore || store instanceof PostgresStore) return store.installations();
   throw new InvalidConfigError('this session store keeps no Slack installations');
+}
+
+/** Feedback on answers on the same database as a store `openStore` opened (migrated with it). */
+export function feedbackRowsOf(store: SessionStore): FeedbackRows | undefined {
+  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.feedback();
+  return undefined;
 }

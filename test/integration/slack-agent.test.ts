@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { STOP_REFUSED } from '../../src/surfaces/slack/agent-stop.js';
-import { answer, startContractAgent } from '../agents/contract-agent.js';
+import { answer, type RecordedRequest, startContractAgent } from '../agents/contract-agent.js';
 import { sendSlackEvent } from '../slack/events.js';
 import {
   ADA,
@@ -24,6 +24,11 @@ import {
 const SEND = 'SendStreamingMessage';
 const CANCEL = 'CancelTask';
 const BOB = 'U0BOB';
+
+/** The message of a recorded SendStreamingMessage call. */
+function sentMessage(r: RecordedRequest): { metadata?: Record<string, unknown> } | undefined {
+  return (r.body as { params?: { message?: { metadata?: Record<string, unknown> } } }).params?.message;
+}
 
 const LONG = answer({ chunks: Array.from({ length: 30 }, (_, i) => `part ${i}. `), chunkDelayMs: 200 });
 
@@ -170,7 +175,7 @@ describe('Slack agent sessions: the stop button and the status', () => {
     expect(h.events.find((e) => e.type === 'turn.settled')).toMatchObject({ outcome: 'completed' });
   });
 
-  it('feedback buttons under a finished answer: each person counted once per value, logged with the turn and task, never a turn', async () => {
+  it('feedback buttons under a finished answer: the last press of a person wins, a change counted once under the new value, logged with the turn and task, never a turn', async () => {
     const store = new SqliteStore(':memory:');
     const counted: string[] = [];
     const feedback = {
@@ -186,34 +191,121 @@ describe('Slack agent sessions: the stop button and the status', () => {
     const stop = a.fake.callsOf('chat.stopStream')[0];
     expect(stop?.args.blocks).toEqual([expect.objectContaining({ type: 'context_actions' })]);
     const message = { ts: answered?.ts ?? '' };
-    expect((await a.pressFeedback(message, buttons?.positive ?? '', ADA)).status).toBe(200);
-    await a.pressFeedback(message, buttons?.positive ?? '', ADA);
-    await a.pressFeedback(message, buttons?.negative ?? '', ADA);
-    await a.pressFeedback(message, buttons?.positive ?? '', BOB);
-    await a.waitFor(
-      'four logged presses',
-      () => a.logs.filter((l) => l.msg === 'feedback on an answer').length === 4,
-    );
-    expect(counted.sort()).toEqual([
+    const presses = (): Array<Record<string, unknown>> =>
+      a.logs.filter((l) => l.msg === 'feedback on an answer');
+    const press = async (value: string, user: string, count: number): Promise<void> => {
+      expect((await a.pressFeedback(message, value, user)).status).toBe(200);
+      await a.waitFor(`${count} logged presses`, () => presses().length === count);
+    };
+    await press(buttons?.positive ?? '', ADA, 1);
+    await press(buttons?.positive ?? '', ADA, 2);
+    await press(buttons?.negative ?? '', ADA, 3);
+    await press(buttons?.positive ?? '', BOB, 4);
+    await press(buttons?.positive ?? '', ADA, 5);
+    // Ada: positive, (the same again: nothing), negative, positive — each change counted once
+    // under its new value; Bob's first press.
+    expect(counted).toEqual([
+      'team-a/support positive',
       'team-a/support negative',
       'team-a/support positive',
       'team-a/support positive',
     ]);
     const turnId = a.events.find((e) => e.type === 'turn.settled');
     const task = [...a.agent.tasks.values()][0];
-    expect(a.logs.find((l) => l.msg === 'feedback on an answer')).toMatchObject({
+    expect(presses()[0]).toMatchObject({
       turnId: turnId?.type === 'turn.settled' ? turnId.turnId : '',
       taskId: task?.id,
       value: 'positive',
+      latest: 'positive',
+      change: 'first',
+      counted: true,
       user: ADA,
     });
-    // After a restart the same press is still not counted twice.
+    expect(presses()[1]).toMatchObject({ change: 'unchanged', counted: false, latest: 'positive' });
+    expect(presses()[2]).toMatchObject({ change: 'changed', previous: 'positive', latest: 'negative' });
+    expect(presses()[4]).toMatchObject({
+      user: ADA,
+      change: 'changed',
+      previous: 'negative',
+      latest: 'positive',
+    });
+    // After a restart the latest press again is still not counted twice.
     await a.close({ keepAgent: true, keepStore: true, keepFake: true });
     const b = await harness({ store, agent: a.agent, fakeSlack: a.fake, feedback });
     await b.pressFeedback(message, buttons?.positive ?? '', ADA);
     await b.waitFor('the press logged', () => b.logs.some((l) => l.msg === 'feedback on an answer'));
-    expect(counted).toHaveLength(3);
+    expect(b.logs.find((l) => l.msg === 'feedback on an answer')).toMatchObject({ change: 'unchanged' });
+    expect(counted).toHaveLength(4);
     expect(b.agent.rpc(SEND)).toHaveLength(1);
+  });
+
+  it('[S-5] spec.slack.feedback.toAgent: the next turn carries each person’s latest feedback on the previous answer as metadata, once, after a restart too; never a turn by itself', async () => {
+    const store = new SqliteStore(':memory:');
+    const a = await startSlackHarness({ store, feedbackToAgent: true });
+    a.fake.addUser({ id: BOB, name: 'bob' });
+    const { ts } = await a.mention('hello');
+    await a.settled(1);
+    const [answered] = a.botMessages(ts);
+    const buttons = a.feedback(CHANNEL, answered?.ts ?? '');
+    const message = { ts: answered?.ts ?? '' };
+    let logged = 0;
+    for (const [value, user] of [
+      [buttons?.negative, ADA],
+      [buttons?.positive, ADA],
+      [buttons?.negative, BOB],
+    ] as const) {
+      await a.pressFeedback(message, value ?? '', user);
+      logged++;
+      await a.waitFor(
+        'the press logged',
+        () => a.logs.filter((l) => l.msg === 'feedback on an answer').length === logged,
+      );
+    }
+    // The presses alone send nothing; the note waits for the next turn, across a restart.
+    expect(a.agent.rpc(SEND)).toHaveLength(1);
+    await a.close({ keepAgent: true, keepStore: true, keepFake: true });
+    const b = await harness({ store, agent: a.agent, fakeSlack: a.fake, feedbackToAgent: true });
+    await b.mention('and the logs?', { threadTs: ts });
+    await b.settled(1);
+    await b.mention('thanks', { threadTs: ts });
+    await b.settled(2);
+    const task = [...b.agent.tasks.values()][0];
+    const metadata = b.agent.rpc(SEND).map((r) => sentMessage(r)?.metadata);
+    expect(metadata).toHaveLength(3);
+    expect(metadata[0]).not.toHaveProperty(['agentkourier.dev/feedback']);
+    expect(metadata[1]).toEqual({
+      'agentkourier.dev/actor': { id: ADA, name: 'ada', email: 'ada@example.com' },
+      'agentkourier.dev/feedback': {
+        taskId: task?.id,
+        presses: [
+          { actorId: BOB, value: 'negative' },
+          { actorId: ADA, value: 'positive' },
+        ],
+      },
+    });
+    // Told once: the turn after it carries no note.
+    expect(metadata[2]).toEqual({
+      'agentkourier.dev/actor': { id: ADA, name: 'ada', email: 'ada@example.com' },
+    });
+  });
+
+  it('without spec.slack.feedback.toAgent the feedback is recorded but never sent to the agent', async () => {
+    const h = await harness();
+    const { ts } = await h.mention('hello');
+    await h.settled(1);
+    const [answered] = h.botMessages(ts);
+    const buttons = h.feedback(CHANNEL, answered?.ts ?? '');
+    await h.pressFeedback({ ts: answered?.ts ?? '' }, buttons?.negative ?? '', ADA);
+    await h.waitFor('the press logged', () => h.logs.some((l) => l.msg === 'feedback on an answer'));
+    expect(h.logs.find((l) => l.msg === 'feedback on an answer')).toMatchObject({
+      change: 'first',
+      counted: true,
+    });
+    await h.mention('and the logs?', { threadTs: ts });
+    await h.settled(2);
+    const sent = h.agent.rpc(SEND).map((r) => sentMessage(r)?.metadata);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toEqual({ 'agentkourier.dev/actor': { id: ADA, name: 'ada', email: 'ada@example.com' } });
   });
 
   it('opening the Messages tab sets suggested prompts from the card’s skill examples (at most 4), again when the card changes', async () => {

@@ -185,6 +185,20 @@ describe('local mode: reading, tenancy and reloading', () => {
     expect(cardReads(agent1).slice(before)).toEqual(['Bearer from-a']);
   });
 
+  it('spec.slack.feedback.toAgent reaches the registry’s Slack routing; a wrong type names the field', async () => {
+    const withFeedback = (value: string): string =>
+      `${bindingDoc('one')}  slack: {channels: [C1AAA], feedback: {toAgent: ${value}}}\n`;
+    const { registry } = await start(
+      file(backendDoc(agent1.endpoint), withFeedback('true'), bindingDoc('two')),
+    );
+    expect(registry.get('default/one')?.routes.slack?.feedbackToAgent).toBe(true);
+    expect(registry.get('default/two')?.routes.slack?.feedbackToAgent).toBeUndefined();
+    await writeFile(path, file(backendDoc(agent1.endpoint), withFeedback('"yes"')));
+    const bad = startLocalManifests({ file: path, registry: new LiveRegistry(), logger, watch: false });
+    await expect(bad).rejects.toBeInstanceOf(LocalManifestError);
+    await expect(bad).rejects.toThrow(/spec\.slack\.feedback\.toAgent/);
+  });
+
   it('reload() rejects a bad file and keeps the last good configuration', async () => {
     const { registry, local } = await start(file(backendDoc(agent1.endpoint), bindingDoc('one')));
     await writeFile(path, file(backendDoc(agent1.endpoint), bindingDoc('one', 'userId: ""')));

@@ -53,6 +53,15 @@ const slack = z
         description:
           'A short name that lets several Bindings share a channel: a thread that starts with it (`@Agent Kourier billing: …`) goes to this Binding. Every Binding on a shared channel needs its own.',
       }),
+    feedback: z
+      .object({
+        toAgent: z.boolean().default(false).meta({
+          description:
+            'Whether the feedback people give an answer (each person’s latest press) is sent to the agent as message metadata on the next turn of the thread. Never a turn by itself.',
+        }),
+      })
+      .optional()
+      .meta({ description: 'The feedback buttons under finished answers.' }),
   })
   .meta({ description: 'Where in Slack this Binding listens.' });
 

@@ -126,6 +126,25 @@ describe('planBinding', () => {
     expect(plan.credentialsCondition.message).not.toContain('abc');
   });
 
+  it('routes spec.slack.feedback.toAgent to the Slack surface only when it is true', () => {
+    const plan = (feedback?: { toAgent: boolean }) =>
+      planBinding({
+        binding: bindingObject({
+          slack: {
+            channels: ['C1AAA'],
+            allowDirectMessages: false,
+            ...(feedback === undefined ? {} : { feedback }),
+          },
+        }),
+        backend: backendObject(),
+        secrets: secrets({}),
+        allowedChannels: undefined,
+      }).live?.slack;
+    expect(plan({ toAgent: true })?.feedbackToAgent).toBe(true);
+    expect(plan({ toAgent: false })).not.toHaveProperty('feedbackToAgent');
+    expect(plan()).not.toHaveProperty('feedbackToAgent');
+  });
+
   it('keeps channels the namespace may not claim out of the registry', () => {
     const plan = planBinding({
       binding: bindingObject({ slack: { channels: ['C1AAA', 'C2BBB'], allowDirectMessages: false } }),

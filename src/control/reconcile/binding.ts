@@ -267,6 +267,7 @@ function planClient(observed: BindingObservation): BindingPlan {
       allowDirectMessages: directMessages,
       ...(slack?.teamId === undefined ? {} : { workspaceId: slack.teamId }),
       ...(slack?.handle === undefined ? {} : { handle: slack.handle }),
+      ...(slack?.feedback?.toAgent === true ? { feedbackToAgent: true } : {}),
     },
     toolApprovals: { enabled: approvals?.enabled ?? false, approverGroups: approvals?.approverGroups ?? [] },
   };

@@ -173,7 +173,7 @@ export class SessionEngine {
       kind = input.addressed ? 'message' : 'context';
       text = this.#bounded(input.text);
       label = input.actor.label;
-      metadata = actorMetadata(input.actor);
+      metadata = { ...input.metadata, ...actorMetadata(input.actor) };
     } else {
       kind = 'trigger';
       text = composeTriggerText(this.#bounded(input.instruction), input.fields);

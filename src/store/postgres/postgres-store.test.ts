@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
+import { feedbackContract } from '../../../test/store/feedback-contract.js';
 import { installationContract } from '../../../test/store/installation-contract.js';
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
@@ -53,6 +54,12 @@ installationContract('postgres', async () => {
   const store = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
   await store.migrate();
   return { rows: store.installations(), close: () => store.close() };
+});
+
+feedbackContract('postgres', async () => {
+  const store = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+  await store.migrate();
+  return { rows: store.feedback(), close: () => store.close() };
 });
 
 describe('PostgresStore', () => {

@@ -12,6 +12,7 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import type { FeedbackRows } from '../feedback-rows.js';
 import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import {
@@ -25,6 +26,7 @@ import {
   turnFromRow,
 } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
+import { PostgresFeedbackRows } from './postgres-feedback-rows.js';
 import { PostgresInstallationRows } from './postgres-installation-rows.js';
 import { PostgresSteps, PostgresTriggerStore } from './postgres-trigger-store.js';
 import { type PostgresSql, postgresSql, SCHEMA_NAME } from './sql.js';
@@ -72,6 +74,7 @@ export class PostgresStore implements SessionStore {
   #transcripts: TranscriptStore | undefined;
   #triggers: PostgresTriggerStore | undefined;
   #installations: PostgresInstallationRows | undefined;
+  #feedback: PostgresFeedbackRows | undefined;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'public';
@@ -140,6 +143,12 @@ export class PostgresStore implements SessionStore {
   installations(): InstallationRows {
     this.#installations ??= new PostgresInstallationRows(this.#pool, this.#schema);
     return this.#installations;
+  }
+
+  /** Feedback on answers in the same schema (its table comes with migrate()). */
+  feedback(): FeedbackRows {
+    this.#feedback ??= new PostgresFeedbackRows(this.#pool, this.#schema);
+    return this.#feedback;
   }
 
   /** The web chat's transcripts on the same database (their tables come with migrate()). */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { feedbackContract } from '../../../test/store/feedback-contract.js';
 import { installationContract } from '../../../test/store/installation-contract.js';
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
@@ -243,4 +244,10 @@ installationContract('sqlite file', async () => {
   const store = new SqliteStore(freshPath());
   await store.migrate();
   return { rows: store.installations(), close: () => store.close() };
+});
+
+feedbackContract('sqlite file', async () => {
+  const store = new SqliteStore(freshPath());
+  await store.migrate();
+  return { rows: store.feedback(), close: () => store.close() };
 });

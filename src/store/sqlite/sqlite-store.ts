@@ -12,6 +12,7 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import type { FeedbackRows } from '../feedback-rows.js';
 import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
@@ -27,6 +28,7 @@ import {
 import { StepsTranscriptStore } from '../transcript-queries.js';
 import { durabilityOf, migrateDatabase, openDatabase, Statements } from './connection.js';
 import { GroupCommit } from './group-commit.js';
+import { SqliteFeedbackRows } from './sqlite-feedback-rows.js';
 import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
 
@@ -61,6 +63,7 @@ export class SqliteStore implements SessionStore {
   #transcripts: TranscriptStore | undefined;
   #triggers: SqliteTriggerStore | undefined;
   #installations: SqliteInstallationRows | undefined;
+  #feedback: SqliteFeedbackRows | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const synchronous = options.synchronous ?? 'full';
@@ -97,6 +100,12 @@ export class SqliteStore implements SessionStore {
   installations(): InstallationRows {
     this.#installations ??= new SqliteInstallationRows(this.#db);
     return this.#installations;
+  }
+
+  /** Feedback on answers on the same database (its table comes with migrate()). */
+  feedback(): FeedbackRows {
+    this.#feedback ??= new SqliteFeedbackRows(this.#db);
+    return this.#feedback;
   }
 
   async close(): Promise<void> {

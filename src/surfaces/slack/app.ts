@@ -17,6 +17,7 @@ import {
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { CancelRequest, CancelResult } from '../../core/session/cancelling.js';
 import type { SessionKey, SessionStore } from '../../core/store.js';
+import type { FeedbackRows } from '../../store/feedback-rows.js';
 import type { InstallationRows } from '../../store/installation-rows.js';
 import type { ActivityOptions } from './activity.js';
 import { AgentStops } from './agent-stop.js';
@@ -33,6 +34,7 @@ import {
   SlackUnavailableError,
 } from './errors.js';
 import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './feedback.js';
+import { FeedbackNotes, type FeedbackNotesDeps } from './feedback-notes.js';
 import { InboundRouter } from './inbound.js';
 import { Workspaces } from './installations/workspaces.js';
 import { slackLogger } from './logger.js';
@@ -109,8 +111,13 @@ export interface ListenOptions {
    */
   answerStructured: AnswerStructured;
   store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn' | 'openTurns' | 'commit'>;
-  /** Which Binding owns a channel, and its tool-approval settings. `LiveRegistry` is one. */
-  bindings: ChannelDirectory & ApprovalBindings;
+  /** Which Binding owns a channel, its tool-approval and feedback settings. `LiveRegistry` is one. */
+  bindings: ChannelDirectory & ApprovalBindings & FeedbackNotesDeps['bindings'];
+  /**
+   * Where each person's latest feedback press is kept (the session store's database,
+   * store/open.ts feedbackRowsOf). Unset: presses are logged, never counted nor told.
+   */
+  feedbackRows?: FeedbackRows;
   /**
    * HTTP mode: the port to listen on (0 picks one). Leave it out to mount `requestListener` on
    * the broker's own HTTP server instead.
@@ -259,6 +266,15 @@ export class SlackConnection {
       ...(this.botUserId === undefined ? {} : { botUserId: this.botUserId }),
       ...(this.teamId === undefined ? {} : { teamId: this.teamId }),
       titles: this.surface.statuses,
+      ...(options.feedbackRows === undefined
+        ? {}
+        : {
+            feedbackNotes: new FeedbackNotes({
+              rows: options.feedbackRows,
+              bindings: options.bindings,
+              logger: this.#logger,
+            }),
+          }),
     });
     const team = this.teamId === undefined ? {} : { teamId: this.teamId };
     const stops = new AgentStops({
@@ -280,6 +296,7 @@ export class SlackConnection {
     });
     const feedback = new FeedbackDesk({
       store: options.store,
+      ...(options.feedbackRows === undefined ? {} : { rows: options.feedbackRows }),
       clock: this.#clock,
       logger: this.#logger,
       ...team,

@@ -2,21 +2,27 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../core/ports.js';
 import type { SessionStore } from '../../core/store.js';
+import type { FeedbackRows, FeedbackValue } from '../../store/feedback-rows.js';
 import { slackKeyOf } from './activity.js';
+
+export type { FeedbackValue } from '../../store/feedback-rows.js';
 
 /**
  * Feedback buttons (👍 / 👎) under a finished answer: Slack's `feedback_buttons` element in a
  * `context_actions` block, drawn by chat.stopStream under the streamed text. A press is
- * recorded — counted per Binding and value, and logged with the turn and task ids — and never
- * becomes a turn. A person is counted once per answer and value, durably (a redelivered or
- * repeated press, or one after a restart, counts nothing new); the last press of a person is
- * the one the log's latest line shows.
+ * recorded — kept as the person's latest press on that answer (the last press wins, durably in
+ * the store), counted, and logged with the turn and task ids — and never becomes a turn.
+ *
+ * The counter (`agentkourier_feedback_total{binding,value}`) counts a press when it sets a
+ * person's latest value on an answer: a first press, or a change of mind, which counts once
+ * under the new value. A repeat of the same value (a double click, a redelivery, the same press
+ * after a restart) counts nothing. A counter cannot go down, so a change is not taken off the
+ * old value: the audit line says what it replaced (`previous`), and the store keeps the latest.
+ * A Binding with `spec.slack.feedback.toAgent` also has the latest presses told to the agent on
+ * the next turn (feedback-notes.ts).
  */
 
 export const FEEDBACK_ACTION = 'agentkourier.feedback';
-
-/** The two values a press can carry (a bounded label). */
-export type FeedbackValue = 'positive' | 'negative';
 
 /** Where presses are counted (`agentkourier_feedback_total{binding,value}`). */
 export interface FeedbackCounter {
@@ -66,7 +72,9 @@ const press = z.object({
 });
 
 export interface FeedbackDeps {
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getTurn' | 'getSession'>;
+  store: Pick<SessionStore, 'getTurn' | 'getSession'>;
+  /** Where each person's latest press is kept; unset: presses are only logged, never counted. */
+  rows?: FeedbackRows;
   clock: Clock;
   logger: Logger;
   /** Single-workspace mode: the bot token's team (OAuth mode: each event names its own). */
@@ -112,11 +120,18 @@ export class FeedbackDesk {
         logger.warn({ team, channel }, 'a feedback press for an unknown answer was ignored');
         return;
       }
-      const first = await store.claimInboundEvent(
-        `feedback:${team}:${turnId}:${user.id}:${value}`,
-        this.#deps.clock.now(),
-      );
-      // The audit line: who said what of which turn and task (ids only), every press.
+      const outcome = await this.#deps.rows?.press({
+        sessionId: session.id,
+        turnId,
+        taskId: turn.taskId,
+        actorId: user.id,
+        value,
+        now: this.#deps.clock.now(),
+      });
+      const counted = outcome !== undefined && outcome.kind !== 'unchanged';
+      // The audit line: who said what of which turn and task (ids only), every press; `latest`
+      // is the person's value now, `change` what the press did, `previous` the value a change
+      // of mind replaced.
       logger.info(
         {
           binding: session.binding,
@@ -126,11 +141,13 @@ export class FeedbackDesk {
           turnId,
           taskId: turn.taskId,
           value,
-          counted: first,
+          ...(outcome === undefined ? {} : { latest: value, change: outcome.kind }),
+          ...(outcome?.kind === 'changed' ? { previous: outcome.previous } : {}),
+          counted,
         },
         'feedback on an answer',
       );
-      if (first) this.#deps.counter?.feedbackGiven(session.binding, value);
+      if (counted) this.#deps.counter?.feedbackGiven(session.binding, value);
     } catch (error) {
       logger.error({ err: error instanceof Error ? error.name : typeof error }, 'could not record feedback');
     }

@@ -7,6 +7,7 @@ import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
 import { namedHandle, PICK_HINT, pickAgent, pickerBlocks, pickWords } from './agent-picker.js';
+import type { FeedbackNotes } from './feedback-notes.js';
 import {
   HAND_OVER_BUSY,
   HAND_OVER_SAME,
@@ -235,6 +236,8 @@ export interface InboundDeps {
   teamId?: string;
   /** Where a new thread's first message becomes its agent session's title. */
   titles?: { titleFrom(sessionId: string, text: string): void };
+  /** The feedback on the previous answer, for the next turn (feedback-notes.ts). */
+  feedbackNotes?: FeedbackNotes;
 }
 
 export const NOT_TAKEN =
@@ -341,7 +344,10 @@ export class InboundRouter {
       // A thread's first message names its agent session.
       if (turn.addressed && turn.ts === turn.key.threadId)
         this.#deps.titles?.titleFrom(sessionIdOf(turn.key), turn.text);
-      await engine.receive({
+      // Only a turn sent to the agent carries the note: a reply carried as context does not.
+      const sessionId = sessionIdOf(turn.key);
+      const note = turn.addressed ? await this.#deps.feedbackNotes?.noteFor(sessionId, binding) : undefined;
+      const received = await engine.receive({
         kind: 'person',
         key: turn.key,
         binding,
@@ -350,7 +356,10 @@ export class InboundRouter {
         text: turn.text,
         addressed: turn.addressed,
         inboundEvent: `${team}:${eventId}`,
+        ...(note === undefined ? {} : { metadata: note.metadata }),
       });
+      if (note !== undefined && !received.duplicate)
+        await this.#deps.feedbackNotes?.told(sessionId, note, received.turnId);
     } catch (error) {
       logger.error({ eventId, err: errorName(error) }, 'could not take a Slack message');
       if (turn.addressed)

@@ -11,6 +11,7 @@ import type { EngineTimings } from '../../../src/core/session/timings.js';
 import type { SessionStore } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { dialectSpec } from '../../../src/dialects/index.js';
+import { feedbackRowsOf } from '../../../src/store/open.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import type { AnswerSettings } from '../../../src/surfaces/slack/answer.js';
 import { type ConnectOptions, SlackConnection } from '../../../src/surfaces/slack/app.js';
@@ -76,6 +77,8 @@ export interface SlackHarnessOptions {
   decisions?: DecisionCounter;
   /** Where feedback presses are counted. */
   feedback?: FeedbackCounter;
+  /** The Binding's spec.slack.feedback.toAgent (default off). */
+  feedbackToAgent?: boolean;
 }
 
 /** A button of a message's blocks, as a press needs it. */
@@ -161,7 +164,13 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     client,
     dialect: kagent ? dialectSpec('kagent-v1').dialect : a2aDialect,
     settings: { questionTimeoutMs: null, ...options.settings },
-    routes: { slack: { channels: options.channels ?? [CHANNEL], allowDirectMessages: true } },
+    routes: {
+      slack: {
+        channels: options.channels ?? [CHANNEL],
+        allowDirectMessages: true,
+        ...(options.feedbackToAgent === true ? { feedbackToAgent: true } : {}),
+      },
+    },
     toolApprovals,
   });
   const logs: Array<Record<string, unknown>> = [];
@@ -205,11 +214,13 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     timings: { ...FAST_TIMINGS, ...options.timings },
   });
   await engine.start();
+  const feedbackRows = feedbackRowsOf(store);
   const { port } = await slack.listen({
     engine,
     answerStructured: kagentAnswerer(engine, options.decisions),
     store,
     bindings: registry,
+    ...(feedbackRows === undefined ? {} : { feedbackRows }),
     describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),
     port: 0,
     host: '127.0.0.1',
