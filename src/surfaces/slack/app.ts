@@ -259,6 +259,7 @@ export class SlackConnection {
       ...(this.botUserId === undefined ? {} : { botUserId: this.botUserId }),
       ...(this.teamId === undefined ? {} : { teamId: this.teamId }),
       titles: this.surface.statuses,
+      ...(options.describeAgent === undefined ? {} : { describe: options.describeAgent }),
     });
     const team = this.teamId === undefined ? {} : { teamId: this.teamId };
     const stops = new AgentStops({
@@ -378,9 +379,9 @@ export class SlackConnection {
     // The agent picker of a shared channel (agent-picker.ts).
     app.action(
       { type: 'block_actions', action_id: /^agentkourier\.pick\./ },
-      async ({ ack, body, context }) => {
+      async ({ ack, body, context, respond }) => {
         await ack();
-        await bounded(router.pick(body, context.botUserId));
+        await bounded(router.pick(body, context.botUserId, respond));
       },
     );
     app.view({ type: 'view_submission', callback_id: DENY_CALLBACK }, async ({ ack, body }) => {
