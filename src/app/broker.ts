@@ -3,6 +3,7 @@ import type { BrokerConfig } from '../config/broker.js';
 import { loadSlackConfig, slackRequested } from '../config/slack.js';
 import type { ChatSurface, EventSink } from '../core/ports.js';
 import type { LiveRegistry } from '../core/registry.js';
+import { WORKSPACE_REMOVED_REASON } from '../core/session/cancelling.js';
 import { SessionEngine } from '../core/session/engine.js';
 import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
@@ -144,7 +145,12 @@ export function openBroker(options: BrokerOpenOptions): Broker {
               ...(slackConfig.oauth === undefined ? {} : { installations: installationRowsOf(o.store) }),
             });
       let scan = (): void => undefined;
-      const gated = await gateInstalledWorkspaces(slack, o.registry, { logger, scan: () => scan() });
+      let cancel = async (_workspaceId: string): Promise<unknown> => undefined;
+      const gated = await gateInstalledWorkspaces(slack, o.registry, {
+        logger,
+        scan: () => scan(),
+        cancel: (workspaceId) => cancel(workspaceId),
+      });
       stops.push(async () => gated.stop());
       // Each surface shows the agent working from the engine's events.
       const sinks: EventSink[] = [...(o.sinks ?? [])];
@@ -161,6 +167,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         ...(o.owner === undefined ? {} : { owner: o.owner }),
       });
       scan = () => void engine.scan();
+      cancel = (workspaceId) => engine.cancelWorkspace('slack', workspaceId, WORKSPACE_REMOVED_REASON);
       obs.metrics.countActiveSessions(() => engine.activeSessions);
       const triggers = new Triggers({
         directory: o.triggerDirectory,

@@ -6,7 +6,8 @@ import type { SessionKey } from '../core/store.js';
  * a session of such a workspace resolves to no Binding, so the engine settles its open turns
  * and stops driving it (it would only meet revoked tokens), while every other workspace's
  * sessions go on. In OAuth mode the workspaces admitted are the installed ones, refreshed from
- * the store so a removal seen by another replica reaches this one too.
+ * the store so a removal seen by another replica reaches this one too. A cancel still resolves:
+ * a task such a session started is stopped at its agent (the agent is not the workspace's).
  */
 export class WorkspaceGate implements AgentRegistry {
   readonly #registry: AgentRegistry;
@@ -19,8 +20,9 @@ export class WorkspaceGate implements AgentRegistry {
     this.#surface = surface;
   }
 
-  resolve(binding: string, key?: SessionKey): AgentRoute | undefined {
+  resolve(binding: string, key?: SessionKey, use?: 'cancel'): AgentRoute | undefined {
     if (
+      use !== 'cancel' &&
       key !== undefined &&
       key.surface === this.#surface &&
       this.#admitted !== undefined &&

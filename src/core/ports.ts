@@ -135,9 +135,10 @@ export interface AgentRoute {
 export interface AgentRegistry {
   /**
    * `key`: the session asking. A registry may refuse a session whose place is gone even though
-   * its Binding is not (a Slack workspace that uninstalled the app).
+   * its Binding is not (a Slack workspace that uninstalled the app) — but not for `'cancel'`:
+   * what such a session started is still stopped at the agent.
    */
-  resolve(binding: string, key?: SessionKey): AgentRoute | undefined;
+  resolve(binding: string, key?: SessionKey, use?: 'cancel'): AgentRoute | undefined;
 }
 
 // ---- what surfaces hand the engine -----------------------------------------------------------

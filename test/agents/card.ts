@@ -18,6 +18,8 @@ export interface CardOptions {
   raw?: string;
   /** Send the headers, then the card one byte every `trickleMs`: a card that takes for ever. */
   trickleMs?: number;
+  /** The card's name (default 'Contract Agent'). */
+  name?: string;
   /** The card's skills (default: one Echo skill without examples). */
   skills?: JsonObject[];
 }
@@ -37,7 +39,7 @@ export function buildCard(v: WireVersion, endpoint: string, o: CardOptions): Jso
     );
   }
   const common: JsonObject = {
-    name: 'Contract Agent',
+    name: o.name ?? 'Contract Agent',
     description: 'A scriptable A2A test agent that echoes what it is sent',
     version: '1.0.0',
   };

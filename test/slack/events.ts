@@ -217,6 +217,10 @@ export function blockActionsPayload(o: {
   botUserId?: string;
   /** The element's type (default 'button'; 'feedback_buttons' for a feedback press). */
   actionType?: string;
+  /** The press's response_url (the fake's `responseUrl()`); default: one that goes nowhere. */
+  responseUrl?: string;
+  /** A press on an ephemeral message: Slack sends no `message` then, only the container. */
+  ephemeral?: boolean;
 }): Record<string, unknown> {
   const teamId = o.teamId ?? 'T0001';
   const actionTs = `${(Date.now() / 1000).toFixed(6)}`;
@@ -229,7 +233,7 @@ export function blockActionsPayload(o: {
       type: 'message',
       message_ts: o.messageTs,
       channel_id: o.channel,
-      is_ephemeral: false,
+      is_ephemeral: o.ephemeral === true,
       ...(o.threadTs !== undefined ? { thread_ts: o.threadTs } : {}),
     },
     trigger_id: `${Date.now()}.${randomUUID().slice(0, 8)}`,
@@ -237,17 +241,21 @@ export function blockActionsPayload(o: {
     enterprise: null,
     is_enterprise_install: false,
     channel: { id: o.channel, name: o.channel.toLowerCase() },
-    message: {
-      type: 'message',
-      user: o.botUserId ?? 'U0BOT',
-      bot_id: 'B0BOT',
-      ts: o.messageTs,
-      text: o.messageText ?? '',
-      blocks: o.messageBlocks ?? [],
-      ...(o.threadTs !== undefined ? { thread_ts: o.threadTs } : {}),
-    },
+    ...(o.ephemeral === true
+      ? {}
+      : {
+          message: {
+            type: 'message',
+            user: o.botUserId ?? 'U0BOT',
+            bot_id: 'B0BOT',
+            ts: o.messageTs,
+            text: o.messageText ?? '',
+            blocks: o.messageBlocks ?? [],
+            ...(o.threadTs !== undefined ? { thread_ts: o.threadTs } : {}),
+          },
+        }),
     state: { values: {} },
-    response_url: `https://hooks.slack.com/actions/${teamId}/0/fake`,
+    response_url: o.responseUrl ?? `https://hooks.slack.com/actions/${teamId}/0/fake`,
     actions: [
       {
         type: o.actionType ?? 'button',

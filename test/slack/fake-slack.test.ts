@@ -607,4 +607,98 @@ describe('signed inbound requests, verified by Bolt', () => {
     expect((await sendSlackInteraction(appUrl, secret, click, { badSignature: true })).status).toBe(401);
     expect(f.messages(CHANNEL).length).toBe(3);
   });
+
+  it('a press’s response_url, through Bolt’s respond(): removes an ephemeral message, at most 5 uses, within 30 minutes', async () => {
+    let now = 1_800_000_000_000;
+    const f = await fake({ clock: () => now });
+    const web = client(f);
+    f.addChannelMember(CHANNEL, USER);
+    const picker = [
+      {
+        type: 'actions',
+        block_id: 'b',
+        elements: [
+          { type: 'button', action_id: 'pick', text: { type: 'plain_text', text: 'x' }, value: 'v' },
+        ],
+      },
+    ];
+    const eph = await web.chat.postEphemeral({
+      channel: CHANNEL,
+      user: USER,
+      text: 'choose',
+      blocks: picker,
+    });
+    // The answer waits for the listener, so the response_url call is done when the press returns.
+    const receiver = new HTTPReceiver({ signingSecret: secret, processBeforeResponse: true, ...quiet });
+    const app = new App({ token: f.botToken, receiver, clientOptions: { slackApiUrl: f.url }, ...quiet });
+    const failures: string[] = [];
+    app.action('pick', async ({ ack, respond }) => {
+      await ack();
+      await respond({ delete_original: true }).catch((e: Error) => failures.push(e.message));
+    });
+    const server = await app.start({ port: 0, host: '127.0.0.1' });
+    open.push({ close: async () => void (await app.stop()) });
+    const appUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;
+    const url = f.responseUrl({
+      channel: CHANNEL,
+      user: USER,
+      messageTs: String(eph.message_ts),
+      ephemeral: true,
+    });
+    const press = blockActionsPayload({
+      user: USER,
+      channel: CHANNEL,
+      messageTs: String(eph.message_ts),
+      actionId: 'pick',
+      value: 'v',
+      ephemeral: true,
+      responseUrl: url,
+    });
+    expect((await sendSlackInteraction(appUrl, secret, press)).status).toBe(200);
+    expect(f.ephemerals[0]?.deleted).toBe(true);
+    expect(f.responses).toEqual([
+      { path: new URL(url).pathname, body: { delete_original: true }, status: 200, ok: true },
+    ]);
+    // A second press of the same (now gone) message: Slack has nothing left to delete.
+    expect((await sendSlackInteraction(appUrl, secret, press)).status).toBe(200);
+    expect(failures).toEqual(['Failed to respond to the response_url: 404 Not Found']);
+    expect(f.responses[1]).toMatchObject({ status: 404, ok: false });
+
+    const post = (to: string, body: unknown) =>
+      fetch(to, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+    const other = f.responseUrl({
+      channel: CHANNEL,
+      user: USER,
+      messageTs: String(eph.message_ts),
+      ephemeral: true,
+    });
+    expect(await post(other, { replace_original: true })).toEqual({
+      status: 400,
+      body: { ok: false, error: 'no_text' },
+    });
+    expect((await post(other, { text: 'a new note' })).status).toBe(200);
+    expect(f.ephemerals.at(-1)).toMatchObject({ channel: CHANNEL, user: USER, text: 'a new note' });
+    expect((await post(other, 'not an object')).body.error).toBe('invalid_payload');
+    expect((await post(other, { text: 'x', response_type: 'in_channel' })).status).toBe(501);
+    expect((await post(other, { text: 'fifth' })).status).toBe(200);
+    expect(await post(other, { text: 'sixth' })).toEqual({
+      status: 404,
+      body: { ok: false, error: 'used_url' },
+    });
+    const late = f.responseUrl({
+      channel: CHANNEL,
+      user: USER,
+      messageTs: String(eph.message_ts),
+      ephemeral: true,
+    });
+    now += 30 * 60_000 + 1;
+    expect((await post(late, { text: 'late' })).body.error).toBe('expired_url');
+    expect((await post(`${new URL(late).origin}/actions/T0001/99/nope`, { text: 'x' })).body.error).toBe(
+      'no_service',
+    );
+  });
 });

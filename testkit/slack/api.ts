@@ -153,6 +153,8 @@ export interface FakeSlack {
     threadTs?: string;
     ts?: string;
     blocks?: unknown[];
+    /** Removed through an interaction's response_url (`delete_original`). */
+    deleted?: boolean;
   }>;
   reactions: Array<{ channel: string; ts: string; name: string; removed: boolean }>;
   /** The agent session of a thread (by its root ts), if the app made one. */
@@ -200,6 +202,19 @@ export interface FakeSlack {
   authorizeInstall(teamId: string, redirectUri?: string): string;
   /** The app is removed from `teamId`: its token answers token_revoked from now on. */
   uninstall(teamId: string): void;
+  /**
+   * The response_url Slack puts in the payload of a press on `messageTs` (an ephemeral message
+   * when `ephemeral`) by `user`, in `teamId` (default: the first workspace); see ./responses.ts.
+   */
+  responseUrl(o: {
+    channel: string;
+    user: string;
+    messageTs: string;
+    ephemeral?: boolean;
+    teamId?: string;
+  }): string;
+  /** Every POST to a response_url, in order: what was sent and what the fake answered. */
+  responses: Array<{ path: string; body: unknown; status: number; ok: boolean }>;
 }
 
 /** Slack's documented tiers at their floor (Tier 2 = 20/min, Tier 3 = 50/min, Tier 4 = 100/min). */

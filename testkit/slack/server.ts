@@ -27,6 +27,7 @@ import type {
   RecordedCall,
 } from './api.js';
 import { OAuthDesk } from './oauth.js';
+import { ResponseUrls } from './responses.js';
 import { TeamView, Tenant } from './tenant.js';
 import { type Args, isRecord, type Result, SlackRefusal, str } from './values.js';
 import type { Workspace } from './workspace.js';
@@ -68,6 +69,7 @@ class FakeSlackServer implements FakeSlack {
   private readonly serverErrors = new Map<string, Array<{ status: number; left: number }>>();
   private readonly throttles = new Map<string, Array<{ retryAfter: number; left: number }>>();
   private server: Server | undefined;
+  private readonly responseUrls: ResponseUrls;
 
   constructor(options: FakeSlackOptions) {
     const first = new Tenant(options, 'installed');
@@ -96,6 +98,22 @@ class FakeSlackServer implements FakeSlack {
     this.botToken = first.token;
     this.streaming = options.streaming ?? true;
     this.clock = this.ws.clock;
+    this.responseUrls = new ResponseUrls(this.clock);
+  }
+
+  responseUrl(o: Parameters<FakeSlack['responseUrl']>[0]): string {
+    const base = this.url.replace(/\/api\/$/, '');
+    return this.responseUrls.mint(base, {
+      ws: this.#tenant(o.teamId ?? this.teamId).ws,
+      channel: o.channel,
+      user: o.user,
+      messageTs: o.messageTs,
+      ephemeral: o.ephemeral ?? false,
+    });
+  }
+
+  get responses(): FakeSlack['responses'] {
+    return this.responseUrls.records;
   }
 
   workspace(teamId: string): FakeWorkspace {
@@ -228,6 +246,14 @@ class FakeSlackServer implements FakeSlack {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (url.pathname.startsWith('/actions/') && req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const answer = this.responseUrls.post(url.pathname, Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify(answer.body));
+      return;
+    }
     if (!url.pathname.startsWith('/api/') || (req.method !== 'POST' && req.method !== 'GET')) {
       res.writeHead(404, { 'content-type': 'text/plain' });
       res.end('not found');

@@ -25,6 +25,8 @@ export interface CancelRequest {
    * now) stops nothing new. Without it, whatever runs in the thread is stopped.
    */
   turnId?: string;
+  /** Why (the task.cancel event's bounded label); default: a person's stop. */
+  reason?: string;
 }
 
 /** The reason a person's stop carries in the task.cancel event (a bounded metric label). */
@@ -70,15 +72,41 @@ export async function cancelRunning(
     const turn = await store.getTurn(request.turnId);
     if (turn?.taskId !== taskId) return { status: 'stale', sessionId, taskId };
   }
-  const route = deps.driver.resolve(session.binding, key);
+  const route = deps.driver.resolve(session.binding, key, 'cancel');
   if (route === undefined) return { status: 'failed', sessionId, taskId, code: 'binding-unavailable' };
   const ctx = new DriverContext(deps.driver, sessionId, deps.signal);
-  const ok = await cancelTask(ctx, session, route, taskId, STOP_REASON);
+  const ok = await cancelTask(ctx, session, route, taskId, request.reason ?? STOP_REASON);
   if (!ok) return { status: 'failed', sessionId, taskId, code: 'agent-refused' };
   const wasPaused = session.question?.taskId === taskId;
   if (wasPaused) await dropQuestion(ctx, key, taskId);
   deps.kick(sessionId);
   return { status: 'canceled', sessionId, taskId, turnId, wasPaused };
+}
+
+/** The reason a workspace's removal carries in its task.cancel events. */
+export const WORKSPACE_REMOVED_REASON = 'workspace-removed';
+
+/**
+ * Every task running (or paused) in one workspace's sessions, cancelled through its agent; the
+ * sessions are looked up among those with work, so an idle workspace costs one read.
+ */
+export async function cancelWorkspaceTasks(
+  deps: CancelDeps,
+  surface: string,
+  workspaceId: string,
+  reason: string,
+): Promise<CancelResult[]> {
+  const results: CancelResult[] = [];
+  for (const id of await deps.driver.store.sessionsWithWork()) {
+    const session = await deps.driver.store.getSession(id);
+    if (session === undefined || session.key.surface !== surface || session.key.workspaceId !== workspaceId)
+      continue;
+    if (session.task === null && session.question === null) continue;
+    results.push(
+      await cancelRunning(deps, id, session.key, { actor: { id: `${surface}:${workspaceId}` }, reason }),
+    );
+  }
+  return results;
 }
 
 /** The paused task is gone: its question takes no answer, and the thread is told (once). */

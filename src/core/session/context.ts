@@ -32,7 +32,7 @@ export interface DriverDeps {
   /** Whether writes are fenced by the session lease (a store shared by several replicas). */
   fenced: boolean;
   /** Resolves the session's Binding to its live client; undefined when it is gone. */
-  resolve(binding: string, key: SessionKey): AgentRoute | undefined;
+  resolve(binding: string, key: SessionKey, use?: 'cancel'): AgentRoute | undefined;
   /** Arms a wake-up of this session at `at` (a question's deadline). */
   wakeAt(sessionId: string, at: number): void;
   /** The spans of turns; undefined: not traced (no context is passed to the agent). */

@@ -27,7 +27,7 @@ import {
   type TurnRecord,
 } from '../store.js';
 import { cutText, textLength } from '../text.js';
-import { type CancelRequest, type CancelResult, cancelRunning } from './cancelling.js';
+import { type CancelRequest, type CancelResult, cancelRunning, cancelWorkspaceTasks } from './cancelling.js';
 import type { DriverDeps } from './context.js';
 import { SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
@@ -302,6 +302,24 @@ export class SessionEngine {
     );
   }
 
+  /**
+   * Cancels, through the agent, every task still running for the sessions of one workspace of a
+   * surface (a Slack workspace that removed the app): a turn already with its agent is stopped
+   * there rather than left to run with nowhere to answer. Resolves when every cancel was answered.
+   */
+  cancelWorkspace(surface: string, workspaceId: string, reason: string): Promise<CancelResult[]> {
+    return cancelWorkspaceTasks(
+      {
+        driver: this.#driverDeps(this.#store.sharedByReplicas),
+        signal: this.#stopping.signal,
+        kick: (id) => this.kick(id),
+      },
+      surface,
+      workspaceId,
+      reason,
+    );
+  }
+
   /** Makes sure the session is being driven (or will be looked at again when its driver ends). */
   kick(sessionId: string): void {
     if (this.#stopping.signal.aborted) return;
@@ -382,7 +400,7 @@ export class SessionEngine {
       timings: this.#timings,
       owner: this.#owner,
       fenced,
-      resolve: (binding, key) => this.#registry.resolve(binding, key),
+      resolve: (binding, key, use) => this.#registry.resolve(binding, key, use),
       wakeAt: (id, at) => this.#wakeAt(id, at),
       tracer: this.#tracer,
       firstText: this.#firstText,

@@ -275,6 +275,7 @@ export class SlackConnection {
               logger: this.#logger,
             }),
           }),
+      ...(options.describeAgent === undefined ? {} : { describe: options.describeAgent }),
     });
     const team = this.teamId === undefined ? {} : { teamId: this.teamId };
     const stops = new AgentStops({
@@ -395,9 +396,9 @@ export class SlackConnection {
     // The agent picker of a shared channel (agent-picker.ts).
     app.action(
       { type: 'block_actions', action_id: /^agentkourier\.pick\./ },
-      async ({ ack, body, context }) => {
+      async ({ ack, body, context, respond }) => {
         await ack();
-        await bounded(router.pick(body, context.botUserId));
+        await bounded(router.pick(body, context.botUserId, respond));
       },
     );
     app.view({ type: 'view_submission', callback_id: DENY_CALLBACK }, async ({ ack, body }) => {

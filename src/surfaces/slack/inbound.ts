@@ -6,7 +6,16 @@ import { z } from 'zod';
 import type { Clock, Inbound, ReceiveResult } from '../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../core/store.js';
-import { namedHandle, PICK_HINT, pickAgent, pickerBlocks, pickWords } from './agent-picker.js';
+import {
+  type DescribeBinding,
+  namedHandle,
+  PICK_HINT,
+  pickAgent,
+  pickDismisses,
+  pickerBlocks,
+  pickerChoices,
+  pickWords,
+} from './agent-picker.js';
 import type { FeedbackNotes } from './feedback-notes.js';
 import {
   HAND_OVER_BUSY,
@@ -35,6 +44,9 @@ import type { SlackApi } from './web-api.js';
  */
 
 export const SURFACE = 'slack';
+
+/** Bolt's `respond`: a message (or `delete_original`) sent to an interaction's response_url. */
+export type Respond = (message: { delete_original: true }) => Promise<unknown>;
 
 const eventSchema = z.object({
   type: z.string(),
@@ -70,8 +82,8 @@ export type Route =
       user: string;
       threadTs: string | undefined;
       text: string;
-      /** The picker's buttons, on a shared channel. */
-      blocks?: unknown[];
+      /** On a shared channel: the agents the picker offers (its buttons, named from their cards). */
+      picker?: readonly SharedClaim[];
     }
   | {
       kind: 'turn';
@@ -154,7 +166,7 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
           user: event.user,
           threadTs: event.thread_ts,
           text: PICK_HINT(shared.map((c) => c.handle)),
-          blocks: pickerBlocks(shared, event.ts),
+          picker: shared,
         };
       return {
         kind: 'turn',
@@ -234,6 +246,8 @@ export interface InboundDeps {
   botUserId?: string;
   /** The team of the bot token, for events that do not name one. */
   teamId?: string;
+  /** A Binding's agent as its card describes it: the picker's button names (agent-picker.ts). */
+  describe?: DescribeBinding;
   /** Where a new thread's first message becomes its agent session's title. */
   titles?: { titleFrom(sessionId: string, text: string): void };
   /** The feedback on the previous answer, for the next turn (feedback-notes.ts). */
@@ -290,23 +304,27 @@ export class InboundRouter {
       logger.error({ eventId, err: errorName(error) }, 'could not record a Slack event');
       return;
     }
-    await this.#ephemeral(
-      team,
-      decision.channel,
-      decision.user,
-      decision.threadTs,
-      decision.text,
-      decision.blocks,
-    );
+    const blocks =
+      decision.picker === undefined
+        ? undefined
+        : pickerBlocks(await pickerChoices(decision.picker, this.#deps.describe, this.#deps.clock), event.ts);
+    await this.#ephemeral(team, decision.channel, decision.user, decision.threadTs, decision.text, blocks);
   }
 
-  /** A press on the agent picker of a shared channel (agent-picker.ts). Never throws. */
-  async pick(body: unknown, botUserId?: string): Promise<void> {
+  /**
+   * A press on the agent picker of a shared channel (agent-picker.ts). `respond`: the press's
+   * response_url, through which the picker note is removed once it has done its job. Never throws.
+   */
+  async pick(body: unknown, botUserId?: string, respond?: Respond): Promise<void> {
     const bot = botUserId ?? this.#deps.botUserId;
     if (bot === undefined) return;
     try {
       const picked = await pickAgent(this.#deps, body, bot);
-      const words = pickWords(picked.result, picked.handle ?? '');
+      if (pickDismisses(picked.result) && respond !== undefined)
+        await respond({ delete_original: true }).catch((error: unknown) =>
+          this.#deps.logger.warn({ err: errorName(error) }, 'could not remove the agent picker'),
+        );
+      const words = pickWords(picked.result);
       if (
         words !== undefined &&
         picked.team !== undefined &&

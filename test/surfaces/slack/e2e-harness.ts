@@ -125,6 +125,15 @@ export interface SlackHarness {
     button: FoundButton,
     user: string,
   ): Promise<{ status: number; body: string }>;
+  /**
+   * Presses a button of an ephemeral message (the ephemeral as the fake recorded it) as `user`,
+   * the way Slack sends it: no `message`, and a response_url the fake serves for that ephemeral.
+   */
+  pressEphemeral(
+    ephemeral: FakeSlack['ephemerals'][number],
+    button: FoundButton,
+    user: string,
+  ): Promise<{ status: number; body: string }>;
   /** Submits a modal the broker opened, with input values by block id and action id. */
   submitView(
     view: Record<string, unknown>,
@@ -373,6 +382,26 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
         messageBlocks: stored?.blocks ?? [],
         messageText: stored?.text ?? '',
         botUserId: fake.botUserId,
+      });
+      return sendSlackInteraction(appUrl, SECRET, payload);
+    },
+    async pressEphemeral(ephemeral, button, user) {
+      if (ephemeral.ts === undefined) throw new Error('the ephemeral has no ts');
+      const payload = blockActionsPayload({
+        user,
+        channel: ephemeral.channel,
+        messageTs: ephemeral.ts,
+        ...(ephemeral.threadTs === undefined ? {} : { threadTs: ephemeral.threadTs }),
+        actionId: button.actionId,
+        blockId: button.blockId,
+        value: button.value,
+        ephemeral: true,
+        responseUrl: fake.responseUrl({
+          channel: ephemeral.channel,
+          user,
+          messageTs: ephemeral.ts,
+          ephemeral: true,
+        }),
       });
       return sendSlackInteraction(appUrl, SECRET, payload);
     },

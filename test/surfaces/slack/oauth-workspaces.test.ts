@@ -10,13 +10,14 @@ import { kagentAnswerer } from '../../../src/app/structured-answers.js';
 import { loadSlackConfig } from '../../../src/config/slack.js';
 import type { EngineEvent } from '../../../src/core/events.js';
 import { LiveRegistry } from '../../../src/core/registry.js';
+import { WORKSPACE_REMOVED_REASON } from '../../../src/core/session/cancelling.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { SlackConnection } from '../../../src/surfaces/slack/app.js';
 import { WorkspaceNotInstalledError } from '../../../src/surfaces/slack/installations/store.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
-import { slowHeaders } from '../../agents/behaviours.js';
+import { answer, slowHeaders } from '../../agents/behaviours.js';
 import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';
 import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
 import { mentionEvent, sendSlackEvent } from '../../slack/events.js';
@@ -137,7 +138,12 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
   });
   const events: EngineEvent[] = [];
   let scan = (): void => undefined;
-  const gated = await gateInstalledWorkspaces(slack, registry, { logger, scan: () => scan() });
+  let cancel = async (_team: string): Promise<unknown> => undefined;
+  const gated = await gateInstalledWorkspaces(slack, registry, {
+    logger,
+    scan: () => scan(),
+    cancel: (team) => cancel(team),
+  });
   const engine = new SessionEngine({
     store,
     registry: gated.registry,
@@ -151,6 +157,7 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
     timings: FAST_TIMINGS,
   });
   scan = () => void engine.scan();
+  cancel = (team) => engine.cancelWorkspace('slack', team, WORKSPACE_REMOVED_REASON);
   await engine.start();
   const { port } = await slack.listen({
     engine,
@@ -379,6 +386,46 @@ describe('several Slack workspaces through OAuth', () => {
     // Beta is untouched.
     const b = await mention(r, BETA, 'still here');
     await waitFor('beta answered', () => botReplies(r, BETA, b.ts).length > 0);
+  });
+
+  it('a task already with its agent when the workspace uninstalls is cancelled there, once; the other workspace’s goes on', async () => {
+    rig = await start();
+    const r = rig;
+    await install(r, ALPHA.teamId);
+    await install(r, BETA.teamId);
+    const long = answer({ chunks: Array.from({ length: 30 }, (_, i) => `part ${i}. `), chunkDelayMs: 100 });
+    r.agent.enqueue(long);
+    const alpha = await mention(r, ALPHA, 'a long report');
+    // The answer streams: the broker knows the task's id.
+    await waitFor('alpha’s answer under way', () => r.events.some((e) => e.type === 'answer.started'));
+    r.agent.enqueue(long);
+    const beta = await mention(r, BETA, 'a long report too');
+    await waitFor(
+      'beta’s answer under way',
+      () => r.events.filter((e) => e.type === 'answer.started').length === 2,
+    );
+    r.fake.uninstall(ALPHA.teamId);
+    await sendSlackEvent(
+      `${r.base}/slack/events`,
+      SECRET,
+      { type: 'app_uninstalled' },
+      { teamId: ALPHA.teamId, botUserId: ALPHA.botUserId },
+    );
+    await waitFor('alpha’s turn settled', () => r.events.some((e) => e.type === 'turn.settled'), 15_000);
+    // Alpha's task was cancelled at the agent, once, for the removal; Beta's was not touched.
+    expect(r.agent.rpc('CancelTask')).toHaveLength(1);
+    expect(r.events.filter((e) => e.type === 'task.cancel')).toEqual([
+      expect.objectContaining({ reason: WORKSPACE_REMOVED_REASON, ok: true }),
+    ]);
+    const states = [...r.agent.tasks.values()].map((t) => t.status.state);
+    expect(states.filter((s) => s === 'canceled')).toHaveLength(1);
+    expect(r.events.find((e) => e.type === 'turn.settled')).toMatchObject({ outcome: 'canceled' });
+    await waitFor(
+      'beta answered in full',
+      () => botReplies(r, BETA, beta.ts).join('').includes('part 29.'),
+      15_000,
+    );
+    expect(botReplies(r, ALPHA, alpha.ts).join('')).not.toContain('part 29.');
   });
 
   it('a refused or tampered install changes nothing: a forged state, a code used twice', async () => {

@@ -3,7 +3,7 @@ import { A2AClient } from '../../../src/a2a/client.js';
 import { sessionIdOf } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
-import { PICK_HINT, PICK_NOT_YOURS, PICK_TAKEN } from '../../../src/surfaces/slack/agent-picker.js';
+import { PICK_HINT, PICK_NOT_YOURS } from '../../../src/surfaces/slack/agent-picker.js';
 import { HAND_OVER_BUSY, HAND_OVER_SAME, HANDED_OVER } from '../../../src/surfaces/slack/hand-over.js';
 
 import { slowHeaders } from '../../agents/behaviours.js';
@@ -138,8 +138,8 @@ describe('several agents in one channel', () => {
     expect(ops.requests).toHaveLength(0);
   });
 
-  it('offers a thread that names no agent a button per agent, for its author only', async () => {
-    const ops = await startContractAgent({ version: '1.0' });
+  it('offers a thread that names no agent a button per agent, named from its card, for its author only; the press removes the picker and a second press does nothing', async () => {
+    const ops = await startContractAgent({ version: '1.0', card: { name: 'Kubernetes\nHelper' } });
     agents.push(ops);
     const h = await startSlackHarness();
     open.push(h);
@@ -148,28 +148,62 @@ describe('several agents in one channel', () => {
     const vague = await h.mention('why do the pods restart?');
     await h.waitFor('the picker', () => h.fake.ephemerals.some((e) => e.blocks !== undefined));
     const picker = h.fake.ephemerals.find((e) => e.blocks !== undefined);
-    const actions = (picker?.blocks ?? []).find((b) => (b as { type: string }).type === 'actions') as {
+    if (picker === undefined) throw new Error('no picker');
+    const actions = (picker.blocks ?? []).find((b) => (b as { type: string }).type === 'actions') as {
       block_id: string;
       elements: Array<{ action_id: string; value: string; text: { text: string } }>;
     };
-    expect(actions.elements.map((e) => e.text.text)).toEqual(['billing', 'k8s']);
+    // Each agent by its card's name (line breaks folded) and its handle.
+    expect(actions.elements.map((e) => e.text.text)).toEqual([
+      'Contract Agent (billing)',
+      'Kubernetes Helper (k8s)',
+    ]);
     const k8s = actions.elements[1];
-    if (k8s === undefined || picker?.ts === undefined) throw new Error('no k8s button');
+    if (k8s === undefined) throw new Error('no k8s button');
     const button = { actionId: k8s.action_id, blockId: actions.block_id, value: k8s.value, text: 'k8s' };
-    // Someone else cannot choose for the author.
-    await h.press({ ts: picker.ts }, button, 'U0BOB');
+    // Someone else cannot choose for the author, and the author's picker stays.
+    await h.pressEphemeral(picker, button, 'U0BOB');
     await h.waitFor('the refusal', () =>
       h.fake.ephemerals.some((e) => e.user === 'U0BOB' && e.text === PICK_NOT_YOURS),
     );
     expect(await bindingOf(h, vague.ts)).toBeUndefined();
-    await h.press({ ts: picker.ts }, button, ADA);
+    expect(h.fake.ephemerals.find((e) => e.ts === picker.ts)?.deleted).toBeUndefined();
+
+    await h.pressEphemeral(picker, button, ADA);
     await h.settled(1);
     expect(await bindingOf(h, vague.ts)).toBe(OPS);
     expect(JSON.stringify(ops.requests.map((r) => r.body))).toContain('why do the pods restart?');
     expect(h.botMessages(vague.ts).length).toBeGreaterThan(0);
-    // A second press changes nothing.
-    await h.press({ ts: picker.ts }, button, ADA);
-    await h.waitFor('already taken', () => h.fake.ephemerals.some((e) => e.text === PICK_TAKEN));
+    // The picker note is gone, removed through the press's response_url.
+    expect(h.fake.ephemerals.find((e) => e.ts === picker.ts)?.deleted).toBe(true);
+    expect(h.fake.responses.filter((r) => r.ok)).toHaveLength(1);
+
+    // A second press of the same picker (a stale copy, a double click) does nothing more.
+    const said = h.fake.ephemerals.length;
+    const sent = ops.requests.length;
+    const posted = h.fake.callsOf('chat.postMessage').length;
+    const again = await h.pressEphemeral(picker, button, ADA);
+    expect(again.status).toBe(200);
+    await h.waitFor('the second press handled', () => h.fake.responses.length === 2);
+    expect(h.fake.ephemerals).toHaveLength(said);
+    expect(ops.requests).toHaveLength(sent);
+    expect(h.fake.callsOf('chat.postMessage')).toHaveLength(posted);
+    expect(h.events.filter((e) => e.type === 'turn.received')).toHaveLength(1);
+  });
+
+  it('names a button by its handle alone when the agent card cannot be read', async () => {
+    const ops = await startContractAgent({ version: '1.0', card: { status: 503 } });
+    agents.push(ops);
+    const h = await startSlackHarness();
+    open.push(h);
+    await shareChannel(h, ops);
+    await h.mention('anyone there?');
+    await h.waitFor('the picker', () => h.fake.ephemerals.some((e) => e.blocks !== undefined));
+    const blocks = h.fake.ephemerals.find((e) => e.blocks !== undefined)?.blocks ?? [];
+    const actions = blocks.find((b) => (b as { type: string }).type === 'actions') as {
+      elements: Array<{ text: { text: string } }>;
+    };
+    expect(actions.elements.map((e) => e.text.text)).toEqual(['Contract Agent (billing)', 'k8s']);
   });
 });
 
