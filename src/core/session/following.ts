@@ -1,3 +1,5 @@
+// Slightly over our ~400-line rule: following a task has four ways (stream, SubscribeToTask,
+// GetTask, polling) over the same reads and deadlines; the pure choices live in failure-policy.ts.
 import {
   eventIds,
   isSettled,
