@@ -10,6 +10,7 @@ import {
   type TriggerPlace,
   tokenMatches,
 } from '../core/triggers.js';
+import { readJsonBody } from '../http/json-body.js';
 import { TRIGGER_LIMITS } from './limits.js';
 import {
   alertmanagerPayload,
@@ -163,30 +164,8 @@ function notReady(message: string): Refusal {
   return new Refusal(503, 'not_ready', message, { 'Retry-After': String(NOT_READY_RETRY_S) });
 }
 
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json')
-    throw new Refusal(415, 'unsupported_media_type', 'send the body as Content-Type: application/json');
-  const limit = TRIGGER_LIMITS.bodyBytes;
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new Refusal(400, 'invalid_json', 'the body is not JSON');
-  }
-}
-
-function tooLarge(limit: number): Refusal {
-  return new Refusal(413, 'body_too_large', `the body is larger than ${limit} bytes`);
+function readBody(req: IncomingMessage): Promise<unknown> {
+  return readJsonBody(req, TRIGGER_LIMITS.bodyBytes, (r) => new Refusal(r.status, r.code, r.message));
 }
 
 export function parse(trigger: TriggerConfig, body: unknown): ParsedDelivery {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
+import { readJsonBody } from '../../http/json-body.js';
 import { WebChatRequestError } from './errors.js';
 import type { ApiErrorBody } from './view.js';
 
@@ -38,41 +39,13 @@ export function sendError(res: ServerResponse, error: WebChatRequestError): void
   sendJson(res, error.status, body, headers);
 }
 
-/**
- * Reads a JSON body of at most `limit` bytes. Only `application/json` is taken: a cross-site
- * form cannot send it without a CORS preflight, which this server never grants.
- */
-export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json') {
-    throw new WebChatRequestError(
-      415,
-      'unsupported_media_type',
-      'send the body as Content-Type: application/json',
-    );
-  }
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '')
-    throw new WebChatRequestError(400, 'invalid_json', 'the request body is empty; send a JSON object');
-  try {
-    return JSON.parse(text);
-  } catch (cause) {
-    throw new WebChatRequestError(400, 'invalid_json', 'the request body is not valid JSON', { cause });
-  }
-}
-
-function tooLarge(limit: number): WebChatRequestError {
-  return new WebChatRequestError(413, 'body_too_large', `the request body is larger than ${limit} bytes`);
+/** Reads a JSON body of at most `limit` bytes (http/json-body.ts), refused as the API's own error. */
+export function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  return readJsonBody(
+    req,
+    limit,
+    (r, cause) => new WebChatRequestError(r.status, r.code, r.message, cause === undefined ? {} : { cause }),
+  );
 }
 
 /** Validates with zod; a failure names every bad field and why, in one 400. */
