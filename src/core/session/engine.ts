@@ -1,6 +1,8 @@
-// Longer than our ~400-line rule on purpose: the engine's whole public face (open, receive,
-// answer, cancel, resume, stop) over the one set of per-session maps they share; the work of a turn is
-// in the driver's parts beside it.
+// Over our ~400-line rule on purpose, as one piece: the engine's public face (start, receive,
+// answer, cancel, cancelWorkspace, stop) and the loop that schedules sessions (scan, kick, drive,
+// lease renewal, wake-ups) share one set of per-session maps and one stop signal; split, each half
+// would reach into the other's state. The work of a turn lives beside it: driver.ts and its
+// parts, cancelling.ts, failure-policy.ts.
 import { hostname } from 'node:os';
 import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';

@@ -1,5 +1,7 @@
-// Slightly over our ~400-line rule: the one place the Bolt app is assembled, in both modes (one
-// token, or OAuth with its installer) with every listener; splitting it would scatter the wiring.
+// Over our ~400-line rule on purpose, as one piece: the one place the Bolt app is assembled, in
+// both modes (one token, or OAuth with its installer), with every listener (messages, the stop
+// button, App Home, uninstall, prompt and picker buttons, modals, feedback) wired to its desk. Each
+// desk lives in its own module; splitting this file would scatter one list of wiring.
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
