@@ -1,9 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../observability/prometheus.js';
+import { startReadyDaemon } from './ready-daemon.js';
 
 /**
  * A real Alertmanager in tests: Debian's `prometheus-alertmanager` binary, started on a loopback
@@ -79,9 +79,10 @@ export async function startAlertmanager(options: AlertmanagerOptions): Promise<R
     ].join('\n'),
   );
   const port = await freePort();
-  const child: ChildProcess = spawn(
+  const { url, log, stop } = await startReadyDaemon({
+    name: 'alertmanager',
     bin,
-    [
+    args: [
       `--config.file=${config}`,
       `--storage.path=${join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
@@ -89,38 +90,11 @@ export async function startAlertmanager(options: AlertmanagerOptions): Promise<R
       '--cluster.listen-address=',
       '--log.level=debug',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString('utf8')).slice(-20_000);
+    port,
+    dir,
+    stderrTail: 20000,
+    pollMs: 100,
   });
-  const url = `http://127.0.0.1:${port}`;
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
-    await rm(dir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) {
-      await stop();
-      throw new Error(`alertmanager exited with ${child.exitCode}: ${stderr}`);
-    }
-    const ready = await fetch(`${url}/-/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`alertmanager did not become ready: ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
   return {
     url,
     async send(alerts) {
@@ -131,7 +105,7 @@ export async function startAlertmanager(options: AlertmanagerOptions): Promise<R
       });
       if (!res.ok) throw new Error(`alertmanager refused the alerts: ${res.status} ${await res.text()}`);
     },
-    log: () => stderr,
+    log,
     stop,
   };
 }

@@ -1,9 +1,10 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startReadyDaemon } from '../helpers/ready-daemon.js';
 
 /**
  * Debian's `prometheus` package in tests: `promtool` to check exposition text and rule files,
@@ -94,46 +95,20 @@ export async function startPrometheus(options: {
     ].join('\n'),
   );
   const port = await freePort();
-  const child: ChildProcess = spawn(
+  const { url, stop } = await startReadyDaemon({
+    name: 'prometheus',
     bin,
-    [
+    args: [
       `--config.file=${config}`,
       `--storage.tsdb.path=${join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
       '--log.level=warn',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString('utf8')).slice(-4000);
+    port,
+    dir,
+    stderrTail: 4000,
+    pollMs: 200,
   });
-  const url = `http://127.0.0.1:${port}`;
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
-    await rm(dir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) {
-      await stop();
-      throw new Error(`prometheus exited with ${child.exitCode}: ${stderr}`);
-    }
-    const ready = await fetch(`${url}/-/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`prometheus did not become ready: ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
   return {
     url,
     query: async (promql) => {
