@@ -8,6 +8,13 @@
  *   agent.enqueue(dropAfter(2));          // the next JSON-RPC call, whatever its method
  *   ...
  *   await agent.close();
+ *
+ * Why this file is one piece (about 850 lines): it is the agent's dispatch — one class whose
+ * methods (send, send-unary, subscribe, get, cancel, list, the transport misbehaviours) share the
+ * same misbehaviour queue, task store, open sockets and shutdown signal, and each method reads
+ * the next behaviour in the order the test queued it. What does not need that shared state
+ * already lives apart: the wire JSON (wire.ts), SSE framing (sse.ts), the card (card.ts), answer
+ * plans (ops.ts), the kagent extension (kagent.ts) and task storage (task-store.ts).
  */
 
 import { randomUUID } from 'node:crypto';
