@@ -126,6 +126,35 @@ describe('Slack agent sessions: the stop button and the status', () => {
     expect(h.botMessages(ts)).toHaveLength(1);
   });
 
+  it('a stop that reaches the broker after the task paused on a question cancels the paused task, and the status goes back to active', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(
+      SEND,
+      answer({
+        chunks: Array.from({ length: 4 }, (_, i) => `part ${i}. `),
+        chunkDelayMs: 150,
+        state: 'input-required',
+        statusText: 'Which namespace?',
+      }),
+    );
+    const { ts } = await h.mention('scale the api');
+    await h.waitFor('an append', () => h.fake.callsOf('chat.appendStream').some((c) => c.ok));
+    await processing(h, ts);
+    // The press happened while the button showed; its event arrives after the agent paused.
+    const pressed = h.fake.pressStop(CHANNEL, ts, ADA);
+    await h.waitFor('suspended', () => h.fake.session(CHANNEL, ts)?.status === 'suspended');
+    const sent = await sendSlackEvent(h.appUrl, SECRET, pressed);
+    expect(sent.status).toBe(200);
+    await h.waitFor('the cancel', () => h.agent.rpc(CANCEL).length === 1);
+    await h.waitFor('the status back to active', () => h.fake.session(CHANNEL, ts)?.status === 'active');
+    await h.slack.surface.statuses.idle();
+    expect(statuses(h, ts)).toEqual(['processing', 'suspended', 'active']);
+    expect([...h.agent.tasks.values()][0]?.status.state).toBe('canceled');
+    expect(
+      h.logs.some((l) => l.msg === 'a person pressed stop' && l.result === 'canceled' && l.user === ADA),
+    ).toBe(true);
+  });
+
   it('statuses follow the task through a question: processing, suspended, processing, active; titled from the first message', async () => {
     const h = await harness();
     h.agent.enqueueFor(

@@ -73,7 +73,10 @@ export class AgentStops {
     const { event, event_id: eventId } = parsed.data;
     const team = parsed.data.team_id ?? this.#deps.teamId;
     // OAuth mode names the team in every envelope; an event without one cannot be placed.
-    if (team === undefined) return;
+    if (team === undefined) {
+      logger.warn({ eventId }, 'an agent_session_stopped event that names no workspace was ignored');
+      return;
+    }
     const key: SessionKey = {
       surface: SURFACE,
       workspaceId: team,

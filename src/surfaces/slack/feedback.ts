@@ -104,7 +104,11 @@ export class FeedbackDesk {
     const value = action.value.slice(0, colon) as FeedbackValue;
     const turnId = action.value.slice(colon + 1);
     const team = parsed.data.team?.id ?? this.#deps.teamId;
-    if (team === undefined) return;
+    // OAuth mode names the team in every payload; a press without one cannot be placed.
+    if (team === undefined) {
+      logger.warn('a feedback press that names no workspace was ignored');
+      return;
+    }
     const channel = parsed.data.channel?.id ?? parsed.data.container?.channel_id;
     try {
       const turn = await store.getTurn(turnId);

@@ -79,7 +79,11 @@ export class SuggestedPrompts {
     const parsed = opened.safeParse(body);
     if (!parsed.success || parsed.data.event.tab !== 'messages' || describe === undefined) return;
     const team = parsed.data.team_id ?? this.#deps.teamId;
-    if (team === undefined) return;
+    // OAuth mode names the team in every envelope; an event without one cannot be placed.
+    if (team === undefined) {
+      logger.warn('an app_home_opened event that names no workspace was ignored');
+      return;
+    }
     const { channel } = parsed.data.event;
     if (this.#absent.has(team)) return;
     const binding = bindings.forDirectMessages(SURFACE, team);
