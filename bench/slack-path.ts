@@ -70,6 +70,10 @@ export async function benchSlackPath(): Promise<void> {
   const refused: string[] = [];
   const sending: Promise<void>[] = [];
   const callsAt = new Map<string, number>();
+  // The parent's own CPU in each round (the agent, the fake Slack, the sender): with two cores
+  // it is what the wall time has to share with the broker.
+  const parentCpuAt = new Map<string, NodeJS.CpuUsage>();
+  const parentCpuMs = new Map<string, number>();
   const checks: Array<{ round: string; wrong: number; calls: Map<string, number> }> = [];
   const expected = Array.from({ length: chunks }, (_, i) => `token ${i} of the answer, with some words. `)
     .join('')
@@ -81,6 +85,7 @@ export async function benchSlackPath(): Promise<void> {
       const prepared = byRound.get(round);
       if (prepared === undefined) throw new Error(`no events prepared for round ${round}`);
       callsAt.set(round, fake.calls.length);
+      parentCpuAt.set(round, process.cpuUsage());
       const url = m.url as string;
       for (const r of prepared.requests) {
         sending.push(
@@ -94,6 +99,8 @@ export async function benchSlackPath(): Promise<void> {
       const round = m.type.slice('slack-done-'.length);
       const prepared = byRound.get(round);
       if (prepared === undefined) return;
+      const used = process.cpuUsage(parentCpuAt.get(round));
+      parentCpuMs.set(round, (used.user + used.system) / 1000);
       const calls = new Map<string, number>();
       for (const call of fake.calls.slice(callsAt.get(round) ?? 0))
         calls.set(call.method, (calls.get(call.method) ?? 0) + 1);
@@ -157,6 +164,10 @@ export async function benchSlackPath(): Promise<void> {
     console.log(
       `  ratio Slack path/engine alone, throughput: ${ratio.toFixed(2)} ${verdict};` +
         ` by the broker's CPU time ${cpuRatio.toFixed(2)}`,
+    );
+    console.log(
+      `  the parent's CPU in the Slack rounds (agent, fake Slack, sender; until each round's indicators settled):` +
+        ` ${list(Array.from({ length: rounds }, (_, i) => parentCpuMs.get(String(i)) ?? 0))} ms`,
     );
     const last = checks.at(-1);
     if (last !== undefined) {
