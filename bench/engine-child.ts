@@ -23,6 +23,8 @@
  *   accepted.
  * - recover <endpoint> <db> <expect> [owner]: engine.start() on the file; report when all settled.
  *   `owner` is the engine's lease owner name (default: a new random one per process).
+ * - slack <endpoint> <fake Slack URL> <bot token> <signing secret> <sessions> <chunks> <rounds>:
+ *   the whole path through Slack against the engine alone (bench/slack-path-child.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -52,6 +54,7 @@ import { startTracing } from '../src/observability/tracing.js';
 import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { slackPath } from './slack-path-child.js';
 
 /** When this script started running, in ms since the process started (module loading included). */
 const scriptStartedAt = performance.now();
@@ -748,6 +751,24 @@ try {
       break;
     case 'recover':
       await recover(endpoint, args[0] ?? '', num(1), args[2]);
+      break;
+    case 'slack':
+      // bench/slack-path.ts: the whole path through Slack against this file's engine round.
+      await slackPath(
+        {
+          endpoint,
+          fakeUrl: args[0] ?? '',
+          botToken: args[1] ?? '',
+          signingSecret: args[2] ?? '',
+          sessions: num(3),
+          chunks: num(4),
+          rounds: num(5),
+          engineRound: (e, n, chunks, round) => engineRound(e, n, chunks, round),
+          gc,
+          say,
+        },
+        tempDb,
+      );
       break;
     default:
       throw new Error(`unknown mode ${mode}`);

@@ -43,7 +43,7 @@ const CPU_PROF = process.env.BENCH_CPU_PROF;
 
 type Message = Record<string, unknown> & { type: string };
 
-interface Child {
+export interface Child {
   proc: ChildProcess;
   /** The wall-clock time (performance.now) the child was spawned at. */
   spawnedAt: number;
@@ -52,7 +52,7 @@ interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function runChild(args: string[], onMessage: (m: Message) => void = () => undefined): Child {
+export function runChild(args: string[], onMessage: (m: Message) => void = () => undefined): Child {
   const node = ['--expose-gc', '--import', 'tsx'];
   if (CPU_PROF !== undefined) node.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`);
   const spawnedAt = performance.now();

@@ -12,7 +12,9 @@
  * 4–6. The session engine: throughput on SQLite and on PostgreSQL with two replicas against the
  *    bare client, latency from the socket to the surface, tracing's cost, memory per session,
  *    resume after SIGKILL (bench/engine.ts).
- * 7. Slack calls per streamed turn against the agent's event count (bench/slack-calls.ts).
+ * 7. Slack calls per streamed turn against the agent's event count (bench/slack-calls.ts), and
+ *    the whole path through Slack: 1,000 threads from signed events through Bolt, the engine, the
+ *    agent and the fake Slack Web API, against the engine alone (bench/slack-path.ts).
  * 8. SQLite durability: a turn's writes with synchronous=FULL (the default) against NORMAL
  *    (bench/sqlite-durability.ts).
  */
@@ -28,6 +30,7 @@ import { sdkRequest } from '../testkit/a2a-sdk.js';
 import { benchEngine } from './engine.js';
 import { figure, writeFigures } from './figures.js';
 import { benchSlack } from './slack-calls.js';
+import { benchSlackPath } from './slack-path.js';
 import { benchSqliteDurability } from './sqlite-durability.js';
 
 const TASK_ID = 'task-bench';
@@ -282,7 +285,7 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-// BENCH_ONLY=engine (or slack, sqlite) runs only those benchmarks (for profiling them).
+// BENCH_ONLY=engine (or slack, slack-path, sqlite) runs only those benchmarks (for profiling them).
 const only = process.env.BENCH_ONLY;
 // `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='));
@@ -293,5 +296,6 @@ if (only === undefined) {
 }
 if (only === undefined || only === 'engine') await benchEngine();
 if (only === undefined || only === 'slack') await benchSlack();
+if (only === undefined || only === 'slack' || only === 'slack-path') await benchSlackPath();
 if (only === undefined || only === 'sqlite') await benchSqliteDurability();
 if (jsonPath !== undefined) writeFigures(jsonPath);

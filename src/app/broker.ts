@@ -12,7 +12,7 @@ import { createLogger, Observability } from '../observability/index.js';
 import type { FeedbackRows } from '../store/feedback-rows.js';
 import { feedbackRowsOf, installationRowsOf, triggerStoreOf } from '../store/open.js';
 import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
-import { SlackConnection } from '../surfaces/slack/index.js';
+import { type ConnectOptions, SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
 import { gateInstalledWorkspaces } from './slack-workspaces.js';
 import { kagentAnswerer } from './structured-answers.js';
@@ -46,6 +46,11 @@ export interface BrokerOpenOptions {
   logger?: Logger;
   /** Runs once, first, when stop() is called (the controller marks itself draining). */
   onStop?: () => void;
+  /**
+   * Per-method Slack budgets overriding Slack's tiers. Only the bench sets them (it lifts them,
+   * to measure the broker's own cost at a thousand threads rather than Slack's allowances).
+   */
+  slackBudgets?: ConnectOptions['budgets'];
 }
 
 export interface ComposeOptions {
@@ -141,6 +146,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
               telemetry: obs.slack,
               approvals: { counters: obs.metrics },
               feedback: obs.metrics,
+              ...(options.slackBudgets === undefined ? {} : { budgets: options.slackBudgets }),
               // OAuth mode keeps each workspace's installation beside the sessions.
               ...(slackConfig.oauth === undefined ? {} : { installations: installationRowsOf(o.store) }),
             });

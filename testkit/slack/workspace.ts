@@ -48,6 +48,8 @@ export class Workspace {
   readonly subscribedToStop: boolean;
 
   readonly store = new Map<string, StoredMessage[]>(); // channel → messages in ts order
+  /** `${channel} ${ts}` → the message, for find(): a channel may hold thousands (the bench's). */
+  private readonly byTs = new Map<string, StoredMessage>();
   readonly users = new Map<string, StoredUser>();
   readonly groups = new Map<string, { users: string[]; disabled: boolean }>();
   private readonly members = new Set<string>(); // `${channel} ${user}` for users seen posting in a channel
@@ -138,15 +140,27 @@ export class Workspace {
     return `${next / 1_000_000n}.${(next % 1_000_000n).toString().padStart(6, '0')}`;
   }
 
+  /**
+   * Keeps the channel in ts order. A new ts is almost always the latest (nextTs), so it is
+   * placed by a search from the end rather than a sort of the whole channel: the bench keeps
+   * thousands of threads in one channel.
+   */
   insert(m: StoredMessage): void {
-    const list = this.store.get(m.channel) ?? [];
-    list.push(m);
-    list.sort((a, b) => compareTs(a.ts, b.ts));
-    this.store.set(m.channel, list);
+    let list = this.store.get(m.channel);
+    if (list === undefined) {
+      list = [];
+      this.store.set(m.channel, list);
+    }
+    let at = list.length;
+    while (at > 0 && compareTs((list[at - 1] as StoredMessage).ts, m.ts) > 0) at--;
+    list.splice(at, 0, m);
+    const key = `${m.channel} ${m.ts}`;
+    if (!this.byTs.has(key)) this.byTs.set(key, m);
   }
 
+  /** The first message of `channel` at `ts` (messages are never removed, only marked deleted). */
   find(channel: string, ts: string): StoredMessage | undefined {
-    return this.store.get(channel)?.find((m) => m.ts === ts);
+    return this.byTs.get(`${channel} ${ts}`);
   }
 
   publicCopy(m: StoredMessage): FakeMessage {

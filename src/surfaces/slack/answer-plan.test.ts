@@ -50,6 +50,22 @@ describe('nextStep', () => {
     });
   });
 
+  it('sends what a closing stream still lacks with its stop: one call, not an append and a stop', () => {
+    expect(nextStep(['Hello there'], [streaming('Hello')], true, true)).toEqual({
+      kind: 'stop',
+      index: 0,
+      text: 'Hello there',
+      delta: ' there',
+    });
+    // A page that moved on to the next one closes the same way, as Slack will render it.
+    expect(nextStep(['Hello <b', 'more'], [streaming('Hello')], false, true)).toEqual({
+      kind: 'stop',
+      index: 0,
+      text: 'Hello <b',
+      delta: ' <\u200Bb',
+    });
+  });
+
   it('stops, then edits, a stream whose text was replaced or is unknown', () => {
     expect(nextStep(['Goodbye'], [streaming('Hello')], false, true)).toEqual({ kind: 'stop', index: 0 });
     expect(nextStep(['Goodbye'], [{ ts: '1.1', state: 'stopped', shown: 'Hello' }], false, true)).toEqual({

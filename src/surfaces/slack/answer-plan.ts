@@ -19,7 +19,12 @@ export interface ShownPage {
 export type Step =
   | { kind: 'create'; index: number; text: string; stream: boolean }
   | { kind: 'append'; index: number; text: string; delta: string }
-  | { kind: 'stop'; index: number }
+  /**
+   * `delta` (with the page's `text`): what the stream still lacks, sent with the stop itself
+   * (chat.stopStream takes `markdown_text` like an append): one call where an append and a stop
+   * would be two, the common case of a short answer that finishes before its next append.
+   */
+  | { kind: 'stop'; index: number; text?: string; delta?: string }
   | { kind: 'edit'; index: number; text: string }
   | { kind: 'delete'; index: number };
 
@@ -57,7 +62,10 @@ export function nextStep(
         const shown = markdownForStream(page.shown);
         const wanted = markdownForStream(want);
         if (wanted.length > shown.length && wanted.startsWith(shown)) {
-          return { kind: 'append', index, text: want, delta: wanted.slice(shown.length) };
+          const delta = wanted.slice(shown.length);
+          return closed
+            ? { kind: 'stop', index, text: want, delta }
+            : { kind: 'append', index, text: want, delta };
         }
         if (wanted === shown) {
           if (closed) return { kind: 'stop', index };

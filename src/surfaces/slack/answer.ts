@@ -367,9 +367,13 @@ export class SlackAnswer {
         await api.stopStream(ctx, {
           channel,
           ts: page.ts,
+          ...(step.delta === undefined ? {} : { markdown_text: step.delta }),
           metadata: this.#metadata(step.index),
           ...(this.#closesAnswer(step.index) ? { blocks: [feedbackBlock(this.place.turnId)] } : {}),
         });
+        // Slack refused nothing, so the last words are shown too; on a refusal (the stream
+        // ended early) `shown` stays as it was and the next step edits from there.
+        if (step.text !== undefined) page.shown = step.text;
         page.state = 'stopped';
         this.#emitRef();
         return;

@@ -23,9 +23,15 @@ export function slackLogger(logger: Logger, name = 'slack'): SlackLogger {
     scrub(
       parts.map((p) => (p instanceof Error ? p.message : typeof p === 'string' ? p : String(p))).join(' '),
     );
+  // The Web API client logs several debug lines a call, with the request's and the answer's
+  // bodies in them: only a line our logger will write is joined and scrubbed.
   return {
-    debug: (...msg: unknown[]) => child.debug(text(msg)),
-    info: (...msg: unknown[]) => child.info(text(msg)),
+    debug: (...msg: unknown[]) => {
+      if (child.isLevelEnabled('debug')) child.debug(text(msg));
+    },
+    info: (...msg: unknown[]) => {
+      if (child.isLevelEnabled('info')) child.info(text(msg));
+    },
     warn: (...msg: unknown[]) => child.warn(text(msg)),
     error: (...msg: unknown[]) => child.error(text(msg)),
     setLevel: (next: LogLevel) => {

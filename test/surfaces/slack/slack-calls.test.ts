@@ -90,6 +90,64 @@ describe('the Slack surface against the fake Web API', () => {
     },
   );
 
+  /** An answer that shows `first`, then finishes as `full` before its next append is due. */
+  async function shortAnswer(
+    fake: FakeSlack,
+    api: SlackApi,
+    target: Parameters<SlackSurface['openAnswer']>[0],
+  ) {
+    const surface = new SlackSurface({
+      api,
+      clock: systemClock,
+      logger: silent,
+      answers: { intervalMs: 10_000 },
+    });
+    const sink = surface.openAnswer(target, 'turn-1', null, () => undefined, {
+      actorId: 'U0ADA',
+      fresh: true,
+    });
+    const buffer = new AnswerBuffer();
+    feed(buffer, 'Hello', false);
+    sink.update(buffer);
+    const deadline = Date.now() + 5_000;
+    while (fake.callsOf('chat.startStream').length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 50));
+    return { surface, sink, buffer };
+  }
+
+  it('sends the last words of a short streamed answer with its chat.stopStream: no append of its own', async () => {
+    const { fake, api, root, target } = await setup();
+    const { surface, sink, buffer } = await shortAnswer(fake, api, target);
+    feed(buffer, ' there, *Ada*.', true);
+    await sink.finish(buffer);
+    expect(fake.calls.filter((c) => c.method.startsWith('chat.')).map((c) => c.method)).toEqual([
+      'chat.startStream',
+      'chat.stopStream',
+    ]);
+    expect(fake.callsOf('chat.stopStream')[0]?.args).toMatchObject({ markdown_text: ' there, *Ada*.' });
+    const [answer, ...more] = fake.messages('C1', root.ts).filter((m) => m.botId !== undefined);
+    expect(more).toHaveLength(0);
+    expect(answer?.text).toBe(markdownForStream('Hello there, *Ada*.'));
+    expect(answer?.streamState).toBe('stopped');
+    surface.close();
+  });
+
+  it('edits the last words in when Slack ended the stream before that stop', async () => {
+    const { fake, api, root, target } = await setup();
+    const { surface, sink, buffer } = await shortAnswer(fake, api, target);
+    const [streamed] = fake.messages('C1', root.ts).filter((m) => m.botId !== undefined);
+    fake.endStreamEarly('C1', streamed?.ts ?? '');
+    feed(buffer, ' there, *Ada*.', true);
+    await sink.finish(buffer);
+    expect(fake.callsOf('chat.stopStream').map((c) => c.error)).toEqual(['message_not_in_streaming_state']);
+    expect(fake.callsOf('chat.update')).toHaveLength(1);
+    const [answer, ...more] = fake.messages('C1', root.ts).filter((m) => m.botId !== undefined);
+    expect(more).toHaveLength(0);
+    expect(answer?.text).toBe(markdownToMrkdwn('Hello there, *Ada*.'));
+    surface.close();
+  });
+
   it('reads a 429 as SlackRateLimitedError with Retry-After, and the budget waits it out', async () => {
     const { fake, api } = await setup();
     fake.rateLimitNext('reactions.add', 1);
