@@ -282,15 +282,14 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-// BENCH_ONLY=engine (or slack, sqlite) runs only those benchmarks (for profiling them).
+// BENCH_ONLY=codec (benchmark 1), client (2 and 3), engine, slack or sqlite runs only those
+// benchmarks (for profiling them, or to A/B one part on a shared machine).
 const only = process.env.BENCH_ONLY;
 // `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='));
 const jsonPath = jsonArg === undefined ? undefined : jsonArg.split('=')[1] || '.agentkourier/bench/last.json';
-if (only === undefined) {
-  benchParse();
-  await benchTurn();
-}
+if (only === undefined || only === 'codec') benchParse();
+if (only === undefined || only === 'client') await benchTurn();
 if (only === undefined || only === 'engine') await benchEngine();
 if (only === undefined || only === 'slack') await benchSlack();
 if (only === undefined || only === 'sqlite') await benchSqliteDurability();
