@@ -1,0 +1,96 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { A2AClient } from '../../src/a2a/client.js';
+import type { CallReport } from '../../src/a2a/telemetry.js';
+import { MalformedResponseError } from '../../src/core/agent/errors.js';
+import type { StreamEvent } from '../../src/core/agent/model.js';
+import { answer, type ContractAgent, invalidEvent, startContractAgent } from '../agents/contract-agent.js';
+import { answerText, collect } from '../helpers/stream.js';
+
+// The streaming call is an iterator written by hand (src/a2a/streaming.ts), not an async
+// generator. What a generator gave for free is pinned here: laziness, calls made while one is
+// in flight served in order, `break` ending the call as a success, an error ending it, and
+// `done` for ever after — each with the one call report the client's metrics read.
+
+describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%s)', (version) => {
+  const agents: ContractAgent[] = [];
+  afterEach(async () => {
+    await Promise.all(agents.splice(0).map((a) => a.close()));
+  });
+
+  async function setup(): Promise<{ agent: ContractAgent; client: A2AClient; calls: CallReport[] }> {
+    const agent = await startContractAgent({ version });
+    agents.push(agent);
+    const calls: CallReport[] = [];
+    const client = new A2AClient(
+      { endpoint: agent.endpoint, identity: { kind: 'bearer', token: 'tok-1' } },
+      { onCall: (call) => calls.push(call) },
+    );
+    await client.card();
+    return { agent, client, calls };
+  }
+
+  const sendMethod = version === '1.0' ? 'SendStreamingMessage' : 'message/stream';
+  const streamCalls = (calls: CallReport[]) => calls.filter((c) => c.operation === 'SendStreamingMessage');
+
+  it(`sends nothing before the first next(), and nothing at all when returned first (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    const stream = client.sendStreamingMessage({ messageId: 'm', text: 'hi' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(agent.rpc(sendMethod)).toHaveLength(0);
+    expect(await stream.return(undefined)).toEqual({ done: true, value: undefined });
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    expect(agent.rpc(sendMethod)).toHaveLength(0);
+    expect(streamCalls(calls)).toHaveLength(0);
+  });
+
+  it(`serves next() calls made all at once in order, each event once, then done (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    agent.enqueue(answer({ chunks: ['a', 'b', 'c'] }));
+    const all = await collect(client.sendStreamingMessage({ messageId: 'm1', text: 'hi' }));
+    agent.enqueue(answer({ chunks: ['a', 'b', 'c'] }));
+    const stream = client.sendStreamingMessage({ messageId: 'm2', text: 'hi' });
+    // Not awaited one by one: a generator queues these; so must the iterator.
+    const steps = await Promise.all(Array.from({ length: all.length + 2 }, () => stream.next()));
+    const events = steps.filter((s) => s.done !== true).map((s) => s.value as StreamEvent);
+    expect(events).toHaveLength(all.length);
+    expect(answerText(events)).toBe('abc');
+    expect(steps.slice(all.length).every((s) => s.done === true)).toBe(true);
+    expect(agent.rpc(sendMethod)).toHaveLength(2);
+    expect(streamCalls(calls).map((c) => [c.outcome, c.eventsSeen])).toEqual([
+      ['ok', all.length],
+      ['ok', all.length],
+    ]);
+  });
+
+  it(`ends the call as a success when the consumer breaks off, reported once (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    agent.enqueue(answer({ chunks: ['a', 'b', 'c', 'd'], chunkDelayMs: 20 }));
+    const stream = client.sendStreamingMessage({ messageId: 'm', text: 'hi' });
+    let seen = 0;
+    for await (const _event of stream) {
+      seen++;
+      if (seen === 2) break;
+    }
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    expect(await stream.return(undefined)).toEqual({ done: true, value: undefined });
+    expect(streamCalls(calls)).toEqual([expect.objectContaining({ outcome: 'ok', eventsSeen: 2 })]);
+  });
+
+  it(`hands over the events before a malformed one, then its typed error, then done (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    agent.enqueue(invalidEvent(2));
+    const stream = client.sendStreamingMessage({ messageId: 'm', text: 'hi' });
+    expect((await stream.next()).done).toBe(false);
+    expect((await stream.next()).done).toBe(false);
+    const error = await stream.next().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(MalformedResponseError);
+    expect((error as MalformedResponseError).code).toBe('malformed_response');
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    expect(streamCalls(calls)).toEqual([
+      expect.objectContaining({ outcome: 'malformed_response', eventsSeen: 2 }),
+    ]);
+  });
+});
