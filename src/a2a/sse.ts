@@ -163,7 +163,8 @@ export class SseParser {
   }
 
   #resetEvent(): void {
-    this.#data = [];
+    // The array is reused: #dispatch has already made its data string.
+    this.#data.length = 0;
     this.#dataSize = 0;
     this.#type = '';
   }

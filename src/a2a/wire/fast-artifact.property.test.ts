@@ -17,10 +17,14 @@ import * as v10 from './v1_0/codec.js';
 type Json = unknown;
 const asWire = (v: Json): Json => JSON.parse(JSON.stringify(v)) as Json;
 const json = fc.jsonValue({ maxDepth: 2 });
-// Keys that have tripped hand-written readers before: prototype names, numeric-looking keys.
+// Keys that trip hand-written readers: prototype names, numeric-looking keys, and the members of
+// the schemas themselves (so a mutation adds a `raw` beside a `text`, a `task` beside an update).
 const key = fc.oneof(
   fc.string({ maxLength: 8 }),
-  fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', '0', '10', 'text', 'kind'),
+  fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', '0', '10'),
+  fc.constantFrom('text', 'kind', 'raw', 'url', 'data', 'mediaType', 'filename', 'metadata', 'file'),
+  fc.constantFrom('artifact', 'parts', 'append', 'lastChunk', 'taskId', 'extensions', 'task', 'message'),
+  fc.constantFrom('statusUpdate', 'artifactUpdate', 'artifactId', 'name', 'description', 'final'),
 );
 const metadata = fc.dictionary(key, json, { maxKeys: 4 });
 const str = fc.string({ maxLength: 12 });
@@ -143,9 +147,68 @@ function agree(
   return byFast;
 }
 
+/** Every member the schemas name, per version: each is set to any JSON value in turn. */
+const artifactMembers = ['artifactId', 'name', 'description', 'parts', 'metadata', 'extensions'];
+const updateMembers = ['taskId', 'contextId', 'append', 'lastChunk', 'metadata', 'artifact'];
+const members10: (string | number)[][] = [
+  ['task'],
+  ['message'],
+  ['statusUpdate'],
+  ['artifactUpdate'],
+  ...updateMembers.map((m) => ['artifactUpdate', m]),
+  ...artifactMembers.map((m) => ['artifactUpdate', 'artifact', m]),
+  ...['text', 'raw', 'url', 'data', 'mediaType', 'filename', 'metadata'].map((m) => [
+    'artifactUpdate',
+    'artifact',
+    'parts',
+    0,
+    m,
+  ]),
+  ['artifactUpdate', 'artifact', 'extensions', 0],
+];
+const members03: (string | number)[][] = [
+  ['kind'],
+  ...updateMembers.map((m) => [m]),
+  ...artifactMembers.map((m) => ['artifact', m]),
+  ...['kind', 'text', 'metadata'].map((m) => ['artifact', 'parts', 0, m]),
+  ['artifact', 'extensions', 0],
+];
+
+/** A copy of `event` with the member at `path` set to `value` (missing containers made). */
+function setAt(event: Json, path: (string | number)[], value: Json): Json {
+  const copy = asWire(event) as Record<string | number, Json>;
+  let at = copy;
+  for (const [i, step] of path.entries()) {
+    if (i === path.length - 1) {
+      Object.defineProperty(at, step, { value, enumerable: true, writable: true, configurable: true });
+    } else {
+      const next = at[step];
+      if (typeof next !== 'object' || next === null) {
+        at[step] = typeof path[i + 1] === 'number' ? [] : {};
+      }
+      at = at[step] as Record<string | number, Json>;
+    }
+  }
+  return asWire(copy);
+}
+
 const versions = [
-  { name: '1.0', valid: valid10, fast: v10.readFastEvent, schema: v10.readEventBySchema, codec: v10.v1_0 },
-  { name: '0.3', valid: valid03, fast: v03.readFastEvent, schema: v03.readEventBySchema, codec: v03.v0_3 },
+  {
+    name: '1.0',
+    valid: valid10,
+    members: members10,
+    fast: v10.readFastEvent,
+    schema: v10.readEventBySchema,
+    codec: v10.v1_0,
+  },
+  {
+    name: '0.3',
+    valid: valid03,
+    members: members03,
+    fast: v03.readFastEvent,
+    schema: v03.readEventBySchema,
+    codec: v03.v0_3,
+  },
 ] as const;
 
 describe.each(versions)('the artifact-update fast path at $name (property)', (v) => {
@@ -163,6 +226,15 @@ describe.each(versions)('the artifact-update fast path at $name (property)', (v)
     fc.assert(
       fc.property(v.valid, fc.array(mutation, { minLength: 1, maxLength: 3 }), (input, mutations) => {
         agree(v.fast, v.schema, v.codec, mutate(input, mutations));
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  it('declines whatever the zod path refuses, and agrees on the rest, with any member of any type', () => {
+    fc.assert(
+      fc.property(v.valid, fc.constantFrom(...v.members), json, (input, path, value) => {
+        agree(v.fast, v.schema, v.codec, setAt(input, path, value));
       }),
       { numRuns: 3_000 },
     );
