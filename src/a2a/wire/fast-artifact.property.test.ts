@@ -91,7 +91,15 @@ function mutate(event: Json, mutations: Mutation[]): Json {
   const copy = asWire(event);
   for (const m of mutations) {
     const all = containers(copy);
-    const target = all[m.at % all.length] as Record<string, Json>;
+    const found = all[m.at % all.length];
+    if (Array.isArray(found)) {
+      // An array's members are its indices (an index one past the end appends).
+      const index = m.at % (found.length + 1);
+      if (m.op === 'delete') found.splice(index, 1);
+      else found[index] = asWire(m.value);
+      continue;
+    }
+    const target = found as Record<string, Json>;
     const keys = Object.keys(target);
     const name = m.op === 'add' || keys.length === 0 ? m.name : (keys[m.at % keys.length] as string);
     if (m.op === 'delete') delete target[name];
