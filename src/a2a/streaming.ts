@@ -197,10 +197,7 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
     }
   }
 
-  /**
-   * Sends the request (the card and the params are ready). An agent that answers at once with a plain JSON-RPC body (errors before
-   * the stream starts come that way from the SDKs) gives its one event here.
-   */
+  /** The card, the codec and the request's params; the call's span starts here. */
   async #prepare(): Promise<void> {
     const { codec, card } = await this.#wire(this.#options.signal);
     const [method, params] = this.#request(codec, card);
@@ -212,6 +209,10 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
     this.#lastEventAt = performance.now();
   }
 
+  /**
+   * Sends the request. An agent that answers at once with a plain JSON-RPC body (errors before
+   * the stream starts come that way from the SDKs) gives its one event here.
+   */
   async #open(): Promise<StreamEvent | undefined> {
     const o = this.#o;
     const codec = this.#codec as WireCodec;
