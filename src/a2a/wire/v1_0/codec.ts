@@ -35,8 +35,9 @@ const STATES: Record<string, TaskState> = {
   8: 'auth-required',
 };
 
+/** Own keys only: a state named `constructor` or `__proto__` is unknown, not what objects inherit. */
 function toState(value: string | number): TaskState {
-  return STATES[value] ?? 'unknown';
+  return Object.hasOwn(STATES, value) ? (STATES[value] as TaskState) : 'unknown';
 }
 
 function toRole(value: string | number | undefined): Role {
