@@ -34,9 +34,10 @@ type Step = IteratorResult<StreamEvent, void>;
  * two promise hops per event, and a stream is thousands of events. Here an event already read
  * (most are: one chunk of the body carries dozens) is decoded and handed over in an already
  * resolved promise. It behaves as the generator did: nothing is sent before the first `next()`;
- * calls made while one is in flight wait for it; `return()` (a `break` in `for await`) closes
- * the body's iterator and ends the call as a finished one; an error ends the call and is the
- * contract's error; after the end, `next()` says done.
+ * calls made while one is in flight wait for it; `return()` (a `break` in `for await`) ends the
+ * call as a finished one; an error ends the call and is the contract's error; after the end,
+ * `next()` says done. One thing is better: after `return()` the little an agent still sends is
+ * drained, so the connection is reused (the generator's `for await` over the body destroyed it).
  */
 export function streamCall(
   transport: Transport,
@@ -251,7 +252,9 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
       throw new MalformedResponseError(`the agent answered a stream with content type "${type}"`);
     }
     this.#parser = new SseParser(o.limits.maxEventBytes);
-    this.#chunks = res.body[Symbol.asyncIterator]();
+    // Not destroyed when the consumer leaves early (as a `for await` over the body would do, which
+    // closes the connection): #close drains what little is left, so the connection is reused.
+    this.#chunks = res.body.iterator({ destroyOnReturn: false });
     this.#lastEventAt = performance.now();
     this.#idle = setTimeout(this.#onIdleTimer, idleMs);
     return undefined;
@@ -279,7 +282,7 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
 
   /**
    * Ends a call the consumer left (`return()`, or `throw()` with `stop.error`): the body's
-   * iterator is closed first, as a `for await` loop does when it is left.
+   * iterator lets go of the body first, then the call ends (drained, or cut on an error).
    */
   async #stop(stop: { error: unknown } | undefined): Promise<Step> {
     try {

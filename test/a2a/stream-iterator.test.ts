@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
 import type { CallReport } from '../../src/a2a/telemetry.js';
@@ -94,3 +96,68 @@ describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%
     ]);
   });
 });
+
+// Written by hand rather than with the contract agent: the test needs the server's count of
+// TCP connections, and an answer whose end comes a moment after its last event.
+describe('a streaming call the consumer leaves early', () => {
+  it('drains the rest of a short stream, so the next call reuses the connection', async () => {
+    let endpoint = '';
+    let connections = 0;
+    const server = createServer((req, res) => {
+      if (req.method === 'GET') {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify(drainCard(endpoint)));
+        return;
+      }
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        const id = (JSON.parse(body) as { id: string }).id;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const text of ['a', 'b', 'c']) {
+          const result = {
+            artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'x', parts: [{ text }] } },
+          };
+          res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
+        }
+        // The agent closes its stream a moment after the event the consumer stops at.
+        setTimeout(() => res.end(), 30);
+      });
+    });
+    server.on('connection', () => {
+      connections++;
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a`;
+    try {
+      const client = new A2AClient({ endpoint, identity: { kind: 'user-id', userId: 'u' } });
+      const afterTurn: number[] = [];
+      for (let turn = 0; turn < 3; turn++) {
+        for await (const _event of client.sendStreamingMessage({ messageId: `m${turn}`, text: 'hi' })) break;
+        // The drain runs after the consumer has left; give it the agent's 30 ms and a little.
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        afterTurn.push(connections);
+      }
+      // The first turn may open a second connection beside the card's; the later ones open none.
+      expect(afterTurn[2]).toBe(afterTurn[0]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+function drainCard(url: string): Record<string, unknown> {
+  return {
+    name: 'drain',
+    description: 'drain',
+    version: '1.0.0',
+    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    capabilities: { streaming: true },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [{ id: 's', name: 's', description: 's', tags: [] }],
+  };
+}
