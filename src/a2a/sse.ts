@@ -14,12 +14,16 @@ const CR = 13;
 const COLON = 58;
 const SPACE = 32;
 
+const STREAM = { stream: true } as const;
+
 /**
  * An incremental SSE parser. Feed it chunks as they arrive, split anywhere (inside a UTF-8
  * sequence, between CR and LF); it returns the events each chunk completes.
  *
- * Work per chunk is proportional to the chunk: scanning resumes where the previous chunk
- * stopped, so a long event arriving in many small chunks is not rescanned from its start.
+ * Work per chunk is proportional to the chunk: only the new text is scanned, lines are read
+ * where they lie in it, and the unfinished line at its end is kept as pieces, joined once when
+ * its end arrives. So a long event arriving in many small chunks is neither rescanned nor
+ * recopied, and the text before it is never copied again.
  *
  * Bounded (CWE-400): a line or an event's data larger than `maxEventBytes` throws a
  * SizeLimitError instead of growing without end. The bound counts UTF-16 code units of
@@ -28,11 +32,9 @@ const SPACE = 32;
 export class SseParser {
   readonly #maxEventBytes: number;
   readonly #decoder = new TextDecoder('utf-8');
-  #buffer = '';
-  /** Where the next line starts in #buffer. */
-  #lineStart = 0;
-  /** Where scanning for the end of the current line resumes. */
-  #scanFrom = 0;
+  /** The start of a line whose end has not arrived yet, as the chunks brought it. */
+  #partial: string[] = [];
+  #partialSize = 0;
   /** The previous chunk ended with CR: a LF at the start of the next one belongs to it. */
   #pendingCr = false;
   #started = false;
@@ -46,7 +48,7 @@ export class SseParser {
   }
 
   push(chunk: Uint8Array | string): SseEvent[] {
-    let text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
+    let text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, STREAM);
     if (!this.#started && text.length > 0) {
       this.#started = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -57,67 +59,60 @@ export class SseParser {
   /** The stream ended. Per the SSE spec an event without its closing blank line is discarded. */
   end(): SseEvent[] {
     const events = this.#consume(this.#decoder.decode());
-    this.#buffer = '';
-    this.#lineStart = 0;
-    this.#scanFrom = 0;
+    this.#partial = [];
+    this.#partialSize = 0;
     this.#resetEvent();
     return events;
   }
 
   #consume(text: string): SseEvent[] {
     const events: SseEvent[] = [];
-    if (text.length === 0) return events;
-    if (this.#lineStart > 0 && this.#lineStart === this.#buffer.length) {
-      this.#buffer = text;
-      this.#lineStart = 0;
-      this.#scanFrom = 0;
-    } else {
-      this.#buffer += text;
-    }
-    const buffer = this.#buffer;
-    let i = this.#scanFrom;
-    if (this.#pendingCr && i < buffer.length) {
+    const length = text.length;
+    if (length === 0) return events;
+    let i = 0;
+    if (this.#pendingCr) {
       this.#pendingCr = false;
-      if (buffer.charCodeAt(i) === LF) {
-        i++;
-        this.#lineStart = i;
-      }
+      if (text.charCodeAt(0) === LF) i = 1;
     }
-    const length = buffer.length;
+    let lineStart = i;
     // Most servers end lines with LF alone: then the native indexOf finds line ends. A chunk
     // with a CR anywhere takes the character loop, which handles CR and CRLF.
     const lfOnly = text.indexOf('\r') === -1;
     while (i < length) {
       if (lfOnly) {
-        const lf = buffer.indexOf('\n', i);
-        if (lf === -1) {
-          i = length;
-          break;
-        }
+        const lf = text.indexOf('\n', i);
+        if (lf === -1) break;
         i = lf;
+      } else {
+        const c = text.charCodeAt(i);
+        if (c !== LF && c !== CR) {
+          i++;
+          continue;
+        }
       }
-      const c = buffer.charCodeAt(i);
-      if (c !== LF && c !== CR) {
-        i++;
-        continue;
+      const c = text.charCodeAt(i);
+      let event: SseEvent | undefined;
+      if (this.#partial.length === 0) {
+        event = this.#line(text, lineStart, i);
+      } else {
+        this.#partial.push(text.slice(lineStart, i));
+        const line = this.#partial.join('');
+        this.#partial = [];
+        this.#partialSize = 0;
+        event = this.#line(line, 0, line.length);
       }
-      const event = this.#line(buffer, this.#lineStart, i);
       if (event !== undefined) events.push(event);
       i++;
       if (c === CR) {
         if (i === length) this.#pendingCr = true;
-        else if (buffer.charCodeAt(i) === LF) i++;
+        else if (text.charCodeAt(i) === LF) i++;
       }
-      this.#lineStart = i;
+      lineStart = i;
     }
-    this.#scanFrom = i;
-    if (length - this.#lineStart > this.#maxEventBytes)
-      throw new SizeLimitError('event', this.#maxEventBytes);
-    // Drop consumed text now and then, not on every chunk, so slicing stays amortised O(chunk).
-    if (this.#lineStart > 65_536 && this.#lineStart > length >> 1) {
-      this.#buffer = buffer.slice(this.#lineStart);
-      this.#scanFrom -= this.#lineStart;
-      this.#lineStart = 0;
+    if (lineStart < length) {
+      this.#partialSize += length - lineStart;
+      if (this.#partialSize > this.#maxEventBytes) throw new SizeLimitError('event', this.#maxEventBytes);
+      this.#partial.push(lineStart === 0 ? text : text.slice(lineStart));
     }
     return events;
   }
@@ -168,7 +163,8 @@ export class SseParser {
   }
 
   #resetEvent(): void {
-    this.#data = [];
+    // The array is reused: #dispatch has already made its data string.
+    this.#data.length = 0;
     this.#dataSize = 0;
     this.#type = '';
   }

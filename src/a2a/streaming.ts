@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Span } from '@opentelemetry/api';
 import {
   AgentCallError,
   LostConnectionError,
@@ -11,7 +12,7 @@ import type { AgentCardInfo } from './card.js';
 import { classifyNetworkError, type HttpResponse, header, readBounded, send } from './http.js';
 import { type CallKind, decodeResponse, encodeRequest, errorFromRpc } from './jsonrpc.js';
 import type { ResolvedOptions } from './options.js';
-import { SseParser } from './sse.js';
+import { type SseEvent, SseParser } from './sse.js';
 import { endCallSpan } from './telemetry.js';
 import { type CallOptions, headersOf, operationOf, type Transport } from './transport.js';
 import type { WireCodec } from './wire/codec.js';
@@ -23,62 +24,219 @@ import type { WireCodec } from './wire/codec.js';
  * comes, is one of the contract's errors or a clean finish.
  */
 
+type Step = IteratorResult<StreamEvent, void>;
+
 /**
  * One streaming call. `request` picks the method and params once the card has said which wire
- * version to speak. A single generator (no `yield*` layers) keeps the per-event cost low.
+ * version to speak.
+ *
+ * Written as an iterator by hand rather than an async generator: a generator's `yield` costs
+ * two promise hops per event, and a stream is thousands of events. Here an event already read
+ * (most are: one chunk of the body carries dozens) is decoded and handed over in an already
+ * resolved promise. It behaves as the generator did: nothing is sent before the first `next()`;
+ * calls made while one is in flight wait for it; `return()` (a `break` in `for await`) ends the
+ * call as a finished one; an error ends the call and is the contract's error; after the end,
+ * `next()` says done. One thing is better: after `return()` the little an agent still sends is
+ * drained, so the connection is reused (the generator's `for await` over the body destroyed it).
  */
-export async function* streamCall(
+export function streamCall(
   transport: Transport,
   wire: (signal?: AbortSignal) => Promise<{ codec: WireCodec; card: AgentCardInfo }>,
   request: (codec: WireCodec, card: AgentCardInfo) => [string, unknown],
   kind: CallKind,
   options: CallOptions,
 ): AsyncGenerator<StreamEvent> {
-  const o = transport.options;
-  const { codec, card } = await wire(options.signal);
-  const [method, params] = request(codec, card);
-  const id = randomUUID();
-  const started = o.now();
-  let outcome = 'ok';
-  let seen = 0;
-  let res: HttpResponse | undefined;
-  let finished = false;
-  const span = transport.span(method, method, codec.version, options.trace);
+  return new StreamCall(transport, wire, request, kind, options);
+}
+
+const done = (): Step => ({ done: true, value: undefined });
+
+class StreamCall implements AsyncGenerator<StreamEvent> {
+  readonly #transport: Transport;
+  readonly #o: ResolvedOptions;
+  readonly #wire: (signal?: AbortSignal) => Promise<{ codec: WireCodec; card: AgentCardInfo }>;
+  readonly #request: (codec: WireCodec, card: AgentCardInfo) => [string, unknown];
+  readonly #kind: CallKind;
+  readonly #options: CallOptions;
+  #state: 'new' | 'open' | 'closed' = 'new';
+  /** The call in flight (the request, or a chunk awaited): later calls queue behind it. */
+  #busy: Promise<unknown> | undefined;
+  #codec: WireCodec | undefined;
+  #method = '';
+  #params: unknown;
+  readonly #id = randomUUID();
+  #started = 0;
+  #span: Span | undefined;
+  #res: HttpResponse | undefined;
+  #chunks: AsyncIterator<unknown> | undefined;
+  #parser: SseParser | undefined;
+  /** The events of the last chunk, and the next one to hand over. */
+  #frames: SseEvent[] = [];
+  #nextFrame = 0;
+  #seen = 0;
+  /** The body was read to its end (or held the one event of a plain JSON answer). */
+  #finished = false;
   // R-6: one timer for the whole stream. Events only stamp the time; when the timer fires it
   // re-arms for the rest of the window, so the per-event cost is a clock read, not a timer.
-  const idleMs = o.timeouts.streamIdleMs;
-  let lastEventAt = performance.now();
-  let idleFired = false;
-  let idle: NodeJS.Timeout | undefined;
-  const onIdleTimer = (): void => {
-    const quiet = performance.now() - lastEventAt;
-    if (quiet < idleMs) {
-      idle = setTimeout(onIdleTimer, idleMs - quiet);
-      return;
+  #lastEventAt = 0;
+  #idleFired = false;
+  #idle: NodeJS.Timeout | undefined;
+
+  constructor(
+    transport: Transport,
+    wire: (signal?: AbortSignal) => Promise<{ codec: WireCodec; card: AgentCardInfo }>,
+    request: (codec: WireCodec, card: AgentCardInfo) => [string, unknown],
+    kind: CallKind,
+    options: CallOptions,
+  ) {
+    this.#transport = transport;
+    this.#o = transport.options;
+    this.#wire = wire;
+    this.#request = request;
+    this.#kind = kind;
+    this.#options = options;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<Step> {
+    if (this.#busy !== undefined) return this.#after(() => this.next());
+    if (this.#state === 'closed') return Promise.resolve(done());
+    if (this.#state === 'open') {
+      // Time the consumer spends does not count against the agent.
+      this.#lastEventAt = performance.now();
+      const frame = this.#frames[this.#nextFrame];
+      if (frame !== undefined) {
+        this.#nextFrame++;
+        try {
+          return Promise.resolve({ done: false, value: this.#decode(frame) });
+        } catch (error) {
+          return Promise.reject(this.#fail(error));
+        }
+      }
     }
-    idleFired = true;
-    res?.abort(new StreamIdleError(idleMs, seen));
-  };
-  try {
-    res = await send({
+    return this.#track(this.#pull());
+  }
+
+  /** The consumer stopped reading (it had what it needed, a settled task, say). */
+  return(): Promise<Step> {
+    if (this.#busy !== undefined) return this.#after(() => this.return());
+    if (this.#state !== 'open') {
+      this.#state = 'closed';
+      return Promise.resolve(done());
+    }
+    return this.#track(this.#stop(undefined));
+  }
+
+  throw(error: unknown): Promise<Step> {
+    if (this.#busy !== undefined) return this.#after(() => this.throw(error));
+    if (this.#state !== 'open') {
+      this.#state = 'closed';
+      return Promise.reject(error);
+    }
+    return this.#track(this.#stop({ error }));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.return();
+  }
+
+  #track(work: Promise<Step>): Promise<Step> {
+    this.#busy = work;
+    const clear = (): void => {
+      this.#busy = undefined;
+    };
+    // Registered before the caller's own reaction, so the call is no longer busy when it runs.
+    work.then(clear, clear);
+    return work;
+  }
+
+  #after(call: () => Promise<Step>): Promise<Step> {
+    const busy = this.#busy as Promise<unknown>;
+    return busy.then(call, call);
+  }
+
+  /** The slow path: the request itself, or the next chunk of the body. */
+  async #pull(): Promise<Step> {
+    if (this.#state === 'new') {
+      this.#state = 'open';
+      try {
+        await this.#prepare();
+      } catch (error) {
+        // The card or the request could not be had: nothing was sent, nothing to report.
+        this.#state = 'closed';
+        throw error;
+      }
+    }
+    try {
+      if (this.#res === undefined) {
+        const single = await this.#open();
+        if (single !== undefined) return { done: false, value: single };
+      }
+      while (this.#nextFrame >= this.#frames.length) {
+        const chunks = this.#chunks;
+        const parser = this.#parser;
+        if (this.#finished || chunks === undefined || parser === undefined) {
+          this.#close('ok');
+          return done();
+        }
+        const read = await chunks.next();
+        if (read.done === true) {
+          parser.end();
+          this.#finished = true;
+        } else {
+          this.#frames = parser.push(read.value as Buffer);
+          this.#nextFrame = 0;
+        }
+      }
+      const frame = this.#frames[this.#nextFrame++] as SseEvent;
+      return { done: false, value: this.#decode(frame) };
+    } catch (error) {
+      throw this.#fail(error);
+    }
+  }
+
+  /** The card, the codec and the request's params; the call's span starts here. */
+  async #prepare(): Promise<void> {
+    const { codec, card } = await this.#wire(this.#options.signal);
+    const [method, params] = this.#request(codec, card);
+    this.#codec = codec;
+    this.#method = method;
+    this.#params = params;
+    this.#started = this.#o.now();
+    this.#span = this.#transport.span(method, method, codec.version, this.#options.trace);
+    this.#lastEventAt = performance.now();
+  }
+
+  /**
+   * Sends the request. An agent that answers at once with a plain JSON-RPC body (errors before
+   * the stream starts come that way from the SDKs) gives its one event here.
+   */
+  async #open(): Promise<StreamEvent | undefined> {
+    const o = this.#o;
+    const codec = this.#codec as WireCodec;
+    const idleMs = o.timeouts.streamIdleMs;
+    const res = await send({
       url: o.endpoint,
       method: 'POST',
-      headers: await transport.rpcHeaders(
+      headers: await this.#transport.rpcHeaders(
         codec,
         'text/event-stream, application/json',
-        headersOf(span, options.trace),
+        headersOf(this.#span, this.#options.trace),
       ),
-      body: encodeRequest(id, method, params),
+      body: encodeRequest(this.#id, this.#method, this.#params),
       headersTimeoutMs: o.timeouts.headersMs,
       bodyIdleMs: idleMs,
       totalMs: o.timeouts.streamTotalMs,
       dispatcher: o.dispatcher,
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(this.#options.signal === undefined ? {} : { signal: this.#options.signal }),
     });
-    if (res.status < 200 || res.status >= 300) throw await transport.statusError(res, kind);
+    this.#res = res;
+    if (res.status < 200 || res.status >= 300) throw await this.#transport.statusError(res, this.#kind);
     const type = (header(res.headers, 'content-type') ?? '').toLowerCase();
     if (type.startsWith('application/json')) {
-      // Errors before the stream starts come as a plain JSON-RPC body (the SDKs do this).
       const body = await readBounded(
         res,
         o.limits.maxEventBytes,
@@ -86,60 +244,99 @@ export async function* streamCall(
         o.timeouts.bodyIdleMs,
         o.timeouts.callTotalMs,
       );
-      const reply = decodeResponse(body, id);
-      if (!reply.ok) throw errorFromRpc(reply.error, kind);
-      const event = codec.decodeEvent(reply.result);
-      seen++;
-      finished = true;
-      yield event;
-      return;
+      const event = this.#decode({ type: 'message', data: body });
+      this.#finished = true;
+      return event;
     }
     if (!type.startsWith('text/event-stream')) {
       throw new MalformedResponseError(`the agent answered a stream with content type "${type}"`);
     }
-    const parser = new SseParser(o.limits.maxEventBytes);
-    lastEventAt = performance.now();
-    idle = setTimeout(onIdleTimer, idleMs);
-    for await (const chunk of res.body) {
-      for (const frame of parser.push(chunk as Buffer)) {
-        const reply = decodeResponse(frame.data, id);
-        if (!reply.ok) throw errorFromRpc(reply.error, kind);
-        const event = codec.decodeEvent(reply.result);
-        seen++;
-        yield event;
-        // Time the consumer spends does not count against the agent.
-        lastEventAt = performance.now();
-      }
+    this.#parser = new SseParser(o.limits.maxEventBytes);
+    // Not destroyed when the consumer leaves early (as a `for await` over the body would do, which
+    // closes the connection): #close drains what little is left, so the connection is reused.
+    this.#chunks = res.body.iterator({ destroyOnReturn: false });
+    this.#lastEventAt = performance.now();
+    this.#idle = setTimeout(this.#onIdleTimer, idleMs);
+    return undefined;
+  }
+
+  readonly #onIdleTimer = (): void => {
+    const idleMs = this.#o.timeouts.streamIdleMs;
+    const quiet = performance.now() - this.#lastEventAt;
+    if (quiet < idleMs) {
+      this.#idle = setTimeout(this.#onIdleTimer, idleMs - quiet);
+      return;
     }
-    parser.end();
-    finished = true;
-  } catch (error) {
-    const bound = res?.boundFailure();
+    this.#idleFired = true;
+    this.#res?.abort(new StreamIdleError(idleMs, this.#seen));
+  };
+
+  /** One event's JSON-RPC envelope and payload, through the codec (which checks it). */
+  #decode(frame: SseEvent): StreamEvent {
+    const reply = decodeResponse(frame.data, this.#id);
+    if (!reply.ok) throw errorFromRpc(reply.error, this.#kind);
+    const event = (this.#codec as WireCodec).decodeEvent(reply.result);
+    this.#seen++;
+    return event;
+  }
+
+  /**
+   * Ends a call the consumer left (`return()`, or `throw()` with `stop.error`): the body's
+   * iterator lets go of the body first, then the call ends (drained, or cut on an error).
+   */
+  async #stop(stop: { error: unknown } | undefined): Promise<Step> {
+    try {
+      await this.#chunks?.return?.();
+    } catch (error) {
+      if (stop === undefined) throw this.#fail(error);
+    }
+    if (stop !== undefined) throw this.#fail(stop.error);
+    this.#close('ok');
+    return done();
+  }
+
+  /** The call failed: its error as the contract's, and the call ended with that outcome. */
+  #fail(error: unknown): unknown {
+    if (this.#state === 'closed') return error;
+    const bound = this.#res?.boundFailure();
     const failure = streamFailure(
-      o,
-      bound === undefined ? error : new LostConnectionError(bound.reason, seen, { cause: error }),
-      kind,
-      seen,
-      idleFired,
+      this.#o,
+      bound === undefined ? error : new LostConnectionError(bound.reason, this.#seen, { cause: error }),
+      this.#kind,
+      this.#seen,
+      this.#idleFired,
     );
-    outcome = failure instanceof AgentCallError ? failure.code : 'error';
-    throw failure;
-  } finally {
-    clearTimeout(idle);
+    this.#close(failure instanceof AgentCallError ? failure.code : 'error');
+    return failure;
+  }
+
+  #close(outcome: string): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    this.#frames = [];
+    clearTimeout(this.#idle);
+    const res = this.#res;
     res?.finish();
-    if (!finished && res !== undefined) {
+    if (!this.#finished && res !== undefined) {
       if (outcome === 'ok') {
-        // The consumer stopped reading (it had what it needed, a settled task, say). Agents
-        // usually close the stream right after: drain a little, briefly, so the connection
-        // can be reused; one that keeps talking is cut.
+        // Agents usually close the stream right after the consumer has what it needs: drain a
+        // little, briefly, so the connection can be reused; one that keeps talking is cut.
         res.body.on('error', () => undefined);
         res.body.dump({ limit: 64 * 1024, signal: AbortSignal.timeout(250) }).catch(() => undefined);
       } else {
         res.abort(new Error('stream closed by the client'));
       }
     }
-    if (span !== undefined) endCallSpan(span, outcome, seen);
-    transport.publish(method, operationOf(codec, method), codec.version, started, outcome, seen);
+    const codec = this.#codec as WireCodec;
+    if (this.#span !== undefined) endCallSpan(this.#span, outcome, this.#seen);
+    this.#transport.publish(
+      this.#method,
+      operationOf(codec, this.#method),
+      codec.version,
+      this.#started,
+      outcome,
+      this.#seen,
+    );
   }
 }
 

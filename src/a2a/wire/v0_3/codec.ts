@@ -7,8 +7,10 @@ import {
   type Task,
   type TaskPage,
   type TaskState,
+  type TextPart,
 } from '../../../core/agent/model.js';
 import type { WireCodec } from '../codec.js';
+import { isObject, readArtifactUpdate, textPart } from '../fast-artifact.js';
 import { modelReaders } from '../to-model.js';
 import { malformed } from '../zod-error.js';
 import * as s from './schemas.js';
@@ -37,6 +39,12 @@ function toPart(p: s.WirePart): Part {
   }
 }
 
+/** The fast path's text part (fast-artifact.ts): `kind: "text"` and a string `text`. */
+function fastTextPart(p: unknown): TextPart | undefined {
+  if (!isObject(p) || p.kind !== 'text' || typeof p.text !== 'string') return undefined;
+  return textPart(p.text, p.metadata);
+}
+
 const read = modelReaders<
   s.WirePart,
   s.WireTaskStatus['state'],
@@ -49,6 +57,51 @@ const toMessage = read.message;
 const toStatus = read.status;
 const toArtifact = read.artifact;
 const toTask = read.task;
+
+/**
+ * The hot path (fast-artifact.ts): an artifact update of text parts, read by hand; undefined
+ * for anything else, which readEventBySchema reads.
+ */
+export function readFastEvent(result: unknown): StreamEvent | undefined {
+  if (!isObject(result) || result.kind !== 'artifact-update') return undefined;
+  return readArtifactUpdate(result, fastTextPart);
+}
+
+/** A stream result through its zod schema: the model, or MalformedResponseError naming the flaw. */
+export function readEventBySchema(result: unknown): StreamEvent {
+  const parsed = s.streamResult.safeParse(result);
+  if (!parsed.success) throw malformed('stream event', parsed.error);
+  const r = parsed.data;
+  switch (r.kind) {
+    case 'task':
+      return { kind: 'task', task: toTask(r) };
+    case 'message':
+      return { kind: 'message', message: toMessage(r) };
+    case 'status-update': {
+      const event: StreamEvent = {
+        kind: 'status-update',
+        taskId: r.taskId,
+        contextId: r.contextId,
+        status: toStatus(r.status),
+      };
+      if (r.final !== undefined) event.final = r.final;
+      if (r.metadata !== undefined) event.metadata = r.metadata;
+      return event;
+    }
+    case 'artifact-update': {
+      const event: StreamEvent = {
+        kind: 'artifact-update',
+        taskId: r.taskId,
+        contextId: r.contextId,
+        artifact: toArtifact(r.artifact),
+        append: r.append,
+        lastChunk: r.lastChunk,
+      };
+      if (r.metadata !== undefined) event.metadata = r.metadata;
+      return event;
+    }
+  }
+}
 
 export const v0_3: WireCodec = {
   version: '0.3',
@@ -97,38 +150,7 @@ export const v0_3: WireCodec = {
   },
 
   decodeEvent(result: unknown): StreamEvent {
-    const parsed = s.streamResult.safeParse(result);
-    if (!parsed.success) throw malformed('stream event', parsed.error);
-    const r = parsed.data;
-    switch (r.kind) {
-      case 'task':
-        return { kind: 'task', task: toTask(r) };
-      case 'message':
-        return { kind: 'message', message: toMessage(r) };
-      case 'status-update': {
-        const event: StreamEvent = {
-          kind: 'status-update',
-          taskId: r.taskId,
-          contextId: r.contextId,
-          status: toStatus(r.status),
-        };
-        if (r.final !== undefined) event.final = r.final;
-        if (r.metadata !== undefined) event.metadata = r.metadata;
-        return event;
-      }
-      case 'artifact-update': {
-        const event: StreamEvent = {
-          kind: 'artifact-update',
-          taskId: r.taskId,
-          contextId: r.contextId,
-          artifact: toArtifact(r.artifact),
-          append: r.append,
-          lastChunk: r.lastChunk,
-        };
-        if (r.metadata !== undefined) event.metadata = r.metadata;
-        return event;
-      }
-    }
+    return readFastEvent(result) ?? readEventBySchema(result);
   },
 
   decodeTask(result: unknown): Task {

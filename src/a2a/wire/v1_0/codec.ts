@@ -7,8 +7,10 @@ import type {
   Task,
   TaskPage,
   TaskState,
+  TextPart,
 } from '../../../core/agent/model.js';
 import type { ListQuery, WireCodec } from '../codec.js';
+import { isObject, isOptionalString, readArtifactUpdate, textPart } from '../fast-artifact.js';
 import { modelReaders } from '../to-model.js';
 import { malformed } from '../zod-error.js';
 import * as s from './schemas.js';
@@ -33,8 +35,9 @@ const STATES: Record<string, TaskState> = {
   8: 'auth-required',
 };
 
+/** Own keys only: a state named `constructor` or `__proto__` is unknown, not what objects inherit. */
 function toState(value: string | number): TaskState {
-  return STATES[value] ?? 'unknown';
+  return Object.hasOwn(STATES, value) ? (STATES[value] as TaskState) : 'unknown';
 }
 
 function toRole(value: string | number | undefined): Role {
@@ -54,6 +57,22 @@ function toPart(p: s.WirePart): Part {
   return file;
 }
 
+/** The fast path's text part (fast-artifact.ts): `text` set, the other members as the schema checks them. */
+function fastTextPart(p: unknown): TextPart | undefined {
+  if (!isObject(p)) return undefined;
+  const { text, raw, url, mediaType, filename } = p;
+  if (
+    typeof text !== 'string' ||
+    !isOptionalString(raw) ||
+    !isOptionalString(url) ||
+    !isOptionalString(mediaType) ||
+    !isOptionalString(filename)
+  ) {
+    return undefined;
+  }
+  return textPart(text, p.metadata);
+}
+
 const read = modelReaders<
   s.WirePart,
   s.WireTaskStatus['state'],
@@ -66,6 +85,65 @@ const toMessage = read.message;
 const toStatus = read.status;
 const toArtifact = read.artifact;
 const toTask = read.task;
+
+/**
+ * The hot path (fast-artifact.ts): an artifact update of text parts, alone in its
+ * StreamResponse, read by hand; undefined for anything else, which readEventBySchema reads.
+ */
+export function readFastEvent(result: unknown): StreamEvent | undefined {
+  if (
+    !isObject(result) ||
+    !isObject(result.artifactUpdate) ||
+    result.task !== undefined ||
+    result.message !== undefined ||
+    result.statusUpdate !== undefined
+  ) {
+    return undefined;
+  }
+  return readArtifactUpdate(result.artifactUpdate, fastTextPart);
+}
+
+/** A StreamResponse through its zod schema: the model, or MalformedResponseError naming the flaw. */
+export function readEventBySchema(result: unknown): StreamEvent {
+  const parsed = s.streamResponse.safeParse(result);
+  if (!parsed.success) throw malformed('stream event', parsed.error);
+  const r = parsed.data;
+  const present =
+    Number(r.task !== undefined) +
+    Number(r.message !== undefined) +
+    Number(r.statusUpdate !== undefined) +
+    Number(r.artifactUpdate !== undefined);
+  if (present !== 1) {
+    throw new MalformedResponseError(
+      `the agent sent a stream event with ${present} of task, message, statusUpdate, artifactUpdate (exactly one expected)`,
+    );
+  }
+  if (r.task !== undefined) return { kind: 'task', task: toTask(r.task) };
+  if (r.message !== undefined) return { kind: 'message', message: toMessage(r.message) };
+  if (r.statusUpdate !== undefined) {
+    const u = r.statusUpdate;
+    const event: StreamEvent = {
+      kind: 'status-update',
+      taskId: u.taskId,
+      contextId: u.contextId,
+      status: toStatus(u.status),
+    };
+    if (u.metadata !== undefined) event.metadata = u.metadata;
+    return event;
+  }
+  const u = r.artifactUpdate;
+  if (u === undefined) throw new MalformedResponseError('unreachable: no stream event member');
+  const event: StreamEvent = {
+    kind: 'artifact-update',
+    taskId: u.taskId,
+    contextId: u.contextId,
+    artifact: toArtifact(u.artifact),
+    append: u.append,
+    lastChunk: u.lastChunk,
+  };
+  if (u.metadata !== undefined) event.metadata = u.metadata;
+  return event;
+}
 
 function withTenant(params: Record<string, unknown>, tenant: string | undefined): Record<string, unknown> {
   if (tenant !== undefined && tenant !== '') params.tenant = tenant;
@@ -119,44 +197,7 @@ export const v1_0: WireCodec = {
   },
 
   decodeEvent(result: unknown): StreamEvent {
-    const parsed = s.streamResponse.safeParse(result);
-    if (!parsed.success) throw malformed('stream event', parsed.error);
-    const r = parsed.data;
-    const present =
-      Number(r.task !== undefined) +
-      Number(r.message !== undefined) +
-      Number(r.statusUpdate !== undefined) +
-      Number(r.artifactUpdate !== undefined);
-    if (present !== 1) {
-      throw new MalformedResponseError(
-        `the agent sent a stream event with ${present} of task, message, statusUpdate, artifactUpdate (exactly one expected)`,
-      );
-    }
-    if (r.task !== undefined) return { kind: 'task', task: toTask(r.task) };
-    if (r.message !== undefined) return { kind: 'message', message: toMessage(r.message) };
-    if (r.statusUpdate !== undefined) {
-      const u = r.statusUpdate;
-      const event: StreamEvent = {
-        kind: 'status-update',
-        taskId: u.taskId,
-        contextId: u.contextId,
-        status: toStatus(u.status),
-      };
-      if (u.metadata !== undefined) event.metadata = u.metadata;
-      return event;
-    }
-    const u = r.artifactUpdate;
-    if (u === undefined) throw new MalformedResponseError('unreachable: no stream event member');
-    const event: StreamEvent = {
-      kind: 'artifact-update',
-      taskId: u.taskId,
-      contextId: u.contextId,
-      artifact: toArtifact(u.artifact),
-      append: u.append,
-      lastChunk: u.lastChunk,
-    };
-    if (u.metadata !== undefined) event.metadata = u.metadata;
-    return event;
+    return readFastEvent(result) ?? readEventBySchema(result);
   },
 
   decodeTask(result: unknown): Task {

@@ -1,0 +1,125 @@
+import type { Artifact, ArtifactUpdateEvent, Part, TextPart } from '../../core/agent/model.js';
+
+/**
+ * The hot path of a stream: an artifact update whose parts are all text, read by hand instead
+ * of through zod. It is one event in a thousand that is not such an update, and zod's generic
+ * walk costs about as much as the JSON.parse of the event itself.
+ *
+ * The rule that keeps it safe: a fast reader either returns exactly the model the zod path
+ * would build, or `undefined`, and then the caller runs the zod path, which makes every error.
+ * So a fast reader may be stricter than the schema (decline anything unusual), never looser;
+ * every field it returns is checked as the schema checks it. `fast-artifact.property.test.ts`
+ * holds each version's fast reader to its zod path over generated, mutated events.
+ *
+ * Inputs are JSON.parse output (plain objects, arrays, strings, numbers, booleans, null).
+ */
+
+export type Json = Record<string, unknown>;
+
+/** A JSON object (what z.object and z.record accept; arrays and null are not). */
+export function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** z.string().optional() */
+export function isOptionalString(value: unknown): value is string | undefined {
+  return value === undefined || typeof value === 'string';
+}
+
+/** z.boolean().optional() */
+function isOptionalBoolean(value: unknown): value is boolean | undefined {
+  return value === undefined || typeof value === 'boolean';
+}
+
+/** Declines this event: the zod path will read it (and name what is wrong, if anything). */
+const DECLINE = undefined;
+
+/**
+ * z.record(z.string(), z.unknown()).optional(): undefined, or a copy of the object as zod makes
+ * it (own keys in order, values as they are, a `__proto__` key dropped); `false` if not a record.
+ * Only a plain object is read here; anything more exotic is left to zod.
+ */
+function readMetadata(value: unknown): Json | undefined | false {
+  if (value === undefined) return undefined;
+  if (!isObject(value) || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  const out: Json = {};
+  for (const key of Object.keys(value)) {
+    if (key !== '__proto__') out[key] = value[key];
+  }
+  return out;
+}
+
+/** z.array(z.string()).optional(): undefined, or a copy of the array; `false` if not one. */
+function readStrings(value: unknown): string[] | undefined | false {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) return false;
+  for (const item of value) if (typeof item !== 'string') return false;
+  return value.slice();
+}
+
+/** The model of a text part, or undefined when `p` is not a valid text part of this version. */
+export type TextPartReader = (p: unknown) => TextPart | undefined;
+
+/** A text part with its metadata, as each version's `toPart` writes it. */
+export function textPart(text: string, metadataValue: unknown): TextPart | undefined {
+  const metadata = readMetadata(metadataValue);
+  if (metadata === false) return DECLINE;
+  return metadata === undefined ? { kind: 'text', text } : { kind: 'text', text, metadata };
+}
+
+function readArtifact(a: unknown, part: TextPartReader): Artifact | undefined {
+  if (!isObject(a)) return DECLINE;
+  const { artifactId, name, description, parts: wireParts } = a;
+  if (!isOptionalString(artifactId) || !isOptionalString(name) || !isOptionalString(description)) {
+    return DECLINE;
+  }
+  const parts: Part[] = [];
+  if (wireParts !== undefined) {
+    if (!Array.isArray(wireParts)) return DECLINE;
+    for (const p of wireParts) {
+      const read = part(p);
+      if (read === undefined) return DECLINE;
+      parts.push(read);
+    }
+  }
+  const metadata = readMetadata(a.metadata);
+  const extensions = readStrings(a.extensions);
+  if (metadata === false || extensions === false) return DECLINE;
+  // Fields in the order of to-model.ts, so the two paths build the same object.
+  const out: Artifact = { artifactId: artifactId ?? '', parts };
+  if (name !== undefined) out.name = name;
+  if (description !== undefined) out.description = description;
+  if (metadata !== undefined) out.metadata = metadata;
+  if (extensions !== undefined) out.extensions = extensions;
+  return out;
+}
+
+/**
+ * The fields of an artifact update both versions share (taskId, contextId, artifact, append,
+ * lastChunk, metadata); `part` reads the version's text part.
+ */
+export function readArtifactUpdate(u: Json, part: TextPartReader): ArtifactUpdateEvent | undefined {
+  const { taskId, contextId, append, lastChunk } = u;
+  if (
+    !isOptionalString(taskId) ||
+    !isOptionalString(contextId) ||
+    !isOptionalBoolean(append) ||
+    !isOptionalBoolean(lastChunk)
+  ) {
+    return DECLINE;
+  }
+  const artifact = readArtifact(u.artifact, part);
+  if (artifact === undefined) return DECLINE;
+  const metadata = readMetadata(u.metadata);
+  if (metadata === false) return DECLINE;
+  const event: ArtifactUpdateEvent = {
+    kind: 'artifact-update',
+    taskId: taskId ?? '',
+    contextId: contextId ?? '',
+    artifact,
+    append: append ?? false,
+    lastChunk: lastChunk ?? false,
+  };
+  if (metadata !== undefined) event.metadata = metadata;
+  return event;
+}

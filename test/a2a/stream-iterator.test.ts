@@ -1,0 +1,163 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { A2AClient } from '../../src/a2a/client.js';
+import type { CallReport } from '../../src/a2a/telemetry.js';
+import { MalformedResponseError } from '../../src/core/agent/errors.js';
+import type { StreamEvent } from '../../src/core/agent/model.js';
+import { answer, type ContractAgent, invalidEvent, startContractAgent } from '../agents/contract-agent.js';
+import { answerText, collect } from '../helpers/stream.js';
+
+// The streaming call is an iterator written by hand (src/a2a/streaming.ts), not an async
+// generator. What a generator gave for free is pinned here: laziness, calls made while one is
+// in flight served in order, `break` ending the call as a success, an error ending it, and
+// `done` for ever after — each with the one call report the client's metrics read.
+
+describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%s)', (version) => {
+  const agents: ContractAgent[] = [];
+  afterEach(async () => {
+    await Promise.all(agents.splice(0).map((a) => a.close()));
+  });
+
+  async function setup(): Promise<{ agent: ContractAgent; client: A2AClient; calls: CallReport[] }> {
+    const agent = await startContractAgent({ version });
+    agents.push(agent);
+    const calls: CallReport[] = [];
+    const client = new A2AClient(
+      { endpoint: agent.endpoint, identity: { kind: 'bearer', token: 'tok-1' } },
+      { onCall: (call) => calls.push(call) },
+    );
+    await client.card();
+    return { agent, client, calls };
+  }
+
+  const sendMethod = version === '1.0' ? 'SendStreamingMessage' : 'message/stream';
+  const streamCalls = (calls: CallReport[]) => calls.filter((c) => c.operation === 'SendStreamingMessage');
+
+  it(`sends nothing before the first next(), and nothing at all when returned first (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    const stream = client.sendStreamingMessage({ messageId: 'm', text: 'hi' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(agent.rpc(sendMethod)).toHaveLength(0);
+    expect(await stream.return(undefined)).toEqual({ done: true, value: undefined });
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    expect(agent.rpc(sendMethod)).toHaveLength(0);
+    expect(streamCalls(calls)).toHaveLength(0);
+  });
+
+  it(`serves next() calls made all at once in order, each event once, then done (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    agent.enqueue(answer({ chunks: ['a', 'b', 'c'] }));
+    const all = await collect(client.sendStreamingMessage({ messageId: 'm1', text: 'hi' }));
+    agent.enqueue(answer({ chunks: ['a', 'b', 'c'] }));
+    const stream = client.sendStreamingMessage({ messageId: 'm2', text: 'hi' });
+    // Not awaited one by one: a generator queues these; so must the iterator.
+    const steps = await Promise.all(Array.from({ length: all.length + 2 }, () => stream.next()));
+    const events = steps.filter((s) => s.done !== true).map((s) => s.value as StreamEvent);
+    expect(events).toHaveLength(all.length);
+    expect(answerText(events)).toBe('abc');
+    expect(steps.slice(all.length).every((s) => s.done === true)).toBe(true);
+    expect(agent.rpc(sendMethod)).toHaveLength(2);
+    expect(streamCalls(calls).map((c) => [c.outcome, c.eventsSeen])).toEqual([
+      ['ok', all.length],
+      ['ok', all.length],
+    ]);
+  });
+
+  it(`ends the call as a success when the consumer breaks off, reported once (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    agent.enqueue(answer({ chunks: ['a', 'b', 'c', 'd'], chunkDelayMs: 20 }));
+    const stream = client.sendStreamingMessage({ messageId: 'm', text: 'hi' });
+    let seen = 0;
+    for await (const _event of stream) {
+      seen++;
+      if (seen === 2) break;
+    }
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    expect(await stream.return(undefined)).toEqual({ done: true, value: undefined });
+    expect(streamCalls(calls)).toEqual([expect.objectContaining({ outcome: 'ok', eventsSeen: 2 })]);
+  });
+
+  it(`hands over the events before a malformed one, then its typed error, then done (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    agent.enqueue(invalidEvent(2));
+    const stream = client.sendStreamingMessage({ messageId: 'm', text: 'hi' });
+    expect((await stream.next()).done).toBe(false);
+    expect((await stream.next()).done).toBe(false);
+    const error = await stream.next().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(MalformedResponseError);
+    expect((error as MalformedResponseError).code).toBe('malformed_response');
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    expect(streamCalls(calls)).toEqual([
+      expect.objectContaining({ outcome: 'malformed_response', eventsSeen: 2 }),
+    ]);
+  });
+});
+
+// Written by hand rather than with the contract agent: the test needs the server's count of
+// TCP connections, and an answer whose end comes a moment after its last event.
+describe('a streaming call the consumer leaves early', () => {
+  it('drains the rest of a short stream, so the next call reuses the connection', async () => {
+    let endpoint = '';
+    let connections = 0;
+    const server = createServer((req, res) => {
+      if (req.method === 'GET') {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify(drainCard(endpoint)));
+        return;
+      }
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        const id = (JSON.parse(body) as { id: string }).id;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const text of ['a', 'b', 'c']) {
+          const result = {
+            artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'x', parts: [{ text }] } },
+          };
+          res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
+        }
+        // The agent closes its stream a moment after the event the consumer stops at.
+        setTimeout(() => res.end(), 30);
+      });
+    });
+    server.on('connection', () => {
+      connections++;
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a`;
+    try {
+      const client = new A2AClient({ endpoint, identity: { kind: 'user-id', userId: 'u' } });
+      const afterTurn: number[] = [];
+      for (let turn = 0; turn < 3; turn++) {
+        for await (const _event of client.sendStreamingMessage({ messageId: `m${turn}`, text: 'hi' })) break;
+        // The drain runs after the consumer has left; give it the agent's 30 ms and a little.
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        afterTurn.push(connections);
+      }
+      // The first turn may open a second connection beside the card's; the later ones open none.
+      expect(afterTurn[2]).toBe(afterTurn[0]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+function drainCard(url: string): Record<string, unknown> {
+  return {
+    name: 'drain',
+    description: 'drain',
+    version: '1.0.0',
+    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    capabilities: { streaming: true },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [{ id: 's', name: 's', description: 's', tags: [] }],
+  };
+}
