@@ -151,7 +151,15 @@ async function benchThroughput(server: AgentServer, chunks: number): Promise<voi
     .join(', ');
   console.log(`  last engine round's outcomes: ${outcomes}`);
   const perTurn = message.storeCallsPerTurn as Record<string, number>;
-  const WRITES = ['openSession', 'addTurn', 'commit', 'setAnswerRef', 'acquireLease', 'releaseLease'];
+  const WRITES = [
+    'openSession',
+    'addTurn',
+    'openSessionAndAddTurn',
+    'commit',
+    'setAnswerRef',
+    'acquireLease',
+    'releaseLease',
+  ];
   const writes = Object.entries(perTurn)
     .filter(([k]) => WRITES.includes(k))
     .reduce((sum, [, v]) => sum + v, 0);

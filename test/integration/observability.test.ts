@@ -410,7 +410,10 @@ spec:
       expect(sampleValue(samples, 'agentkourier_leader')).toBe(1);
       expect(sampleValue(samples, 'agentkourier_active_sessions')).toBe(0);
       expect(
-        sampleValue(samples, 'agentkourier_store_operations_total', { operation: 'addTurn', result: 'ok' }),
+        sampleValue(samples, 'agentkourier_store_operations_total', {
+          operation: 'openSessionAndAddTurn',
+          result: 'ok',
+        }),
       ).toBe(11);
       expect(
         sampleValue(samples, 'agentkourier_store_operations_total', {

@@ -42,6 +42,12 @@ export interface DriverDeps {
   /** Turns this process stored (AnswerFor.fresh), kept by the engine. */
   storedHere: ReadonlySet<string>;
   /**
+   * Turns this process stored already marked `sending` (a new thread's first message) and has
+   * not sent yet: the driver that takes one out sends it, where any other `sending` turn has an
+   * unknown outcome (a crash, another process) and is looked up or sent again.
+   */
+  unsent: Set<string>;
+  /**
    * Answer refs the store could not record yet (it was down), by turn, kept by the engine
    * across drivers so the next driver of the turn updates the same message, not a new one.
    */

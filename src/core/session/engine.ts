@@ -23,6 +23,7 @@ import {
   type AddTurnOptions,
   type NewTurn,
   type SessionKey,
+  type SessionRecord,
   type SessionStore,
   sessionIdOf,
   type TurnKind,
@@ -82,6 +83,8 @@ export class SessionEngine {
   readonly #firstText = new Set<string>();
   /** Turns stored by this process, newest last (bounded): their answers cannot exist yet. */
   readonly #storedHere = new Set<string>();
+  /** Turns receive() stored already marked `sending`, not sent yet (bounded; see DriverDeps.unsent). */
+  readonly #unsent = new Set<string>();
   readonly #timings: EngineTimings;
   readonly #owner: string;
   readonly #maxTextLength: number;
@@ -166,7 +169,6 @@ export class SessionEngine {
    */
   async receive(input: Inbound): Promise<ReceiveResult> {
     const now = this.#clock.now();
-    const session = await this.#store.openSession({ key: input.key, binding: input.binding, now });
     let kind: TurnKind;
     let text: string;
     let label: string | null = null;
@@ -180,17 +182,26 @@ export class SessionEngine {
       kind = 'trigger';
       text = composeTriggerText(this.#bounded(input.instruction), input.fields);
     }
-    const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
-    // A reply carried as context travels inside the next turn (S-7): it has no span of its own.
-    const traceContext =
-      kind === 'context'
-        ? null
-        : (this.#tracer?.begin({ turnId: id, sessionId: session.id, binding: session.binding, kind }) ??
-          null);
-    const { turn, created } = await this.#addTurn(
-      id,
-      traceContext,
-      {
+    // The turn's id and span come from the session as stored (a known thread keeps its
+    // binding), so the store builds the turn from it, in the same write that opens it.
+    let begun: string | null = null;
+    let markedSending = false;
+    const build = (session: SessionRecord, opened: boolean): NewTurn => {
+      const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
+      // A reply carried as context travels inside the next turn (S-7): it has no span of its own.
+      const traceContext =
+        kind === 'context'
+          ? null
+          : (this.#tracer?.begin({ turnId: id, sessionId: session.id, binding: session.binding, kind }) ??
+            null);
+      if (traceContext !== null) begun = id;
+      // The first turn of a thread this write opens is the next one sent, with nothing carried
+      // (S-7) and nothing before it (R-7): it is stored `sending`, as the driver would mark it
+      // before its send, which saves that write. Nothing happens between the two (no effect
+      // lies between them), and recovery reads it as any turn marked before a send.
+      // A stopped engine drives nothing: what it receives waits, queued, for whoever drives next.
+      markedSending = opened && kind !== 'context' && !this.#stopping.signal.aborted;
+      return {
         id,
         sessionId: session.id,
         kind,
@@ -199,17 +210,34 @@ export class SessionEngine {
         label,
         metadata,
         taskId: null,
-        state: 'queued',
+        state: markedSending ? 'sending' : 'queued',
         outcome: null,
-        attempts: 0,
-        firstSentAt: null,
+        attempts: markedSending ? 1 : 0,
+        firstSentAt: markedSending ? now : null,
         busyNoticeAt: null,
         answerRef: null,
         traceContext,
         now,
-      },
-      input.kind === 'person' && input.inboundEvent !== undefined ? { inboundEvent: input.inboundEvent } : {},
-    );
+      };
+    };
+    let added: Awaited<ReturnType<SessionStore['openSessionAndAddTurn']>>;
+    try {
+      added = await this.#store.openSessionAndAddTurn(
+        { key: input.key, binding: input.binding, now },
+        build,
+        input.kind === 'person' && input.inboundEvent !== undefined
+          ? { inboundEvent: input.inboundEvent }
+          : {},
+      );
+    } catch (error) {
+      if (begun !== null) this.#tracer?.discard(begun);
+      throw error;
+    }
+    const { session, turn, created } = added;
+    if (created) {
+      this.#rememberStored(turn.id);
+      if (markedSending) this.#remember(this.#unsent, turn.id);
+    } else if (begun !== null) this.#tracer?.discard(begun);
     const base = { sessionId: session.id, binding: session.binding, at: now };
     if (created) {
       this.#emit({
@@ -407,6 +435,7 @@ export class SessionEngine {
       tracer: this.#tracer,
       firstText: this.#firstText,
       storedHere: this.#storedHere,
+      unsent: this.#unsent,
       unsavedRefs: this.#unsavedRefs,
     };
   }
@@ -477,10 +506,14 @@ export class SessionEngine {
   }
 
   #rememberStored(turnId: string): void {
-    this.#storedHere.add(turnId);
-    if (this.#storedHere.size <= MAX_STORED_HERE) return;
-    const oldest = this.#storedHere.values().next();
-    if (oldest.done !== true) this.#storedHere.delete(oldest.value);
+    this.#remember(this.#storedHere, turnId);
+  }
+
+  #remember(turns: Set<string>, turnId: string): void {
+    turns.add(turnId);
+    if (turns.size <= MAX_STORED_HERE) return;
+    const oldest = turns.values().next();
+    if (oldest.done !== true) turns.delete(oldest.value);
   }
 
   #emit(event: EngineEvent): void {
