@@ -18,7 +18,8 @@
  * - latency <endpoint> <sessions> <samples>: from the agent's first artifact event written to
  *   the socket to the surface's update call, per turn (`{"type":"release-stamped"}` asks the
  *   parent to send the stamped first chunks).
- * - memory <endpoint> <bare|engine> <sessions> <chunks> <holdAfter>: RSS/heap per held stream.
+ * - memory <endpoint> <bare|engine> <sessions> <chunks> <holdAfter>: RSS/heap per held stream,
+ *   read with half and with all of the streams held.
  * - load <endpoint> <db> <sessions> <holdAfter> [owner]: start turns that hang; report when
  *   accepted.
  * - recover <endpoint> <db> <expect> [owner]: engine.start() on the file; report when all settled.
@@ -31,6 +32,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { trace } from '@opentelemetry/api';
 import { A2AClient } from '../src/a2a/client.js';
 import type { AnswerView } from '../src/core/answer.js';
@@ -563,9 +565,20 @@ async function latency(endpoint: string, n: number, samples: number): Promise<vo
 
 // ---- 2. memory ----------------------------------------------------------------------------------
 
-function memory(): { rss: number; heapUsed: number; external: number; arrayBuffers: number } {
+function memory(): Record<string, number> {
   const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers };
+  const spaces = Object.fromEntries(
+    getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size] as const),
+  );
+  return {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+    newSpace: spaces.new_space ?? 0,
+    oldSpace: spaces.old_space ?? 0,
+  };
 }
 
 /** Waits (polling) until `done()` holds; the parent's server holds the streams meanwhile. */
@@ -577,6 +590,14 @@ async function waitUntil(done: () => boolean, what: string, timeoutMs = 60_000):
   }
 }
 
+/**
+ * Memory is read twice under load, with half the sessions held and with all of them, and the
+ * figure is the difference divided by the sessions added in between: what each more session
+ * costs. Read against the process before any session started instead, the figure also carried
+ * what grows once, not per session, as load arrives: V8's young generation (the child runs with
+ * it at a fixed size, see bench/engine.ts; left to grow, its pages are touched only as allocation
+ * reaches them), SQLite's page cache (bounded per connection), undici's and the allocator's pools.
+ */
 async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter: number): Promise<void> {
   const client = newClient(endpoint);
   await client.card();
@@ -586,14 +607,25 @@ async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter
   let events = 0;
   const text = `[chunks:${chunks}][hold-after:${holdAfter}]`;
   const streams: Promise<void>[] = [];
-  for (let i = 0; i < n; i++) {
-    streams.push(
-      (async () => {
-        for await (const _ of client.sendStreamingMessage({ messageId: randomUUID(), text })) events++;
-      })(),
-    );
-  }
+  const open = (count: number): void => {
+    for (let i = 0; i < count; i++) {
+      streams.push(
+        (async () => {
+          for await (const _ of client.sendStreamingMessage({ messageId: randomUUID(), text })) events++;
+        })(),
+      );
+    }
+  };
+  const half = Math.floor(n / 2);
+  open(half);
   // task + working + holdAfter chunks each
+  await waitUntil(
+    () => events >= half * (2 + holdAfter),
+    'the first half of the bare streams to reach the hold',
+  );
+  gc();
+  const halfway = memory();
+  open(n - half);
   await waitUntil(() => events >= n * (2 + holdAfter), 'the bare streams to reach the hold');
   gc();
   const during = memory();
@@ -601,7 +633,18 @@ async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter
   await Promise.all(streams);
   gc();
   const after = memory();
-  say({ type: 'result', mode: 'memory', kind: 'bare', sessions: n, before, during, after, events });
+  say({
+    type: 'result',
+    mode: 'memory',
+    kind: 'bare',
+    sessions: n,
+    half,
+    before,
+    halfway,
+    during,
+    after,
+    events,
+  });
 }
 
 async function memoryEngine(endpoint: string, n: number, chunks: number, holdAfter: number): Promise<void> {
@@ -618,7 +661,17 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
     const updatesBefore = r.surface.updates;
     gc();
     const before = memory();
-    await receiveAll(r.engine, 'held', n, `[chunks:${chunks}][hold-after:${holdAfter}]`);
+    const text = `[chunks:${chunks}][hold-after:${holdAfter}]`;
+    const half = Math.floor(n / 2);
+    await receiveAll(r.engine, 'held-a', half, text);
+    await r.events.until('turn.accepted', half);
+    await waitUntil(
+      () => r.surface.updates - updatesBefore >= half * holdAfter,
+      'the first half of the sessions to reach the hold',
+    );
+    gc();
+    const halfway = memory();
+    await receiveAll(r.engine, 'held-b', n - half, text);
     await r.events.until('turn.accepted', n);
     await waitUntil(
       () => r.surface.updates - updatesBefore >= n * holdAfter,
@@ -636,7 +689,9 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
       mode: 'memory',
       kind: 'engine',
       sessions: n,
+      half,
       before,
+      halfway,
       during,
       after,
       ...r.events.summary(),

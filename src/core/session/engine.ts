@@ -406,7 +406,10 @@ export class SessionEngine {
         // The store answered: a lease taken now counts as renewed now.
         this.#renewedAt = Math.max(this.#renewedAt, now);
       }
-      const signal = AbortSignal.any([entry.controller.signal, this.#stopping.signal]);
+      // The entry's own signal is enough: stop() aborts every driver's controller as it aborts
+      // #stopping, and no driver starts once it has (kick). A composite of the two signals
+      // (AbortSignal.any) would cost every session weak references and a finalizer.
+      const signal = entry.controller.signal;
       driver = new SessionDriver(this.#driverDeps(leased), sessionId, signal);
       do {
         entry.again = false;
@@ -421,7 +424,19 @@ export class SessionEngine {
     }
   }
 
+  /** One set of driver dependencies per kind of write (fenced or not), shared by every driver. */
+  readonly #deps = new Map<boolean, DriverDeps>();
+
   #driverDeps(fenced: boolean): DriverDeps {
+    let deps = this.#deps.get(fenced);
+    if (deps === undefined) {
+      deps = this.#newDriverDeps(fenced);
+      this.#deps.set(fenced, deps);
+    }
+    return deps;
+  }
+
+  #newDriverDeps(fenced: boolean): DriverDeps {
     return {
       store: this.#store,
       surface: this.#surface,
