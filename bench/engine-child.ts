@@ -265,13 +265,20 @@ function tempDb(): { path: string; remove: () => void } {
 
 // ---- 1. throughput ------------------------------------------------------------------------------
 
+/** This process's CPU time since `start`, in ms: on a shared machine, steadier than wall time. */
+function cpuSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
 async function bareRound(
   client: A2AClient,
   n: number,
   chunks: number,
-): Promise<{ ms: number; events: number }> {
+): Promise<{ ms: number; events: number; cpuMs: number }> {
   let events = 0;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const streams: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
     streams.push(
@@ -285,7 +292,7 @@ async function bareRound(
     );
   }
   await Promise.all(streams);
-  return { ms: performance.now() - started, events };
+  return { ms: performance.now() - started, events, cpuMs: cpuSince(cpu) };
 }
 
 async function engineRound(
@@ -295,7 +302,7 @@ async function engineRound(
   round: string,
   tracing: Tracing = 'api',
   calls?: Map<string, number>,
-): Promise<{ ms: number; events: number; summary: Record<string, unknown> }> {
+): Promise<{ ms: number; events: number; cpuMs: number; summary: Record<string, unknown> }> {
   const db = tempDb();
   const r = await rig(endpoint, db.path, {
     tracing,
@@ -305,12 +312,14 @@ async function engineRound(
     await r.client.card();
     await r.engine.start();
     const started = performance.now();
+    const cpu = process.cpuUsage();
     await receiveAll(r.engine, round, n, `[chunks:${chunks}]`);
     await r.events.until('turn.settled', n);
     const ms = performance.now() - started;
+    const cpuMs = cpuSince(cpu);
     if (r.events.outcomes.get('completed') !== n)
       throw new Error(`engine round ${round}: ${JSON.stringify(r.events.summary())}`);
-    return { ms, events: r.events.count('agent.event'), summary: r.events.summary() };
+    return { ms, events: r.events.count('agent.event'), cpuMs, summary: r.events.summary() };
   } finally {
     await r.engine.stop();
     await r.store.close();
@@ -331,18 +340,22 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
   const storeCallsPerTurn = Object.fromEntries([...calls].map(([k, v]) => [k, v / warm]));
   const bare: number[] = [];
   const engine: number[] = [];
+  const bareCpu: number[] = [];
+  const engineCpu: number[] = [];
   let summary: Record<string, unknown> = {};
   for (let i = 0; i < rounds; i++) {
     gc();
     const b = await bareRound(client, n, chunks);
     if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
     bare.push(b.ms);
+    bareCpu.push(b.cpuMs);
     gc();
     const e = await engineRound(endpoint, n, chunks, `round${i}`);
     // The engine may stop reading a stream after its terminal status (the final Task then comes
     // from GetTask): a few events short is the engine's choice, not a loss. Many short is a bug.
     if (e.events < expected - n) throw new Error(`engine saw ${e.events} events, expected about ${expected}`);
     engine.push(e.ms);
+    engineCpu.push(e.cpuMs);
     summary = e.summary;
   }
   say({
@@ -353,6 +366,8 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     eventsPerRound: expected,
     bare,
     engine,
+    bareCpu,
+    engineCpu,
     summary,
     storeCallsPerTurn,
   });
@@ -756,8 +771,11 @@ async function recover(endpoint: string, dbPath: string, expect: number, owner?:
   const startReturnedAt = performance.now();
   await r.events.until('turn.settled', expect);
   const settledAt = performance.now();
+  const cpu = process.cpuUsage();
   say({
     type: 'settled',
+    // This process's CPU time from its start to all settled (module loading included).
+    cpuMs: (cpu.user + cpu.system) / 1000,
     sessions: expect,
     // All in ms since this process started.
     scriptStartedAt,

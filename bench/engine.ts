@@ -150,6 +150,14 @@ async function benchThroughput(server: AgentServer, chunks: number): Promise<voi
     { op: '>=', value: goal },
   );
   console.log(`  ratio engine/bare: ${ratio.toFixed(2)} ${verdictText}`);
+  const bareCpu = message.bareCpu as number[];
+  const engineCpu = message.engineCpu as number[];
+  const cpuRatio = Math.min(...bareCpu) / Math.min(...engineCpu);
+  figure(`engine.sqlite.${chunks}.cpu`, 'the same, by the CPU time of the broker process', cpuRatio, 'ratio');
+  console.log(
+    `  by the broker process's CPU time (steadier on a shared machine): bare ${bareCpu.map((x) => x.toFixed(0)).join(', ')}` +
+      ` ms, engine ${engineCpu.map((x) => x.toFixed(0)).join(', ')} ms; ratio ${cpuRatio.toFixed(2)}`,
+  );
   const summary = message.summary as { outcomes?: Record<string, number> };
   const outcomes = Object.entries(summary.outcomes ?? {})
     .map(([k, v]) => `${k} ${v}`)
@@ -434,6 +442,7 @@ async function benchMemory(server: AgentServer): Promise<void> {
 
 interface Settled {
   scriptStartedAt: number;
+  cpuMs: number;
   startCalledAt: number;
   startReturnedAt: number;
   firstSettledAt: number | null;
@@ -507,7 +516,8 @@ function describe(s: Settled, calls: string, turns: number): string[] {
       ' without a saved answer ref (killed before their first update was recorded)',
     `    in the new child (ms since it started): script running ${fmt(s.scriptStartedAt)}, engine.start() ` +
       `${fmt(s.startCalledAt)}→${fmt(s.startReturnedAt)}, first turn settled ` +
-      `${s.firstSettledAt === null ? '-' : fmt(s.firstSettledAt)}, all settled ${fmt(s.settledAt)}`,
+      `${s.firstSettledAt === null ? '-' : fmt(s.firstSettledAt)}, all settled ${fmt(s.settledAt)};` +
+      ` its CPU time ${fmt(s.cpuMs)} ms`,
     `    outcomes: ${outcomes}${complete ? ' (every answer complete)' : ' (NOT every answer complete)'};` +
       ` agent calls: ${calls}`,
     `    store: acquireLease ${fmt(s.storeCalls.acquireLease ?? 0)} (refused ${fmt(refused)}),` +
@@ -535,7 +545,7 @@ async function benchResume(server: AgentServer): Promise<void> {
     );
     console.log(
       `  baseline, the same child starting and settling 0 sessions: ${fmt(baseline.wallMs)} ms` +
-        ` (script running after ${fmt(baseline.s.scriptStartedAt)} ms)`,
+        ` (script running after ${fmt(baseline.s.scriptStartedAt)} ms; CPU time ${fmt(baseline.s.cpuMs)} ms)`,
     );
     const resumeVerdict = figure(
       'resume.ms',

@@ -1,3 +1,6 @@
+// A little over our ~400-line rule: the session port is one class over one connection and one
+// group commit; what else lives in the same file (triggers, transcripts, installations,
+// feedback) already has modules of its own beside it.
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
