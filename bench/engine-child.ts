@@ -18,7 +18,8 @@
  * - latency <endpoint> <sessions> <samples>: from the agent's first artifact event written to
  *   the socket to the surface's update call, per turn (`{"type":"release-stamped"}` asks the
  *   parent to send the stamped first chunks).
- * - memory <endpoint> <bare|engine> <sessions> <chunks> <holdAfter>: RSS/heap per held stream.
+ * - memory <endpoint> <bare|engine> <sessions> <chunks> <holdAfter>: RSS/heap per held stream,
+ *   read with half and with all of the streams held.
  * - load <endpoint> <db> <sessions> <holdAfter> [owner]: start turns that hang; report when
  *   accepted.
  * - recover <endpoint> <db> <expect> [owner]: engine.start() on the file; report when all settled.
@@ -33,6 +34,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { trace } from '@opentelemetry/api';
 import { A2AClient } from '../src/a2a/client.js';
 import type { AnswerView } from '../src/core/answer.js';
@@ -266,13 +268,20 @@ function tempDb(): { path: string; remove: () => void } {
 
 // ---- 1. throughput ------------------------------------------------------------------------------
 
+/** This process's CPU time since `start`, in ms: on a shared machine, steadier than wall time. */
+function cpuSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
 async function bareRound(
   client: A2AClient,
   n: number,
   chunks: number,
-): Promise<{ ms: number; events: number }> {
+): Promise<{ ms: number; events: number; cpuMs: number }> {
   let events = 0;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const streams: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
     streams.push(
@@ -286,7 +295,7 @@ async function bareRound(
     );
   }
   await Promise.all(streams);
-  return { ms: performance.now() - started, events };
+  return { ms: performance.now() - started, events, cpuMs: cpuSince(cpu) };
 }
 
 async function engineRound(
@@ -296,7 +305,7 @@ async function engineRound(
   round: string,
   tracing: Tracing = 'api',
   calls?: Map<string, number>,
-): Promise<{ ms: number; events: number; summary: Record<string, unknown> }> {
+): Promise<{ ms: number; events: number; cpuMs: number; summary: Record<string, unknown> }> {
   const db = tempDb();
   const r = await rig(endpoint, db.path, {
     tracing,
@@ -306,12 +315,14 @@ async function engineRound(
     await r.client.card();
     await r.engine.start();
     const started = performance.now();
+    const cpu = process.cpuUsage();
     await receiveAll(r.engine, round, n, `[chunks:${chunks}]`);
     await r.events.until('turn.settled', n);
     const ms = performance.now() - started;
+    const cpuMs = cpuSince(cpu);
     if (r.events.outcomes.get('completed') !== n)
       throw new Error(`engine round ${round}: ${JSON.stringify(r.events.summary())}`);
-    return { ms, events: r.events.count('agent.event'), summary: r.events.summary() };
+    return { ms, events: r.events.count('agent.event'), cpuMs, summary: r.events.summary() };
   } finally {
     await r.engine.stop();
     await r.store.close();
@@ -332,18 +343,22 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
   const storeCallsPerTurn = Object.fromEntries([...calls].map(([k, v]) => [k, v / warm]));
   const bare: number[] = [];
   const engine: number[] = [];
+  const bareCpu: number[] = [];
+  const engineCpu: number[] = [];
   let summary: Record<string, unknown> = {};
   for (let i = 0; i < rounds; i++) {
     gc();
     const b = await bareRound(client, n, chunks);
     if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
     bare.push(b.ms);
+    bareCpu.push(b.cpuMs);
     gc();
     const e = await engineRound(endpoint, n, chunks, `round${i}`);
     // The engine may stop reading a stream after its terminal status (the final Task then comes
     // from GetTask): a few events short is the engine's choice, not a loss. Many short is a bug.
     if (e.events < expected - n) throw new Error(`engine saw ${e.events} events, expected about ${expected}`);
     engine.push(e.ms);
+    engineCpu.push(e.cpuMs);
     summary = e.summary;
   }
   say({
@@ -354,6 +369,8 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     eventsPerRound: expected,
     bare,
     engine,
+    bareCpu,
+    engineCpu,
     summary,
     storeCallsPerTurn,
   });
@@ -566,9 +583,20 @@ async function latency(endpoint: string, n: number, samples: number): Promise<vo
 
 // ---- 2. memory ----------------------------------------------------------------------------------
 
-function memory(): { rss: number; heapUsed: number; external: number; arrayBuffers: number } {
+function memory(): Record<string, number> {
   const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers };
+  const spaces = Object.fromEntries(
+    getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size] as const),
+  );
+  return {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+    newSpace: spaces.new_space ?? 0,
+    oldSpace: spaces.old_space ?? 0,
+  };
 }
 
 /** Waits (polling) until `done()` holds; the parent's server holds the streams meanwhile. */
@@ -580,6 +608,14 @@ async function waitUntil(done: () => boolean, what: string, timeoutMs = 60_000):
   }
 }
 
+/**
+ * Memory is read twice under load, with half the sessions held and with all of them, and the
+ * figure is the difference divided by the sessions added in between: what each more session
+ * costs. Read against the process before any session started instead, the figure also carried
+ * what grows once, not per session, as load arrives: V8's young generation (the child runs with
+ * it at a fixed size, see bench/engine.ts; left to grow, its pages are touched only as allocation
+ * reaches them), SQLite's page cache (bounded per connection), undici's and the allocator's pools.
+ */
 async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter: number): Promise<void> {
   const client = newClient(endpoint);
   await client.card();
@@ -589,14 +625,25 @@ async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter
   let events = 0;
   const text = `[chunks:${chunks}][hold-after:${holdAfter}]`;
   const streams: Promise<void>[] = [];
-  for (let i = 0; i < n; i++) {
-    streams.push(
-      (async () => {
-        for await (const _ of client.sendStreamingMessage({ messageId: randomUUID(), text })) events++;
-      })(),
-    );
-  }
+  const open = (count: number): void => {
+    for (let i = 0; i < count; i++) {
+      streams.push(
+        (async () => {
+          for await (const _ of client.sendStreamingMessage({ messageId: randomUUID(), text })) events++;
+        })(),
+      );
+    }
+  };
+  const half = Math.floor(n / 2);
+  open(half);
   // task + working + holdAfter chunks each
+  await waitUntil(
+    () => events >= half * (2 + holdAfter),
+    'the first half of the bare streams to reach the hold',
+  );
+  gc();
+  const halfway = memory();
+  open(n - half);
   await waitUntil(() => events >= n * (2 + holdAfter), 'the bare streams to reach the hold');
   gc();
   const during = memory();
@@ -604,7 +651,18 @@ async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter
   await Promise.all(streams);
   gc();
   const after = memory();
-  say({ type: 'result', mode: 'memory', kind: 'bare', sessions: n, before, during, after, events });
+  say({
+    type: 'result',
+    mode: 'memory',
+    kind: 'bare',
+    sessions: n,
+    half,
+    before,
+    halfway,
+    during,
+    after,
+    events,
+  });
 }
 
 async function memoryEngine(endpoint: string, n: number, chunks: number, holdAfter: number): Promise<void> {
@@ -621,7 +679,17 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
     const updatesBefore = r.surface.updates;
     gc();
     const before = memory();
-    await receiveAll(r.engine, 'held', n, `[chunks:${chunks}][hold-after:${holdAfter}]`);
+    const text = `[chunks:${chunks}][hold-after:${holdAfter}]`;
+    const half = Math.floor(n / 2);
+    await receiveAll(r.engine, 'held-a', half, text);
+    await r.events.until('turn.accepted', half);
+    await waitUntil(
+      () => r.surface.updates - updatesBefore >= half * holdAfter,
+      'the first half of the sessions to reach the hold',
+    );
+    gc();
+    const halfway = memory();
+    await receiveAll(r.engine, 'held-b', n - half, text);
     await r.events.until('turn.accepted', n);
     await waitUntil(
       () => r.surface.updates - updatesBefore >= n * holdAfter,
@@ -639,7 +707,9 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
       mode: 'memory',
       kind: 'engine',
       sessions: n,
+      half,
       before,
+      halfway,
       during,
       after,
       ...r.events.summary(),
@@ -704,8 +774,11 @@ async function recover(endpoint: string, dbPath: string, expect: number, owner?:
   const startReturnedAt = performance.now();
   await r.events.until('turn.settled', expect);
   const settledAt = performance.now();
+  const cpu = process.cpuUsage();
   say({
     type: 'settled',
+    // This process's CPU time from its start to all settled (module loading included).
+    cpuMs: (cpu.user + cpu.system) / 1000,
     sessions: expect,
     // All in ms since this process started.
     scriptStartedAt,

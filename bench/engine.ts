@@ -12,7 +12,8 @@
  *    surface's update call, at 1 and at 1,000 open sessions (p50, p99).
  * 4b. Tracing: the OpenTelemetry API without an SDK (OTEL_* unset) against no tracing code at
  *    all, and the SDK exporting to a receiver on loopback against the same.
- * 5. Resident memory per streaming session, with 1,000 sessions held mid-stream.
+ * 5. Resident memory per streaming session: sessions held mid-stream, memory read with half and
+ *    with all of them held; the figure is what each session added in between.
  * 6. Resume after SIGKILL: 10,000 turns accepted with their streams hanging, the process killed,
  *    the agent finishing meanwhile; a new process recovers them all, next to the same process
  *    starting and settling nothing.
@@ -52,8 +53,12 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function runChild(args: string[], onMessage: (m: Message) => void = () => undefined): Child {
-  const node = ['--expose-gc', '--import', 'tsx'];
+export function runChild(
+  args: string[],
+  onMessage: (m: Message) => void = () => undefined,
+  v8Flags: string[] = [],
+): Child {
+  const node = ['--expose-gc', ...v8Flags, '--import', 'tsx'];
   if (CPU_PROF !== undefined) node.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`);
   const spawnedAt = performance.now();
   const proc = spawn(process.execPath, [...node, CHILD, ...args], {
@@ -145,13 +150,29 @@ async function benchThroughput(server: AgentServer, chunks: number): Promise<voi
     { op: '>=', value: goal },
   );
   console.log(`  ratio engine/bare: ${ratio.toFixed(2)} ${verdictText}`);
+  const bareCpu = message.bareCpu as number[];
+  const engineCpu = message.engineCpu as number[];
+  const cpuRatio = Math.min(...bareCpu) / Math.min(...engineCpu);
+  figure(`engine.sqlite.${chunks}.cpu`, 'the same, by the CPU time of the broker process', cpuRatio, 'ratio');
+  console.log(
+    `  by the broker process's CPU time (steadier on a shared machine): bare ${bareCpu.map((x) => x.toFixed(0)).join(', ')}` +
+      ` ms, engine ${engineCpu.map((x) => x.toFixed(0)).join(', ')} ms; ratio ${cpuRatio.toFixed(2)}`,
+  );
   const summary = message.summary as { outcomes?: Record<string, number> };
   const outcomes = Object.entries(summary.outcomes ?? {})
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   console.log(`  last engine round's outcomes: ${outcomes}`);
   const perTurn = message.storeCallsPerTurn as Record<string, number>;
-  const WRITES = ['openSession', 'addTurn', 'commit', 'setAnswerRef', 'acquireLease', 'releaseLease'];
+  const WRITES = [
+    'openSession',
+    'addTurn',
+    'openSessionAndAddTurn',
+    'commit',
+    'setAnswerRef',
+    'acquireLease',
+    'releaseLease',
+  ];
   const writes = Object.entries(perTurn)
     .filter(([k]) => WRITES.includes(k))
     .reduce((sum, [, v]) => sum + v, 0);
@@ -329,18 +350,44 @@ interface Mem {
   heapUsed: number;
   external: number;
   arrayBuffers: number;
+  newSpace: number;
 }
 
-async function memoryRun(server: AgentServer, kind: 'bare' | 'engine', chunks: number, holdAfter: number) {
+interface MemoryResult {
+  sessions: number;
+  /** How many sessions were held at the first reading (`halfway`). */
+  half: number;
+  before: Mem;
+  halfway: Mem;
+  during: Mem;
+  after: Mem;
+  outcomes?: Record<string, number>;
+}
+
+/**
+ * The young generation at a fixed size in the memory children (16 MiB semi-spaces): left to V8,
+ * it grew from 32 to 128 MiB as a thousand streams started at once, and its pages, resident once
+ * allocation had touched them, were read as the sessions' memory (about 40 KiB of the bare
+ * client's 70 per stream). It is a cost of a busy process, bounded, not one per session.
+ */
+const MEMORY_V8_FLAGS = ['--min-semi-space-size=16', '--max-semi-space-size=16'];
+
+async function memoryRun(
+  server: AgentServer,
+  kind: 'bare' | 'engine',
+  chunks: number,
+  holdAfter: number,
+): Promise<MemoryResult> {
   const child = runChild(
     ['memory', server.endpoint, kind, String(SESSIONS), String(chunks), String(holdAfter)],
     (m) => {
       if (m.type === 'release') server.release();
     },
+    MEMORY_V8_FLAGS,
   );
   const { message } = await child.next('result');
   await child.exited;
-  return message as unknown as { before: Mem; during: Mem; after: Mem; outcomes?: Record<string, number> };
+  return message as unknown as MemoryResult;
 }
 
 async function benchMemory(server: AgentServer): Promise<void> {
@@ -348,17 +395,19 @@ async function benchMemory(server: AgentServer): Promise<void> {
   const holdAfter = 20;
   const bare = await memoryRun(server, 'bare', chunks, holdAfter);
   const engine = await memoryRun(server, 'engine', chunks, holdAfter);
-  const per = (r: { before: Mem; during: Mem }, k: keyof Mem): number =>
-    (r.during[k] - r.before[k]) / SESSIONS;
-  const retained = (r: { before: Mem; after: Mem }, k: keyof Mem): number =>
-    (r.after[k] - r.before[k]) / SESSIONS;
+  // What each session added between the two readings under load (see memoryEngine in
+  // engine-child.ts); and, for comparison, against the process before any session started.
+  const per = (r: MemoryResult, k: keyof Mem): number => (r.during[k] - r.halfway[k]) / (r.sessions - r.half);
+  const fromStart = (r: MemoryResult, k: keyof Mem): number => (r.during[k] - r.before[k]) / r.sessions;
+  const retained = (r: MemoryResult, k: keyof Mem): number => (r.after[k] - r.before[k]) / r.sessions;
   console.log(
-    `\nResident memory per streaming session: ${fmt(SESSIONS)} sessions held open after ${holdAfter} of ${chunks}` +
-      ' chunks (after gc, against the same process before they started)',
+    `\nResident memory per streaming session: sessions held open after ${holdAfter} of ${chunks} chunks,` +
+      ` read after gc with ${fmt(bare.half)} held and with ${fmt(SESSIONS)}; per session, the difference` +
+      ` over the ${fmt(SESSIONS - bare.half)} added (young generation fixed at 16 MiB semi-spaces)`,
   );
   console.log(
     `  bare A2AClient, per stream: rss ${kib(per(bare, 'rss'))} KiB, heapUsed ${kib(per(bare, 'heapUsed'))} KiB,` +
-      ` external ${kib(per(bare, 'external'))} KiB`,
+      ` external ${kib(per(bare, 'external'))} KiB (against the start: rss ${kib(fromStart(bare, 'rss'))} KiB)`,
   );
   const rssPer = per(engine, 'rss');
   const memVerdict = figure(
@@ -373,11 +422,13 @@ async function benchMemory(server: AgentServer): Promise<void> {
   );
   console.log(
     `  SessionEngine on SQLite, per session: rss ${kib(rssPer)} KiB ${memVerdict},` +
-      ` heapUsed ${kib(per(engine, 'heapUsed'))} KiB, external ${kib(per(engine, 'external'))} KiB`,
+      ` heapUsed ${kib(per(engine, 'heapUsed'))} KiB, external ${kib(per(engine, 'external'))} KiB` +
+      ` (against the start: rss ${kib(fromStart(engine, 'rss'))} KiB, heapUsed ${kib(fromStart(engine, 'heapUsed'))} KiB)`,
   );
   console.log(
     `  engine process: rss ${(engine.before.rss / 2 ** 20).toFixed(0)} MiB before, ` +
-      `${(engine.during.rss / 2 ** 20).toFixed(0)} MiB with ${fmt(SESSIONS)} streaming; after all settled: ` +
+      `${(engine.during.rss / 2 ** 20).toFixed(0)} MiB with ${fmt(SESSIONS)} streaming (young generation` +
+      ` ${(engine.during.newSpace / 2 ** 20).toFixed(0)} MiB); after all settled: ` +
       `heapUsed +${kib(retained(engine, 'heapUsed'))} KiB per session, rss +${kib(retained(engine, 'rss'))} KiB ` +
       '(rss keeps its high-water mark)',
   );
@@ -391,6 +442,7 @@ async function benchMemory(server: AgentServer): Promise<void> {
 
 interface Settled {
   scriptStartedAt: number;
+  cpuMs: number;
   startCalledAt: number;
   startReturnedAt: number;
   firstSettledAt: number | null;
@@ -464,7 +516,8 @@ function describe(s: Settled, calls: string, turns: number): string[] {
       ' without a saved answer ref (killed before their first update was recorded)',
     `    in the new child (ms since it started): script running ${fmt(s.scriptStartedAt)}, engine.start() ` +
       `${fmt(s.startCalledAt)}→${fmt(s.startReturnedAt)}, first turn settled ` +
-      `${s.firstSettledAt === null ? '-' : fmt(s.firstSettledAt)}, all settled ${fmt(s.settledAt)}`,
+      `${s.firstSettledAt === null ? '-' : fmt(s.firstSettledAt)}, all settled ${fmt(s.settledAt)};` +
+      ` its CPU time ${fmt(s.cpuMs)} ms`,
     `    outcomes: ${outcomes}${complete ? ' (every answer complete)' : ' (NOT every answer complete)'};` +
       ` agent calls: ${calls}`,
     `    store: acquireLease ${fmt(s.storeCalls.acquireLease ?? 0)} (refused ${fmt(refused)}),` +
@@ -492,7 +545,7 @@ async function benchResume(server: AgentServer): Promise<void> {
     );
     console.log(
       `  baseline, the same child starting and settling 0 sessions: ${fmt(baseline.wallMs)} ms` +
-        ` (script running after ${fmt(baseline.s.scriptStartedAt)} ms)`,
+        ` (script running after ${fmt(baseline.s.scriptStartedAt)} ms; CPU time ${fmt(baseline.s.cpuMs)} ms)`,
     );
     const resumeVerdict = figure(
       'resume.ms',

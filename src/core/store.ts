@@ -174,6 +174,20 @@ export interface SessionStore {
   addTurn(turn: NewTurn, options?: AddTurnOptions): Promise<{ turn: TurnRecord; created: boolean }>;
   getTurn(id: string): Promise<TurnRecord | undefined>;
   /**
+   * openSession and addTurn as one write, all or nothing: the session for the key is got or
+   * created (a known thread keeps its binding), then the turn `build` makes from it is added,
+   * idempotently, as addTurn adds it. One transaction instead of two, so a new thread's first
+   * message waits for one durable commit before it is acknowledged, not two. `build` is called
+   * once, synchronously, with the session as stored and whether this call created it (then the
+   * session has no other turn, and none can be added to it before this one is), before the turn
+   * is written; it must not do I/O (a store may call it inside its transaction).
+   */
+  openSessionAndAddTurn(
+    init: NewSession,
+    build: (session: SessionRecord, opened: boolean) => NewTurn,
+    options?: AddTurnOptions,
+  ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }>;
+  /**
    * Records the chat message that shows a turn's answer, touching nothing else (the surface
    * reports it while the driver writes the turn). Once set, a ref is kept: a commit that carries
    * a null answerRef leaves the stored one.

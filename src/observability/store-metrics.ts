@@ -14,6 +14,7 @@ const OPERATIONS = [
   'openSession',
   'getSession',
   'addTurn',
+  'openSessionAndAddTurn',
   'getTurn',
   'setAnswerRef',
   'openTurns',

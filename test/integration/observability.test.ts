@@ -409,9 +409,17 @@ spec:
       ).toBeGreaterThanOrEqual(1);
       expect(sampleValue(samples, 'agentkourier_leader')).toBe(1);
       expect(sampleValue(samples, 'agentkourier_active_sessions')).toBe(0);
+      // Each message opens its session and adds its turn in one write; an answer to a
+      // question adds its turn to the session it is in.
+      expect(
+        sampleValue(samples, 'agentkourier_store_operations_total', {
+          operation: 'openSessionAndAddTurn',
+          result: 'ok',
+        }),
+      ).toBe(10);
       expect(
         sampleValue(samples, 'agentkourier_store_operations_total', { operation: 'addTurn', result: 'ok' }),
-      ).toBe(11);
+      ).toBe(1);
       expect(
         sampleValue(samples, 'agentkourier_store_operations_total', {
           operation: 'recordDelivery',

@@ -3,6 +3,7 @@ import type { NewTurn, SessionKey, SessionRecord, SessionStore, TurnRecord } fro
 import { commitsContract } from './session-contract/commits.js';
 import { type ContractContext, key, T0 } from './session-contract/fixtures.js';
 import { leasesContract } from './session-contract/leases.js';
+import { openWithTurnContract } from './session-contract/open-with-turn.js';
 import { recordsContract } from './session-contract/records.js';
 import { roundTripsContract } from './session-contract/round-trips.js';
 
@@ -58,6 +59,7 @@ export function storeContract(
     recordsContract(context);
     commitsContract(context);
     leasesContract(context);
+    openWithTurnContract(context);
     roundTripsContract(context);
   });
 }

@@ -42,6 +42,12 @@ export interface DriverDeps {
   /** Turns this process stored (AnswerFor.fresh), kept by the engine. */
   storedHere: ReadonlySet<string>;
   /**
+   * Turns this process stored already marked `sending` (a new thread's first message) and has
+   * not sent yet: the driver that takes one out sends it, where any other `sending` turn has an
+   * unknown outcome (a crash, another process) and is looked up or sent again.
+   */
+  unsent: Set<string>;
+  /**
    * Answer refs the store could not record yet (it was down), by turn, kept by the engine
    * across drivers so the next driver of the turn updates the same message, not a new one.
    */
@@ -76,6 +82,12 @@ export class DriverContext {
   readonly lookups = new Map<string, number>();
   /** Writes started on their own (answer refs), awaited by drained(). */
   readonly #background = new Set<Promise<void>>();
+  /**
+   * The turn this driver last wrote (the first of its last commit that wrote turns), with the
+   * answer ref it was told of since. While the driver runs, nothing else writes a turn of its
+   * session but setAnswerRef, so this is the stored turn, without a read.
+   */
+  #written: TurnRecord | undefined;
 
   constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal) {
     this.deps = deps;
@@ -116,6 +128,7 @@ export class DriverContext {
 
   /** Saves an answer ref on its own; drained() awaits it. */
   #saveInBackground(turnId: string, ref: string): void {
+    if (this.#written?.id === turnId) this.#written = { ...this.#written, answerRef: ref };
     const write = this.#saveAnswerRef(turnId, ref).finally(() => this.#background.delete(write));
     this.#background.add(write);
   }
@@ -139,7 +152,18 @@ export class DriverContext {
       ...(this.deps.fenced ? { fence: { owner: this.deps.owner } } : {}),
     });
     this.current = written ?? undefined;
+    const [first] = turns;
+    if (first !== undefined) {
+      const kept = this.#written?.id === first.id ? this.#written.answerRef : null;
+      // As the store keeps it: a commit that carries no ref leaves the one recorded.
+      this.#written = first.answerRef === null && kept !== null ? { ...first, answerRef: kept } : first;
+    }
     return written ?? session;
+  }
+
+  /** The turn as this driver last wrote it, if that was the last turn it wrote; else undefined. */
+  writtenTurn(turnId: string): TurnRecord | undefined {
+    return this.#written?.id === turnId ? this.#written : undefined;
   }
 
   /**

@@ -2,7 +2,7 @@ import { LeaseLostError } from '../errors.js';
 import { DriverContext, type DriverDeps, type StepResult, Stop } from './context.js';
 import { followTask } from './following.js';
 import { stepPaused } from './paused.js';
-import { resolveUnknown, sendTurn } from './sending.js';
+import { attemptSend, resolveUnknown, sendTurn } from './sending.js';
 import { bindingGone } from './settling.js';
 
 export type { DriverDeps };
@@ -82,7 +82,11 @@ export class SessionDriver {
       }
       await sendTurn(this.#ctx, session, route, turn, open);
     } else if (turn.state === 'sending') {
-      await resolveUnknown(this.#ctx, session, route, turn);
+      // Marked `sending` as it was stored, by this process, and not sent since: sent now.
+      const unsent =
+        this.#ctx.deps.unsent.delete(turn.id) && turn.attempts === 1 && session.contextId === null;
+      if (unsent) await attemptSend(this.#ctx, session, route, turn);
+      else await resolveUnknown(this.#ctx, session, route, turn);
     } else {
       await followTask(this.#ctx, session, route, turn, this.#ctx.runFor(session, turn), 'accepted turn');
     }

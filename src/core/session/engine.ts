@@ -23,6 +23,7 @@ import {
   type AddTurnOptions,
   type NewTurn,
   type SessionKey,
+  type SessionRecord,
   type SessionStore,
   sessionIdOf,
   type TurnKind,
@@ -82,6 +83,8 @@ export class SessionEngine {
   readonly #firstText = new Set<string>();
   /** Turns stored by this process, newest last (bounded): their answers cannot exist yet. */
   readonly #storedHere = new Set<string>();
+  /** Turns receive() stored already marked `sending`, not sent yet (bounded; see DriverDeps.unsent). */
+  readonly #unsent = new Set<string>();
   readonly #timings: EngineTimings;
   readonly #owner: string;
   readonly #maxTextLength: number;
@@ -166,7 +169,6 @@ export class SessionEngine {
    */
   async receive(input: Inbound): Promise<ReceiveResult> {
     const now = this.#clock.now();
-    const session = await this.#store.openSession({ key: input.key, binding: input.binding, now });
     let kind: TurnKind;
     let text: string;
     let label: string | null = null;
@@ -180,17 +182,26 @@ export class SessionEngine {
       kind = 'trigger';
       text = composeTriggerText(this.#bounded(input.instruction), input.fields);
     }
-    const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
-    // A reply carried as context travels inside the next turn (S-7): it has no span of its own.
-    const traceContext =
-      kind === 'context'
-        ? null
-        : (this.#tracer?.begin({ turnId: id, sessionId: session.id, binding: session.binding, kind }) ??
-          null);
-    const { turn, created } = await this.#addTurn(
-      id,
-      traceContext,
-      {
+    // The turn's id and span come from the session as stored (a known thread keeps its
+    // binding), so the store builds the turn from it, in the same write that opens it.
+    let begun: string | null = null;
+    let markedSending = false;
+    const build = (session: SessionRecord, opened: boolean): NewTurn => {
+      const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
+      // A reply carried as context travels inside the next turn (S-7): it has no span of its own.
+      const traceContext =
+        kind === 'context'
+          ? null
+          : (this.#tracer?.begin({ turnId: id, sessionId: session.id, binding: session.binding, kind }) ??
+            null);
+      if (traceContext !== null) begun = id;
+      // The first turn of a thread this write opens is the next one sent, with nothing carried
+      // (S-7) and nothing before it (R-7): it is stored `sending`, as the driver would mark it
+      // before its send, which saves that write. Nothing happens between the two (no effect
+      // lies between them), and recovery reads it as any turn marked before a send.
+      // A stopped engine drives nothing: what it receives waits, queued, for whoever drives next.
+      markedSending = opened && kind !== 'context' && !this.#stopping.signal.aborted;
+      return {
         id,
         sessionId: session.id,
         kind,
@@ -199,17 +210,34 @@ export class SessionEngine {
         label,
         metadata,
         taskId: null,
-        state: 'queued',
+        state: markedSending ? 'sending' : 'queued',
         outcome: null,
-        attempts: 0,
-        firstSentAt: null,
+        attempts: markedSending ? 1 : 0,
+        firstSentAt: markedSending ? now : null,
         busyNoticeAt: null,
         answerRef: null,
         traceContext,
         now,
-      },
-      input.kind === 'person' && input.inboundEvent !== undefined ? { inboundEvent: input.inboundEvent } : {},
-    );
+      };
+    };
+    let added: Awaited<ReturnType<SessionStore['openSessionAndAddTurn']>>;
+    try {
+      added = await this.#store.openSessionAndAddTurn(
+        { key: input.key, binding: input.binding, now },
+        build,
+        input.kind === 'person' && input.inboundEvent !== undefined
+          ? { inboundEvent: input.inboundEvent }
+          : {},
+      );
+    } catch (error) {
+      if (begun !== null) this.#tracer?.discard(begun);
+      throw error;
+    }
+    const { session, turn, created } = added;
+    if (created) {
+      this.#rememberStored(turn.id);
+      if (markedSending) this.#remember(this.#unsent, turn.id);
+    } else if (begun !== null) this.#tracer?.discard(begun);
     const base = { sessionId: session.id, binding: session.binding, at: now };
     if (created) {
       this.#emit({
@@ -378,7 +406,10 @@ export class SessionEngine {
         // The store answered: a lease taken now counts as renewed now.
         this.#renewedAt = Math.max(this.#renewedAt, now);
       }
-      const signal = AbortSignal.any([entry.controller.signal, this.#stopping.signal]);
+      // The entry's own signal is enough: stop() aborts every driver's controller as it aborts
+      // #stopping, and no driver starts once it has (kick). A composite of the two signals
+      // (AbortSignal.any) would cost every session weak references and a finalizer.
+      const signal = entry.controller.signal;
       driver = new SessionDriver(this.#driverDeps(leased), sessionId, signal);
       do {
         entry.again = false;
@@ -393,7 +424,19 @@ export class SessionEngine {
     }
   }
 
+  /** One set of driver dependencies per kind of write (fenced or not), shared by every driver. */
+  readonly #deps = new Map<boolean, DriverDeps>();
+
   #driverDeps(fenced: boolean): DriverDeps {
+    let deps = this.#deps.get(fenced);
+    if (deps === undefined) {
+      deps = this.#newDriverDeps(fenced);
+      this.#deps.set(fenced, deps);
+    }
+    return deps;
+  }
+
+  #newDriverDeps(fenced: boolean): DriverDeps {
     return {
       store: this.#store,
       surface: this.#surface,
@@ -407,6 +450,7 @@ export class SessionEngine {
       tracer: this.#tracer,
       firstText: this.#firstText,
       storedHere: this.#storedHere,
+      unsent: this.#unsent,
       unsavedRefs: this.#unsavedRefs,
     };
   }
@@ -477,10 +521,14 @@ export class SessionEngine {
   }
 
   #rememberStored(turnId: string): void {
-    this.#storedHere.add(turnId);
-    if (this.#storedHere.size <= MAX_STORED_HERE) return;
-    const oldest = this.#storedHere.values().next();
-    if (oldest.done !== true) this.#storedHere.delete(oldest.value);
+    this.#remember(this.#storedHere, turnId);
+  }
+
+  #remember(turns: Set<string>, turnId: string): void {
+    turns.add(turnId);
+    if (turns.size <= MAX_STORED_HERE) return;
+    const oldest = turns.values().next();
+    if (oldest.done !== true) turns.delete(oldest.value);
   }
 
   #emit(event: EngineEvent): void {

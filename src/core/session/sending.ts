@@ -115,7 +115,8 @@ export async function attemptSend(
     // The agent took the turn: whatever happened to the stream, follow the task to its end,
     // unless what ended the stream ends the turn (E-1, E-2, E-4, E-5).
     const current = await ctx.reload(session.id);
-    const accepted = (await ctx.deps.store.getTurn(turn.id)) ?? turn;
+    // Accepted by this driver a moment ago (or still `sending`, an answer): known, not read.
+    const accepted = ctx.writtenTurn(turn.id) ?? (await ctx.deps.store.getTurn(turn.id)) ?? turn;
     if (failure !== undefined)
       ctx.emit(session, { type: 'agent.error', turnId: turn.id, code: codeOf(failure) });
     if (endsAcceptedTurn(failure)) {

@@ -198,40 +198,76 @@ export class PostgresStore implements SessionStore {
     options: AddTurnOptions = {},
   ): Promise<{ turn: TurnRecord; created: boolean }> {
     return this.#guard('addTurn', () =>
+      this.#transaction((client) => this.#addTurnIn(client, turn, options)),
+    );
+  }
+
+  async openSessionAndAddTurn(
+    init: NewSession,
+    build: (session: SessionRecord, opened: boolean) => NewTurn,
+    options: AddTurnOptions = {},
+  ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }> {
+    // openSession's two statements and addTurn's, in one transaction: one commit, not two.
+    return this.#guard('openSessionAndAddTurn', () =>
       this.#transaction(async (client) => {
-        if (options.inboundEvent !== undefined) await this.#claim(client, options.inboundEvent, turn.now);
-        const counter = await this.#one(client, this.#sql.lockSessionCounter, [turn.sessionId]);
-        if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
-        const inserted = await this.#one(client, this.#sql.insertTurn, [
-          turn.id,
-          turn.sessionId,
-          Number(counter.turn_seq) + 1,
-          turn.kind,
-          turn.chatMessageId,
-          textColumn(turn),
-          toJson(turn.metadata),
-          turn.taskId,
-          turn.state,
-          turn.outcome,
-          turn.attempts,
-          turn.firstSentAt,
-          turn.busyNoticeAt,
-          turn.answerRef,
-          turn.now,
-          toJson(turn.traceContext),
-          turn.label,
+        const id = sessionIdOf(init.key);
+        const { surface, workspaceId, channelId, threadId } = init.key;
+        const insert = await client.query(this.#sql.insertSession, [
+          id,
+          surface,
+          workspaceId,
+          channelId,
+          threadId,
+          init.binding,
+          init.now,
         ]);
-        if (inserted !== undefined) return { turn: turnFromRow(inserted, parsedJson), created: true };
-        // A conflict: the row it hit is committed by now (DO NOTHING waits), so this sees it.
-        const existing = await this.#one(client, this.#sql.selectDuplicateTurn, [
-          turn.id,
-          turn.sessionId,
-          turn.chatMessageId,
-        ]);
-        if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-        return { turn: turnFromRow(existing, parsedJson), created: false };
+        const row = await this.#one(client, this.#sql.selectSession, [id]);
+        if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
+        const session = sessionFromRow(row, parsedJson);
+        // Inserted here: until this commits, another add to the session waits for it.
+        const opened = insert.rowCount === 1;
+        return { session, ...(await this.#addTurnIn(client, build(session, opened), options)) };
       }),
     );
+  }
+
+  /** addTurn's steps, on a client inside a transaction. */
+  async #addTurnIn(
+    client: pg.PoolClient,
+    turn: NewTurn,
+    options: AddTurnOptions,
+  ): Promise<{ turn: TurnRecord; created: boolean }> {
+    if (options.inboundEvent !== undefined) await this.#claim(client, options.inboundEvent, turn.now);
+    const counter = await this.#one(client, this.#sql.lockSessionCounter, [turn.sessionId]);
+    if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
+    const inserted = await this.#one(client, this.#sql.insertTurn, [
+      turn.id,
+      turn.sessionId,
+      Number(counter.turn_seq) + 1,
+      turn.kind,
+      turn.chatMessageId,
+      textColumn(turn),
+      toJson(turn.metadata),
+      turn.taskId,
+      turn.state,
+      turn.outcome,
+      turn.attempts,
+      turn.firstSentAt,
+      turn.busyNoticeAt,
+      turn.answerRef,
+      turn.now,
+      toJson(turn.traceContext),
+      turn.label,
+    ]);
+    if (inserted !== undefined) return { turn: turnFromRow(inserted, parsedJson), created: true };
+    // A conflict: the row it hit is committed by now (DO NOTHING waits), so this sees it.
+    const existing = await this.#one(client, this.#sql.selectDuplicateTurn, [
+      turn.id,
+      turn.sessionId,
+      turn.chatMessageId,
+    ]);
+    if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
+    return { turn: turnFromRow(existing, parsedJson), created: false };
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {

@@ -1,3 +1,6 @@
+// A little over our ~400-line rule: the session port is one class over one connection and one
+// group commit; what else lives in the same file (triggers, transcripts, installations,
+// feedback) already has modules of its own beside it.
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
@@ -123,27 +126,32 @@ export class SqliteStore implements SessionStore {
       this.#get('SELECT * FROM sessions WHERE id = :id', { id }),
     );
     if (existing !== undefined) return sessionFromRow(existing, parseJsonText);
-    return this.#writes.write('openSession', () => {
-      // The key is unique, so a second open of the same thread changes nothing (binding kept).
-      this.#run(
-        `INSERT INTO sessions (id, surface, workspace_id, channel_id, thread_id, binding, version,
-                               created_at, updated_at)
-         VALUES (:id, :surface, :workspace_id, :channel_id, :thread_id, :binding, 1, :now, :now)
-         ON CONFLICT DO NOTHING`,
-        {
-          id,
-          surface: init.key.surface,
-          workspace_id: init.key.workspaceId,
-          channel_id: init.key.channelId,
-          thread_id: init.key.threadId,
-          binding: init.binding,
-          now: init.now,
-        },
-      );
-      const row = this.#get('SELECT * FROM sessions WHERE id = :id', { id });
-      if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
-      return sessionFromRow(row, parseJsonText);
-    });
+    return this.#writes.write('openSession', () => this.#openNow(init).session);
+  }
+
+  /** Inserts the session unless its key is there, then reads it: inside a group write. */
+  #openNow(init: NewSession): { session: SessionRecord; opened: boolean } {
+    const id = sessionIdOf(init.key);
+    // The key is unique, so a second open of the same thread changes nothing (binding kept).
+    const inserted = this.#get(
+      `INSERT INTO sessions (id, surface, workspace_id, channel_id, thread_id, binding, version,
+                             created_at, updated_at)
+       VALUES (:id, :surface, :workspace_id, :channel_id, :thread_id, :binding, 1, :now, :now)
+       ON CONFLICT DO NOTHING
+       RETURNING *`,
+      {
+        id,
+        surface: init.key.surface,
+        workspace_id: init.key.workspaceId,
+        channel_id: init.key.channelId,
+        thread_id: init.key.threadId,
+        binding: init.binding,
+        now: init.now,
+      },
+    );
+    const row = inserted ?? this.#get('SELECT * FROM sessions WHERE id = :id', { id });
+    if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
+    return { session: sessionFromRow(row, parseJsonText), opened: inserted !== undefined };
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -159,45 +167,60 @@ export class SqliteStore implements SessionStore {
   ): Promise<{ turn: TurnRecord; created: boolean }> {
     // The same steps as the PostgreSQL store (there the order matters for concurrency; here
     // the write lock of BEGIN IMMEDIATE already serialises every add).
-    return this.#writes.write('addTurn', () => {
-      if (options.inboundEvent !== undefined) this.#claim(options.inboundEvent, turn.now);
-      const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
-      if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
-      const seq = Number(counter.turn_seq) + 1;
-      const inserted = this.#get(
-        `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
-                              outcome, attempts, first_sent_at, busy_notice_at, answer_ref,
-                              created_at, updated_at, trace_context, label)
-           VALUES (:id, :session_id, :seq, :kind, :chat_message_id, :text, :metadata, :task_id, :state,
-                   :outcome, :attempts, :first_sent_at, :busy_notice_at, :answer_ref, :now, :now,
-                   :trace_context, :label)
-           ON CONFLICT DO NOTHING
-           RETURNING *`,
-        {
-          ...turnParams(turn),
-          session_id: turn.sessionId,
-          chat_message_id: turn.chatMessageId,
-          seq,
-          now: turn.now,
-          // Written once, here: a commit never changes a turn's trace context or label.
-          trace_context: toJson(turn.traceContext),
-          label: turn.label,
-        },
-      );
-      if (inserted !== undefined) {
-        // Moved only when a turn was added, so a repeat does not use up a number.
-        this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
-        return { turn: turnFromRow(inserted, parseJsonText), created: true };
-      }
-      const existing = this.#get(
-        `SELECT * FROM turns
-           WHERE id = :id OR (session_id = :session_id AND chat_message_id = :chat_message_id)
-           ORDER BY id = :id DESC LIMIT 1`,
-        { id: turn.id, session_id: turn.sessionId, chat_message_id: turn.chatMessageId },
-      );
-      if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-      return { turn: turnFromRow(existing, parseJsonText), created: false };
+    return this.#writes.write('addTurn', () => this.#addNow(turn, options));
+  }
+
+  async openSessionAndAddTurn(
+    init: NewSession,
+    build: (session: SessionRecord, opened: boolean) => NewTurn,
+    options: AddTurnOptions = {},
+  ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }> {
+    // One savepoint of one group write: a failure of the add leaves no session behind either.
+    return this.#writes.write('openSessionAndAddTurn', () => {
+      const { session, opened } = this.#openNow(init);
+      return { session, ...this.#addNow(build(session, opened), options) };
     });
+  }
+
+  /** addTurn's steps, inside a group write. */
+  #addNow(turn: NewTurn, options: AddTurnOptions): { turn: TurnRecord; created: boolean } {
+    if (options.inboundEvent !== undefined) this.#claim(options.inboundEvent, turn.now);
+    const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
+    if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
+    const seq = Number(counter.turn_seq) + 1;
+    const inserted = this.#get(
+      `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
+                            outcome, attempts, first_sent_at, busy_notice_at, answer_ref,
+                            created_at, updated_at, trace_context, label)
+         VALUES (:id, :session_id, :seq, :kind, :chat_message_id, :text, :metadata, :task_id, :state,
+                 :outcome, :attempts, :first_sent_at, :busy_notice_at, :answer_ref, :now, :now,
+                 :trace_context, :label)
+         ON CONFLICT DO NOTHING
+         RETURNING *`,
+      {
+        ...turnParams(turn),
+        session_id: turn.sessionId,
+        chat_message_id: turn.chatMessageId,
+        seq,
+        now: turn.now,
+        // Written once, here: a commit never changes a turn's trace context or label.
+        trace_context: toJson(turn.traceContext),
+        label: turn.label,
+      },
+    );
+    if (inserted !== undefined) {
+      // Moved only when a turn was added, so a repeat does not use up a number.
+      this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
+      return { turn: turnFromRow(inserted, parseJsonText), created: true };
+    }
+    const existing = this.#get(
+      `SELECT * FROM turns
+         WHERE id = :id OR (session_id = :session_id AND chat_message_id = :chat_message_id)
+         ORDER BY id = :id DESC LIMIT 1`,
+      { id: turn.id, session_id: turn.sessionId, chat_message_id: turn.chatMessageId },
+    );
+    if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
+    return { turn: turnFromRow(existing, parseJsonText), created: false };
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {

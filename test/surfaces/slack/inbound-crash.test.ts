@@ -22,18 +22,18 @@ import { FakeSurface } from '../../helpers/fake-surface.js';
  * for a duplicate and the message was lost. The claim now lives in the turn's own transaction.
  *
  * The crash: the broker process dies after the event reached it and before the turn was stored.
- * In-process, that is a store whose first addTurn never happens (the seam is the store port;
+ * In-process, that is a store whose first write of a turn never happens (the seam is the store port;
  * the store underneath is a real SQLite file that outlives the "process").
  */
 
 const silent = pino({ level: 'silent' });
 
-/** The real store, except that the process "dies" at the first addTurn. */
+/** The real store, except that the process "dies" at the first write of a turn. */
 function dyingAtFirstAdd(store: SessionStore): SessionStore {
   let died = false;
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'addTurn' && !died) {
+      if ((prop === 'addTurn' || prop === 'openSessionAndAddTurn') && !died) {
         return () => {
           died = true;
           return Promise.reject(new Error('the broker was killed here'));

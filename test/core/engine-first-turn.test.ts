@@ -1,0 +1,122 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EngineEvent } from '../../src/core/events.js';
+import type { SessionStore } from '../../src/core/store.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { type Harness, startHarness } from '../helpers/engine-harness.js';
+
+/**
+ * A new thread's first message: stored with its session in one write, already marked `sending`
+ * (the mark the driver would otherwise write before the send), and sent once. The mark still
+ * comes before the send it guards: a process that dies after storing it leaves a turn whose
+ * outcome recovery reads as unknown, and sends again with the same messageId (R-8).
+ */
+
+/** The store, counting the calls the engine makes to it. */
+function counting(store: SessionStore, calls: Map<string, number>): SessionStore {
+  return new Proxy(store, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        calls.set(String(prop), (calls.get(String(prop)) ?? 0) + 1);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+/** The store, except that the driver's first read never returns: a process that dies right after it stored a message. */
+function dyingAfterReceive(store: SessionStore): { store: SessionStore; release: () => void } {
+  let release: () => void = () => undefined;
+  const stuck = new Promise<never>((_, reject) => {
+    release = () => reject(new Error('the process died here'));
+  });
+  stuck.catch(() => undefined);
+  const wrapped = new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'getSession') return () => stuck;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store: wrapped, release };
+}
+
+async function settled(h: Pick<Harness, 'events'>, turnId: string, ms = 10_000): Promise<EngineEvent> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const event = h.events.find((e) => e.type === 'turn.settled' && e.turnId === turnId);
+    if (event !== undefined) return event;
+    if (Date.now() > deadline) throw new Error(`turn ${turnId} did not settle`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("a new thread's first message", () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  it('[R-7] is stored marked sending in the write that opens its session, and sent once, without a lookup', async () => {
+    const calls = new Map<string, number>();
+    const real = new SqliteStore(':memory:');
+    const h = await startHarness({ version: '1.0', store: counting(real, calls) });
+    cleanups.push(() => h.close());
+    calls.clear();
+
+    const first = await h.say('t1', '1.0', 'hello');
+    // Before the engine answered receive(), the turn was on disk as about to be sent.
+    const stored = await real.getTurn(first.turnId);
+    expect(stored).toMatchObject({ state: 'sending', attempts: 1 });
+    expect(stored?.firstSentAt).not.toBeNull();
+    expect(calls.get('openSessionAndAddTurn')).toBe(1);
+    expect(calls.get('openSession')).toBeUndefined();
+    expect(calls.get('addTurn')).toBeUndefined();
+
+    expect(await settled(h, first.turnId)).toMatchObject({ outcome: 'completed' });
+    const mine = h.events.filter((e) => 'turnId' in e && e.turnId === first.turnId).map((e) => e.type);
+    expect(mine).not.toContain('turn.unknown');
+    expect(mine).not.toContain('turn.resent');
+    expect(h.events.filter((e) => e.type === 'turn.sending' && e.turnId === first.turnId)).toMatchObject([
+      { attempt: 1 },
+    ]);
+    expect(h.agent.runs.get(first.turnId)).toBe(1);
+    // Stored with its mark, accepted, settled: no write of the mark of its own.
+    expect(calls.get('commit')).toBe(2);
+    expect((await real.getTurn(first.turnId))?.attempts).toBe(1);
+
+    // A thread's later message is queued behind whatever the thread has, as before.
+    const second = await h.say('t1', '2.0', 'and then');
+    expect((await real.getTurn(second.turnId))?.state).toBe('queued');
+    expect(await settled(h, second.turnId)).toMatchObject({ outcome: 'completed' });
+    expect(h.agent.runs.get(second.turnId)).toBe(1);
+  });
+
+  it('[R-8] stored by a process that died before sending it, is sent by the next one with the same messageId, once', async () => {
+    const file = new SqliteStore(':memory:');
+    const dying = dyingAfterReceive(file);
+    const a = await startHarness({ version: '1.0', store: dying.store });
+    const first = await a.say('t1', '1.0', 'hello');
+    expect((await file.getTurn(first.turnId))?.state).toBe('sending');
+    // The "process" dies: its driver never got past its first read, nothing was sent.
+    dying.release();
+    await a.engine.stop();
+    expect(a.agent.rpc('SendMessage').length + a.agent.rpc('SendStreamingMessage').length).toBe(0);
+
+    // The next process, on the same store (and the same agent), knows nothing of the turn
+    // but what the store says: `sending`, so its outcome is unknown.
+    const b = await startHarness({ version: '1.0', store: file });
+    cleanups.push(async () => {
+      await b.close();
+      await a.agent.close();
+    });
+    // The agent b talks to is its own contract agent: the turn reaches it once.
+    expect(await settled(b, first.turnId)).toMatchObject({ outcome: 'completed' });
+    const mine = b.events.filter((e) => 'turnId' in e && e.turnId === first.turnId).map((e) => e.type);
+    expect(mine).toContain('turn.unknown');
+    expect(mine).toContain('turn.resent');
+    expect(b.agent.runs.get(first.turnId)).toBe(1);
+    expect((await file.getTurn(first.turnId))?.attempts).toBe(2);
+  });
+});
