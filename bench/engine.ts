@@ -219,7 +219,29 @@ async function benchPostgres(server: AgentServer): Promise<void> {
       { op: '>=', value: 0.6 },
     );
     console.log(`  ratio replicas/bare: ${ratio.toFixed(2)} ${verdictText}`);
-    console.log(`  leases refused to replica b in the last round: ${fmt(message.refused as number)}`);
+    const cpuMs = message.cpuMs as number[];
+    console.log(
+      `  broker CPU per round (both replicas, one process): ${cpuMs.map((x) => x.toFixed(0)).join(', ')} ms`,
+    );
+    console.log(`  leases refused in the last round: ${fmt(message.refused as number)}`);
+    const perTurn = message.perTurn as Record<string, number>;
+    figure(
+      `engine.postgres2.${chunks}.round-trips`,
+      'PostgreSQL round trips per turn',
+      perTurn.roundTrips ?? 0,
+      'trips',
+    );
+    figure(
+      `engine.postgres2.${chunks}.commits`,
+      'PostgreSQL commits per turn',
+      perTurn.commits ?? 0,
+      'commits',
+    );
+    console.log(
+      `  per turn in the last round (both replicas): ${Object.entries(perTurn)
+        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+        .join(', ')}`,
+    );
   } finally {
     await pg.stop();
   }
