@@ -6,6 +6,7 @@ import { installationContract } from '../../../test/store/installation-contract.
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
+import { queuedTurn } from '../../../testkit/turns.js';
 import { InvalidConfigError, StoreError } from '../../core/errors.js';
 import { migrations } from '../migrations.js';
 import { PostgresStore } from './postgres-store.js';
@@ -102,6 +103,21 @@ describe('PostgresStore', () => {
         expect(await a.acquireLease('s1', 'a', Date.now() - HOUR, 30_000)).toBe(true);
         expect(await a.renewLeases('a', Date.now() - HOUR, 30_000)).toStrictEqual(['s1']);
         expect(await b.acquireLease('s1', 'b', Date.now(), 30_000)).toBe(false);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('scans on the database clock: a replica an hour ahead does not see a live lease as expired', async () => {
+      const [a, b] = await replicas();
+      try {
+        const s = await a.openSession({ key, binding: 'team-a/support', now: Date.now() });
+        await a.addTurn(
+          queuedTurn({ id: 'm1', sessionId: s.id, chatMessageId: 'm1', text: 'hi', now: Date.now() }),
+        );
+        expect(await a.acquireLease(s.id, 'a', Date.now(), 30_000)).toBe(true);
+        expect(await b.sessionsWithWork({ owner: 'b', now: Date.now() + HOUR })).toStrictEqual([]);
+        expect(await a.sessionsWithWork({ owner: 'a', now: Date.now() - HOUR })).toStrictEqual([s.id]);
       } finally {
         await Promise.all([a.close(), b.close()]);
       }

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
   type AddTurnOptions,
   type Commit,
+  type LeaseHolder,
   type NewSession,
   type NewTurn,
   type SessionRecord,
@@ -55,6 +57,23 @@ export interface PostgresStoreOptions {
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
+/** A statement prepared once per connection, under a name derived from its text. */
+type Prepared = { readonly name: string; readonly text: string };
+type PreparedSql = { readonly [K in keyof PostgresSql]: Prepared };
+
+/**
+ * Named statements: PostgreSQL parses and plans each once per connection, not at every call.
+ * The name is a hash of the text (which holds the schema), so two stores sharing a pool on
+ * different schemas never reuse one name for two statements.
+ */
+function prepared(sql: PostgresSql): PreparedSql {
+  const entries = Object.entries(sql).map(([key, text]) => [
+    key,
+    { name: `ak_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text },
+  ]);
+  return Object.fromEntries(entries) as PreparedSql;
+}
+
 /**
  * The session store on PostgreSQL, for several replicas sharing one database: each session is
  * driven by one replica at a time through a lease row, and writes that must not outlive the
@@ -67,7 +86,7 @@ export class PostgresStore implements SessionStore {
   readonly #pool: pg.Pool;
   readonly #ownsPool: boolean;
   readonly #schema: string;
-  readonly #sql: PostgresSql;
+  readonly #sql: PreparedSql;
   readonly #callerClock: boolean;
   #claims = 0;
   #closed = false;
@@ -87,7 +106,7 @@ export class PostgresStore implements SessionStore {
       throw new InvalidConfigError('PostgresStore needs exactly one of connectionString and pool');
     }
     this.#schema = schema;
-    this.#sql = postgresSql(schema);
+    this.#sql = prepared(postgresSql(schema));
     this.#callerClock = options.leaseClock === 'caller';
     this.#ownsPool = options.pool === undefined;
     this.#pool =
@@ -169,18 +188,18 @@ export class PostgresStore implements SessionStore {
     return this.#guard('openSession', async () => {
       const id = sessionIdOf(init.key);
       const { surface, workspaceId, channelId, threadId } = init.key;
-      // Two statements, not one: after DO NOTHING (which waits for a concurrent insert of the
-      // same key to commit) the select runs with a new snapshot and sees that row.
-      await this.#pool.query(this.#sql.insertSession, [
-        id,
-        surface,
-        workspaceId,
-        channelId,
-        threadId,
-        init.binding,
-        init.now,
-      ]);
-      const row = await this.#one(this.#pool, this.#sql.selectSession, [id]);
+      const row =
+        (await this.#one(this.#pool, this.#sql.openSession, [
+          id,
+          surface,
+          workspaceId,
+          channelId,
+          threadId,
+          init.binding,
+          init.now,
+        ])) ??
+        // Inserted by someone else while this statement ran: read with a snapshot that has it.
+        (await this.#one(this.#pool, this.#sql.selectSession, [id]));
       if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
       return sessionFromRow(row, parsedJson);
     });
@@ -197,41 +216,42 @@ export class PostgresStore implements SessionStore {
     turn: NewTurn,
     options: AddTurnOptions = {},
   ): Promise<{ turn: TurnRecord; created: boolean }> {
-    return this.#guard('addTurn', () =>
-      this.#transaction(async (client) => {
-        if (options.inboundEvent !== undefined) await this.#claim(client, options.inboundEvent, turn.now);
-        const counter = await this.#one(client, this.#sql.lockSessionCounter, [turn.sessionId]);
-        if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
-        const inserted = await this.#one(client, this.#sql.insertTurn, [
-          turn.id,
-          turn.sessionId,
-          Number(counter.turn_seq) + 1,
-          turn.kind,
-          turn.chatMessageId,
-          textColumn(turn),
-          toJson(turn.metadata),
-          turn.taskId,
-          turn.state,
-          turn.outcome,
-          turn.attempts,
-          turn.firstSentAt,
-          turn.busyNoticeAt,
-          turn.answerRef,
-          turn.now,
-          toJson(turn.traceContext),
-          turn.label,
-        ]);
-        if (inserted !== undefined) return { turn: turnFromRow(inserted, parsedJson), created: true };
-        // A conflict: the row it hit is committed by now (DO NOTHING waits), so this sees it.
-        const existing = await this.#one(client, this.#sql.selectDuplicateTurn, [
-          turn.id,
-          turn.sessionId,
-          turn.chatMessageId,
-        ]);
-        if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-        return { turn: turnFromRow(existing, parsedJson), created: false };
-      }),
-    );
+    return this.#guard('addTurn', async () => {
+      const event = options.inboundEvent ?? null;
+      const row = await this.#one(this.#pool, this.#sql.addTurn, [
+        turn.id,
+        turn.sessionId,
+        turn.kind,
+        turn.chatMessageId,
+        textColumn(turn),
+        toJson(turn.metadata),
+        turn.taskId,
+        turn.state,
+        turn.outcome,
+        turn.attempts,
+        turn.firstSentAt,
+        turn.busyNoticeAt,
+        turn.answerRef,
+        toJson(turn.traceContext),
+        turn.now,
+        turn.label,
+        event,
+        turn.now - INBOUND_EVENT_TTL_MS,
+      ]);
+      if (row?.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
+      if (event !== null) await this.#pruneEventsNow(this.#pool, turn.now);
+      if (row.id !== null && row.id !== undefined)
+        return { turn: turnFromRow(row, parsedJson), created: true };
+      // A conflict: the row it hit is committed by now (DO NOTHING waits), and this statement's
+      // new snapshot sees it.
+      const existing = await this.#one(this.#pool, this.#sql.selectDuplicateTurn, [
+        turn.id,
+        turn.sessionId,
+        turn.chatMessageId,
+      ]);
+      if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
+      return { turn: turnFromRow(existing, parsedJson), created: false };
+    });
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {
@@ -243,85 +263,97 @@ export class PostgresStore implements SessionStore {
 
   async setAnswerRef(turnId: string, ref: string, now: number): Promise<void> {
     return this.#guard('setAnswerRef', async () => {
-      await this.#pool.query(this.#sql.updateAnswerRef, [turnId, ref, now]);
+      await this.#query(this.#pool, this.#sql.updateAnswerRef, [turnId, ref, now]);
     });
   }
 
   async openTurns(sessionId: string): Promise<TurnRecord[]> {
     return this.#guard('openTurns', async () => {
-      const result = await this.#pool.query<Row>(this.#sql.selectOpenTurns, [sessionId]);
+      const result = await this.#query(this.#pool, this.#sql.selectOpenTurns, [sessionId]);
       return result.rows.map((row) => turnFromRow(row, parsedJson));
     });
   }
 
   async commit(commit: Commit): Promise<SessionRecord | undefined> {
-    return this.#guard('commit', () =>
-      this.#transaction(async (client) => {
-        if (commit.fence !== undefined) await this.#checkFence(client, commit, commit.fence.owner);
-        let written: SessionRecord | undefined;
-        if (commit.session !== undefined) {
-          const session = commit.session;
-          const row = await this.#one(client, this.#sql.updateSession, [
-            session.id,
-            session.version,
-            session.binding,
-            session.contextId,
-            toJson(session.task),
-            toJson(session.question),
-            session.lastQuestionKey,
-            commit.now,
-          ]);
-          if (row === undefined) throw new StaleWriteError(session.id);
-          written = sessionFromRow(row, parsedJson);
-        }
-        for (const turn of commit.turns ?? []) {
-          const result = await client.query(this.#sql.updateTurn, [
-            turn.id,
-            turn.sessionId,
-            turn.kind,
-            textColumn(turn),
-            toJson(turn.metadata),
-            turn.taskId,
-            turn.state,
-            turn.outcome,
-            turn.attempts,
-            turn.firstSentAt,
-            turn.busyNoticeAt,
-            turn.answerRef,
-            commit.now,
-          ]);
-          if (result.rowCount !== 1) {
-            throw new StoreError(`turn ${turn.id} of session ${turn.sessionId} does not exist`);
-          }
-        }
-        return written;
-      }),
-    );
+    return this.#guard('commit', async () => {
+      const session = commit.session;
+      const owner = commit.fence?.owner ?? null;
+      // One write per turn: a turn listed twice is written as its last entry says.
+      const turns = [...new Map((commit.turns ?? []).map((turn) => [turn.id, turn])).values()];
+      const row = await this.#one(this.#pool, this.#sql.commit, [
+        session?.id ?? null,
+        session?.version ?? null,
+        session?.binding ?? null,
+        session?.contextId ?? null,
+        toJson(session?.task),
+        toJson(session?.question),
+        session?.lastQuestionKey ?? null,
+        commit.now,
+        owner,
+        this.#time(commit.now),
+        owner === null ? [] : sessionsOf(commit),
+        turns.map((t) => t.id),
+        turns.map((t) => t.sessionId),
+        turns.map((t) => t.kind),
+        turns.map((t) => textColumn(t)),
+        turns.map((t) => toJson(t.metadata)),
+        turns.map((t) => t.taskId),
+        turns.map((t) => t.state),
+        turns.map((t) => t.outcome),
+        turns.map((t) => t.attempts),
+        turns.map((t) => t.firstSentAt),
+        turns.map((t) => t.busyNoticeAt),
+        turns.map((t) => t.answerRef),
+      ]);
+      if (row === undefined) throw new StoreError('commit returned no row');
+      const lost = row.lost as string[] | null;
+      if (owner !== null && lost !== null && lost.length > 0)
+        throw new LeaseLostError(String(lost[0]), owner);
+      const missing = row.missing as string[] | null;
+      if (missing !== null && missing.length > 0) {
+        const ghost = turns.find((t) => t.id === missing[0]);
+        throw new StoreError(`turn ${missing[0]} of session ${ghost?.sessionId} does not exist`);
+      }
+      if (session === undefined) return undefined;
+      if (row.id === null || row.id === undefined) throw new StaleWriteError(session.id);
+      return sessionFromRow(row, parsedJson);
+    });
   }
 
-  async sessionsWithWork(): Promise<string[]> {
+  async sessionsWithWork(drivableBy?: LeaseHolder): Promise<string[]> {
     return this.#guard('sessionsWithWork', async () => {
-      const result = await this.#pool.query<Row>(this.#sql.sessionsWithWork);
+      const result =
+        drivableBy === undefined
+          ? await this.#query(this.#pool, this.#sql.sessionsWithWork, [])
+          : await this.#query(this.#pool, this.#sql.sessionsWithWorkFor, [
+              drivableBy.owner,
+              this.#time(drivableBy.now),
+            ]);
       return result.rows.map((row) => String(row.id)).sort();
     });
   }
 
   async claimInboundEvent(eventKey: string, now: number): Promise<boolean> {
-    return this.#guard('claimInboundEvent', () => this.#claim(this.#pool, eventKey, now));
+    return this.#guard('claimInboundEvent', async () => {
+      const claimed = await this.#query(this.#pool, this.#sql.claimEvent, [
+        eventKey,
+        now,
+        now - INBOUND_EVENT_TTL_MS,
+      ]);
+      await this.#pruneEventsNow(this.#pool, now);
+      return claimed.rowCount === 1;
+    });
   }
 
-  async #claim(db: Queryable, eventKey: string, now: number): Promise<boolean> {
-    const cutoff = now - INBOUND_EVENT_TTL_MS;
-    const claimed = await db.query(this.#sql.claimEvent, [eventKey, now, cutoff]);
-    if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
-      await db.query(this.#sql.pruneEvents, [cutoff]);
-    }
-    return claimed.rowCount === 1;
+  /** Every INBOUND_EVENT_PRUNE_EVERY claims, forgets the keys past their TTL. */
+  async #pruneEventsNow(db: Queryable, now: number): Promise<void> {
+    if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY !== 0) return;
+    await this.#query(db, this.#sql.pruneEvents, [now - INBOUND_EVENT_TTL_MS]);
   }
 
   async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
     return this.#guard('acquireLease', async () => {
-      const result = await this.#pool.query(this.#sql.acquireLease, [
+      const result = await this.#query(this.#pool, this.#sql.acquireLease, [
         sessionId,
         owner,
         this.#time(now),
@@ -334,27 +366,15 @@ export class PostgresStore implements SessionStore {
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]> {
     return this.#guard('renewLeases', async () => {
       // An expired lease is not renewed: it is no longer held, whether or not someone took it.
-      const result = await this.#pool.query<Row>(this.#sql.renewLeases, [owner, this.#time(now), ttlMs]);
+      const result = await this.#query(this.#pool, this.#sql.renewLeases, [owner, this.#time(now), ttlMs]);
       return result.rows.map((row) => String(row.session_id)).sort();
     });
   }
 
   async releaseLease(sessionId: string, owner: string): Promise<void> {
     await this.#guard('releaseLease', async () => {
-      await this.#pool.query(this.#sql.releaseLease, [sessionId, owner]);
+      await this.#query(this.#pool, this.#sql.releaseLease, [sessionId, owner]);
     });
-  }
-
-  /** Throws LeaseLostError unless `owner` holds a live lease on every session the commit writes. */
-  async #checkFence(client: Queryable, commit: Commit, owner: string): Promise<void> {
-    const ids = sessionsOf(commit);
-    const result = await client.query<Row>(this.#sql.lockLeases, [ids, this.#time(commit.now)]);
-    for (const sessionId of ids) {
-      const lease = result.rows.find((row) => row.session_id === sessionId);
-      if (lease === undefined || lease.owner !== owner || lease.live !== true) {
-        throw new LeaseLostError(sessionId, owner);
-      }
-    }
   }
 
   /** The time a lease statement uses: the caller's in 'caller' mode, else null (the database's). */
@@ -381,9 +401,13 @@ export class PostgresStore implements SessionStore {
     }
   }
 
-  async #one(db: Queryable, sql: string, values: unknown[]): Promise<Row | undefined> {
-    const result = await db.query<Row>(sql, values);
+  async #one(db: Queryable, statement: Prepared, values: unknown[]): Promise<Row | undefined> {
+    const result = await this.#query(db, statement, values);
     return result.rows[0];
+  }
+
+  #query(db: Queryable, statement: Prepared, values: unknown[]): Promise<pg.QueryResult<Row>> {
+    return db.query<Row>({ name: statement.name, text: statement.text, values });
   }
 
   async #guard<T>(operation: string, body: () => Promise<T>): Promise<T> {
