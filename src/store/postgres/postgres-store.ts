@@ -28,6 +28,7 @@ import {
   turnFromRow,
 } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
+import { Batcher } from './batches.js';
 import { PostgresFeedbackRows } from './postgres-feedback-rows.js';
 import { PostgresInstallationRows } from './postgres-installation-rows.js';
 import { PostgresSteps, PostgresTriggerStore } from './postgres-trigger-store.js';
@@ -56,6 +57,16 @@ export interface PostgresStoreOptions {
 }
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
+
+/** The most calls one batched statement carries (batches.ts). */
+const BATCH_MAX = 500;
+
+interface LeaseAsk {
+  sessionId: string;
+  owner: string;
+  now: number;
+  ttlMs: number;
+}
 
 /** A statement prepared once per connection, under a name derived from its text. */
 type Prepared = { readonly name: string; readonly text: string };
@@ -94,6 +105,16 @@ export class PostgresStore implements SessionStore {
   #triggers: PostgresTriggerStore | undefined;
   #installations: PostgresInstallationRows | undefined;
   #feedback: PostgresFeedbackRows | undefined;
+  readonly #sessionReads: Batcher<string, Row | undefined>;
+  readonly #turnReads: Batcher<string, Row | undefined>;
+  readonly #openTurnReads: Batcher<string, Row[]>;
+  readonly #answerRefs: Batcher<{ turnId: string; ref: string; now: number }, undefined>;
+  /** One batcher per TTL: a batch of lease takes shares one (the engine uses one). */
+  readonly #leaseTakes = new Map<number, Batcher<LeaseAsk, boolean>>();
+  readonly #leaseReleases: Batcher<{ sessionId: string; owner: string }, undefined>;
+  readonly #sessionOpens: Batcher<NewSession, Row | undefined>;
+  readonly #turnAdds: Batcher<{ turn: NewTurn; event: string | null }, Row>;
+  readonly #commits: Batcher<Commit, Row>;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'public';
@@ -116,6 +137,69 @@ export class PostgresStore implements SessionStore {
         query_timeout: options.timeouts?.queryMs ?? 30_000,
         connectionTimeoutMillis: options.timeouts?.connectMs ?? 10_000,
       });
+    // A statement the server refused wrote nothing: its calls are run again one by one.
+    const retryAlone = (error: unknown) => error instanceof pg.DatabaseError;
+    this.#sessionOpens = new Batcher((opens) => this.#openSessions(opens), {
+      max: BATCH_MAX,
+      keysOf: (open) => [sessionIdOf(open.key)],
+      retryAlone,
+    });
+    this.#turnAdds = new Batcher((adds) => this.#addTurns(adds), {
+      max: BATCH_MAX,
+      keysOf: (add) => [add.turn.sessionId],
+      retryAlone,
+    });
+    this.#commits = new Batcher((commits) => this.#writeCommits(commits), {
+      max: BATCH_MAX,
+      keysOf: (commit) => sessionsOf(commit),
+      retryAlone,
+    });
+    const byId = (statement: Prepared, column: string) => async (ids: string[]) => {
+      const result = await this.#query(this.#pool, statement, [ids]);
+      const rows = new Map<string, Row>();
+      for (const row of result.rows) rows.set(String(row[column]), row);
+      return ids.map((id) => rows.get(id));
+    };
+    this.#sessionReads = new Batcher(byId(this.#sql.selectSessions, 'id'), {
+      max: BATCH_MAX,
+      keysOf: (id) => [id],
+      shared: true,
+    });
+    this.#turnReads = new Batcher(byId(this.#sql.selectTurns, 'id'), {
+      max: BATCH_MAX,
+      keysOf: (id) => [id],
+      shared: true,
+    });
+    this.#openTurnReads = new Batcher(
+      async (ids: string[]) => {
+        const result = await this.#query(this.#pool, this.#sql.selectOpenTurnsOf, [ids]);
+        const bySession = new Map<string, Row[]>(ids.map((id) => [id, []]));
+        for (const row of result.rows) bySession.get(String(row.session_id))?.push(row);
+        return ids.map((id) => bySession.get(id) ?? []);
+      },
+      { max: BATCH_MAX, keysOf: (id) => [id], shared: true },
+    );
+    this.#answerRefs = new Batcher(
+      async (refs) => {
+        await this.#query(this.#pool, this.#sql.updateAnswerRefs, [
+          refs.map((r) => r.turnId),
+          refs.map((r) => r.ref),
+          refs.map((r) => r.now),
+        ]);
+        return refs.map(() => undefined);
+      },
+      { max: BATCH_MAX, keysOf: (r) => [r.turnId] },
+    );
+    this.#leaseReleases = new Batcher(
+      async (releases) => {
+        await this.#query(this.#pool, this.#sql.releaseLeases, [
+          releases.map((r) => r.sessionId),
+          releases.map((r) => r.owner),
+        ]);
+        return releases.map(() => undefined);
+      },
+      { max: BATCH_MAX, keysOf: (r) => [r.sessionId] },
+    );
     // An idle connection that breaks (the server restarts) is reported here; without a listener
     // it would crash the process. The next query gets a fresh connection or a StoreError.
     if (this.#ownsPool) this.#pool.on('error', () => {});
@@ -187,27 +271,33 @@ export class PostgresStore implements SessionStore {
   async openSession(init: NewSession): Promise<SessionRecord> {
     return this.#guard('openSession', async () => {
       const id = sessionIdOf(init.key);
-      const { surface, workspaceId, channelId, threadId } = init.key;
       const row =
-        (await this.#one(this.#pool, this.#sql.openSession, [
-          id,
-          surface,
-          workspaceId,
-          channelId,
-          threadId,
-          init.binding,
-          init.now,
-        ])) ??
-        // Inserted by someone else while this statement ran: read with a snapshot that has it.
+        (await this.#sessionOpens.submit(init)) ??
+        // Inserted by someone else while the statement ran: read with a snapshot that has it.
         (await this.#one(this.#pool, this.#sql.selectSession, [id]));
       if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
       return sessionFromRow(row, parsedJson);
     });
   }
 
+  async #openSessions(opens: NewSession[]): Promise<Array<Row | undefined>> {
+    const ids = opens.map((open) => sessionIdOf(open.key));
+    const result = await this.#query(this.#pool, this.#sql.openSessions, [
+      ids,
+      opens.map((o) => o.key.surface),
+      opens.map((o) => o.key.workspaceId),
+      opens.map((o) => o.key.channelId),
+      opens.map((o) => o.key.threadId),
+      opens.map((o) => o.binding),
+      opens.map((o) => o.now),
+    ]);
+    const rows = new Map(result.rows.map((row) => [String(row.id), row]));
+    return ids.map((id) => rows.get(id));
+  }
+
   async getSession(id: string): Promise<SessionRecord | undefined> {
     return this.#guard('getSession', async () => {
-      const row = await this.#one(this.#pool, this.#sql.selectSession, [id]);
+      const row = await this.#sessionReads.submit(id);
       return row === undefined ? undefined : sessionFromRow(row, parsedJson);
     });
   }
@@ -218,27 +308,8 @@ export class PostgresStore implements SessionStore {
   ): Promise<{ turn: TurnRecord; created: boolean }> {
     return this.#guard('addTurn', async () => {
       const event = options.inboundEvent ?? null;
-      const row = await this.#one(this.#pool, this.#sql.addTurn, [
-        turn.id,
-        turn.sessionId,
-        turn.kind,
-        turn.chatMessageId,
-        textColumn(turn),
-        toJson(turn.metadata),
-        turn.taskId,
-        turn.state,
-        turn.outcome,
-        turn.attempts,
-        turn.firstSentAt,
-        turn.busyNoticeAt,
-        turn.answerRef,
-        toJson(turn.traceContext),
-        turn.now,
-        turn.label,
-        event,
-        turn.now - INBOUND_EVENT_TTL_MS,
-      ]);
-      if (row?.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
+      const row = await this.#turnAdds.submit({ turn, event });
+      if (row.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
       if (event !== null) await this.#pruneEventsNow(this.#pool, turn.now);
       if (row.id !== null && row.id !== undefined)
         return { turn: turnFromRow(row, parsedJson), created: true };
@@ -254,69 +325,116 @@ export class PostgresStore implements SessionStore {
     });
   }
 
+  async #addTurns(adds: Array<{ turn: NewTurn; event: string | null }>): Promise<Row[]> {
+    const turns = adds.map((a) => a.turn);
+    const result = await this.#query(this.#pool, this.#sql.addTurns, [
+      turns.map((t) => t.id),
+      turns.map((t) => t.sessionId),
+      turns.map((t) => t.kind),
+      turns.map((t) => t.chatMessageId),
+      turns.map((t) => textColumn(t)),
+      turns.map((t) => toJson(t.metadata)),
+      turns.map((t) => t.taskId),
+      turns.map((t) => t.state),
+      turns.map((t) => t.outcome),
+      turns.map((t) => t.attempts),
+      turns.map((t) => t.firstSentAt),
+      turns.map((t) => t.busyNoticeAt),
+      turns.map((t) => t.answerRef),
+      turns.map((t) => toJson(t.traceContext)),
+      turns.map((t) => t.now),
+      turns.map((t) => t.label),
+      adds.map((a) => a.event),
+      INBOUND_EVENT_TTL_MS,
+    ]);
+    const rows = new Map(result.rows.map((row) => [String(row.asked), row]));
+    return turns.map((t) => {
+      const row = rows.get(t.id);
+      if (row === undefined) throw new StoreError(`turn ${t.id}: no answer from the batch`);
+      return row;
+    });
+  }
+
   async getTurn(id: string): Promise<TurnRecord | undefined> {
     return this.#guard('getTurn', async () => {
-      const row = await this.#one(this.#pool, this.#sql.selectTurn, [id]);
+      const row = await this.#turnReads.submit(id);
       return row === undefined ? undefined : turnFromRow(row, parsedJson);
     });
   }
 
   async setAnswerRef(turnId: string, ref: string, now: number): Promise<void> {
-    return this.#guard('setAnswerRef', async () => {
-      await this.#query(this.#pool, this.#sql.updateAnswerRef, [turnId, ref, now]);
-    });
+    return this.#guard('setAnswerRef', () => this.#answerRefs.submit({ turnId, ref, now }));
   }
 
   async openTurns(sessionId: string): Promise<TurnRecord[]> {
     return this.#guard('openTurns', async () => {
-      const result = await this.#query(this.#pool, this.#sql.selectOpenTurns, [sessionId]);
-      return result.rows.map((row) => turnFromRow(row, parsedJson));
+      const rows = await this.#openTurnReads.submit(sessionId);
+      return rows.map((row) => turnFromRow(row, parsedJson));
     });
   }
 
   async commit(commit: Commit): Promise<SessionRecord | undefined> {
     return this.#guard('commit', async () => {
-      const session = commit.session;
-      const owner = commit.fence?.owner ?? null;
-      // One write per turn: a turn listed twice is written as its last entry says.
-      const turns = [...new Map((commit.turns ?? []).map((turn) => [turn.id, turn])).values()];
-      const row = await this.#one(this.#pool, this.#sql.commit, [
-        session?.id ?? null,
-        session?.version ?? null,
-        session?.binding ?? null,
-        session?.contextId ?? null,
-        toJson(session?.task),
-        toJson(session?.question),
-        session?.lastQuestionKey ?? null,
-        commit.now,
-        owner,
-        this.#time(commit.now),
-        owner === null ? [] : sessionsOf(commit),
-        turns.map((t) => t.id),
-        turns.map((t) => t.sessionId),
-        turns.map((t) => t.kind),
-        turns.map((t) => textColumn(t)),
-        turns.map((t) => toJson(t.metadata)),
-        turns.map((t) => t.taskId),
-        turns.map((t) => t.state),
-        turns.map((t) => t.outcome),
-        turns.map((t) => t.attempts),
-        turns.map((t) => t.firstSentAt),
-        turns.map((t) => t.busyNoticeAt),
-        turns.map((t) => t.answerRef),
-      ]);
-      if (row === undefined) throw new StoreError('commit returned no row');
+      const row = await this.#commits.submit(commit);
+      const owner = commit.fence?.owner;
       const lost = row.lost as string[] | null;
-      if (owner !== null && lost !== null && lost.length > 0)
+      if (owner !== undefined && lost !== null && lost.length > 0) {
         throw new LeaseLostError(String(lost[0]), owner);
+      }
       const missing = row.missing as string[] | null;
       if (missing !== null && missing.length > 0) {
-        const ghost = turns.find((t) => t.id === missing[0]);
+        const ghost = commit.turns?.find((t) => t.id === missing[0]);
         throw new StoreError(`turn ${missing[0]} of session ${ghost?.sessionId} does not exist`);
       }
-      if (session === undefined) return undefined;
-      if (row.id === null || row.id === undefined) throw new StaleWriteError(session.id);
+      if (commit.session === undefined) return undefined;
+      if (row.id === null || row.id === undefined) throw new StaleWriteError(commit.session.id);
       return sessionFromRow(row, parsedJson);
+    });
+  }
+
+  async #writeCommits(commits: Commit[]): Promise<Row[]> {
+    const fenced: Array<[number, string]> = [];
+    const turns: Array<[number, TurnRecord]> = [];
+    commits.forEach((commit, ord) => {
+      if (commit.fence !== undefined) for (const id of sessionsOf(commit)) fenced.push([ord, id]);
+      // One write per turn: a turn listed twice is written as its last entry says.
+      const once = new Map((commit.turns ?? []).map((turn) => [turn.id, turn]));
+      for (const turn of once.values()) turns.push([ord, turn]);
+    });
+    const session = (c: Commit) => c.session;
+    const result = await this.#query(this.#pool, this.#sql.commits, [
+      commits.map((_, ord) => ord),
+      commits.map((c) => session(c)?.id ?? null),
+      commits.map((c) => session(c)?.version ?? null),
+      commits.map((c) => session(c)?.binding ?? null),
+      commits.map((c) => session(c)?.contextId ?? null),
+      commits.map((c) => toJson(session(c)?.task)),
+      commits.map((c) => toJson(session(c)?.question)),
+      commits.map((c) => session(c)?.lastQuestionKey ?? null),
+      commits.map((c) => c.now),
+      commits.map((c) => c.fence?.owner ?? null),
+      commits.map((c) => this.#time(c.now)),
+      fenced.map(([ord]) => ord),
+      fenced.map(([, id]) => id),
+      turns.map(([ord]) => ord),
+      turns.map(([, t]) => t.id),
+      turns.map(([, t]) => t.sessionId),
+      turns.map(([, t]) => t.kind),
+      turns.map(([, t]) => textColumn(t)),
+      turns.map(([, t]) => toJson(t.metadata)),
+      turns.map(([, t]) => t.taskId),
+      turns.map(([, t]) => t.state),
+      turns.map(([, t]) => t.outcome),
+      turns.map(([, t]) => t.attempts),
+      turns.map(([, t]) => t.firstSentAt),
+      turns.map(([, t]) => t.busyNoticeAt),
+      turns.map(([, t]) => t.answerRef),
+    ]);
+    const rows = new Map(result.rows.map((row) => [Number(row.asked), row]));
+    return commits.map((_, ord) => {
+      const row = rows.get(ord);
+      if (row === undefined) throw new StoreError(`commit ${ord}: no answer from the batch`);
+      return row;
     });
   }
 
@@ -352,15 +470,29 @@ export class PostgresStore implements SessionStore {
   }
 
   async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
-    return this.#guard('acquireLease', async () => {
-      const result = await this.#query(this.#pool, this.#sql.acquireLease, [
-        sessionId,
-        owner,
-        this.#time(now),
-        ttlMs,
-      ]);
-      return result.rowCount === 1;
-    });
+    return this.#guard('acquireLease', () => this.#leaseTake(ttlMs).submit({ sessionId, owner, now, ttlMs }));
+  }
+
+  #leaseTake(ttlMs: number): Batcher<LeaseAsk, boolean> {
+    let batcher = this.#leaseTakes.get(ttlMs);
+    if (batcher === undefined) {
+      batcher = new Batcher(
+        async (asks) => {
+          const result = await this.#query(this.#pool, this.#sql.acquireLeases, [
+            asks.map((a) => a.sessionId),
+            asks.map((a) => a.owner),
+            asks.map((a) => this.#time(a.now)),
+            ttlMs,
+          ]);
+          const taken = new Set(result.rows.map((row) => String(row.session_id)));
+          return asks.map((a) => taken.has(a.sessionId));
+        },
+        // One row per session in a statement: an upsert cannot touch a row twice.
+        { max: BATCH_MAX, keysOf: (a) => [a.sessionId] },
+      );
+      this.#leaseTakes.set(ttlMs, batcher);
+    }
+    return batcher;
   }
 
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]> {
@@ -372,9 +504,7 @@ export class PostgresStore implements SessionStore {
   }
 
   async releaseLease(sessionId: string, owner: string): Promise<void> {
-    await this.#guard('releaseLease', async () => {
-      await this.#query(this.#pool, this.#sql.releaseLease, [sessionId, owner]);
-    });
+    await this.#guard('releaseLease', () => this.#leaseReleases.submit({ sessionId, owner }));
   }
 
   /** The time a lease statement uses: the caller's in 'caller' mode, else null (the database's). */
