@@ -8,6 +8,7 @@ import { transcriptStoreContract } from '../../../test/store/transcript-contract
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
 import { queuedTurn } from '../../../testkit/turns.js';
 import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
+import type { TurnRecord } from '../../core/store.js';
 import { migrations } from '../migrations.js';
 import { PostgresStore } from './postgres-store.js';
 
@@ -177,8 +178,17 @@ describe('PostgresStore', () => {
         (typeof sessions)[0],
         (typeof sessions)[0],
       ];
-      const stored = async (id: string) => (await store.getTurn(id)) ?? expect.fail(`no turn ${id}`);
-      const [m0, m1, m2, m4] = await Promise.all(['m0', 'm1', 'm2', 'm4'].map(stored));
+      const stored = async (id: string): Promise<TurnRecord> => {
+        const found = await store.getTurn(id);
+        if (found === undefined) throw new Error(`no turn ${id}`);
+        return found;
+      };
+      const [m0, m1, m2, m4] = (await Promise.all(['m0', 'm1', 'm2', 'm4'].map(stored))) as [
+        TurnRecord,
+        TurnRecord,
+        TurnRecord,
+        TurnRecord,
+      ];
       const results = await Promise.allSettled([
         // Fine, fenced.
         store.commit({
