@@ -230,12 +230,14 @@ export function postgresSql(schema: string) {
      * Takes free or expired leases, or renews our own, in one statement: no read-then-write
      * race. Batched: $1 the sessions (each at most once), $2 their owners, $3 the times (null:
      * the database's), $4 the TTL, one for the batch; the new expiry minus the TTL is the time
-     * the statement read. Returns the sessions whose lease was taken.
+     * the statement read. Rows go in in id order, the order a fenced commit locks them in.
+     * Returns the sessions whose lease was taken.
      */
     acquireLeases: `
       INSERT INTO ${leases} AS held (session_id, owner, expires_at)
       SELECT a.id, a.owner, ${clock('a.at')} + $4::bigint
       FROM unnest($1::text[], $2::text[], $3::bigint[]) AS a(id, owner, at)
+      ORDER BY a.id
       ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
       WHERE held.expires_at <= EXCLUDED.expires_at - $4::bigint OR held.owner = EXCLUDED.owner
       RETURNING session_id`,
