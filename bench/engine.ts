@@ -7,7 +7,8 @@
  * 4. Throughput: the same 1,000 streams of 50 (and 500) chunks through the bare A2AClient and
  *    through SessionEngine on SQLite, with the store calls a turn makes.
  * 4c. The same on PostgreSQL with two replicas: two engines, two stores, two lease owners, one
- *    durable database started for the run (testkit/postgres.ts), half the threads each.
+ *    durable database started for the run (testkit/postgres.ts), half the threads each; with
+ *    the store calls, PostgreSQL round trips and durable commits per turn (bench/pg-counts.ts).
  * 4d. Latency: from the agent writing a turn's first artifact event to the socket to the
  *    surface's update call, at 1 and at 1,000 open sessions (p50, p99).
  * 4b. Tracing: the OpenTelemetry API without an SDK (OTEL_* unset) against no tracing code at
