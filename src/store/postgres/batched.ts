@@ -12,6 +12,12 @@ import { type Row, sessionsOf, textColumn, toJson } from '../rows.js';
 import { Batcher } from './batches.js';
 import { type Prepared, type PreparedSql, runPrepared } from './prepared.js';
 
+/**
+ * A statement the server refused (a deadlock, a bad value) wrote nothing: its calls are run
+ * again one by one. A lost connection or a timeout is no refusal: a write may have landed.
+ */
+const isRefusal = (error: unknown): boolean => error instanceof pg.DatabaseError;
+
 /** The most calls one batched statement carries. */
 const BATCH_MAX = 500;
 
@@ -48,8 +54,7 @@ export class BatchedStatements {
     this.#pool = pool;
     this.#sql = sql;
     this.#time = time;
-    // A statement the server refused wrote nothing: its calls are run again one by one.
-    const retryAlone = (error: unknown) => error instanceof pg.DatabaseError;
+    const retryAlone = isRefusal;
     this.#sessionOpens = new Batcher((opens) => this.#openSessions(opens), {
       max: BATCH_MAX,
       keysOf: (open) => [sessionIdOf(open.key)],
@@ -99,7 +104,7 @@ export class BatchedStatements {
         ]);
         return refs.map(() => undefined);
       },
-      { max: BATCH_MAX, keysOf: (r) => [r.turnId] },
+      { max: BATCH_MAX, keysOf: (r) => [r.turnId], retryAlone },
     );
     this.#leaseReleases = new Batcher(
       async (releases) => {
@@ -109,7 +114,7 @@ export class BatchedStatements {
         ]);
         return releases.map(() => undefined);
       },
-      { max: BATCH_MAX, keysOf: (r) => [r.sessionId] },
+      { max: BATCH_MAX, keysOf: (r) => [r.sessionId], retryAlone },
     );
   }
 
@@ -258,7 +263,7 @@ export class BatchedStatements {
           return asks.map((a) => taken.has(a.sessionId));
         },
         // One row per session in a statement: an upsert cannot touch a row twice.
-        { max: BATCH_MAX, keysOf: (a) => [a.sessionId] },
+        { max: BATCH_MAX, keysOf: (a) => [a.sessionId], retryAlone: isRefusal },
       );
       this.#leaseTakes.set(ttlMs, batcher);
     }
