@@ -56,6 +56,7 @@ import { startTracing } from '../src/observability/tracing.js';
 import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { countPgQueries, type PgCounts, takePgCounts } from './pg-counts.js';
 import { slackPath } from './slack-path-child.js';
 
 /** When this script started running, in ms since the process started (module loading included). */
@@ -442,14 +443,27 @@ async function pgRound(
   n: number,
   chunks: number,
   round: string,
-): Promise<{ ms: number; events: number; summary: Record<string, unknown>; refused: number }> {
+): Promise<{
+  ms: number;
+  events: number;
+  summary: Record<string, unknown>;
+  refused: number;
+  calls: Record<string, number>;
+  pg: PgCounts;
+  cpuMs: number;
+}> {
   // A schema of its own per round: the same empty start as SQLite's fresh file.
   const schema = `bench_${round.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${process.pid}`;
   const events = new EventCounter();
+  // Store calls of both replicas (diagnosis): the proxy costs little next to a query.
   const calls = new Map<string, number>();
   const replicas = [
-    await rig(endpoint, '', { postgres: { connectionString, schema }, owner: 'replica-a', events }),
-    // Only the lease refusals are counted (diagnosis): the proxy costs little next to a query.
+    await rig(endpoint, '', {
+      postgres: { connectionString, schema },
+      owner: 'replica-a',
+      events,
+      wrap: (st) => countingStore(st, calls),
+    }),
     await rig(endpoint, '', {
       postgres: { connectionString, schema },
       owner: 'replica-b',
@@ -462,6 +476,9 @@ async function pgRound(
       await r.client.card();
       await r.engine.start();
     }
+    calls.clear();
+    takePgCounts();
+    const cpu = process.cpuUsage();
     const started = performance.now();
     // Each replica takes half the threads, as a load balancer in front of two pods would.
     const half = Math.floor(n / 2);
@@ -471,6 +488,7 @@ async function pgRound(
     ]);
     await events.until('turn.settled', n);
     const ms = performance.now() - started;
+    const used = process.cpuUsage(cpu);
     if (events.outcomes.get('completed') !== n)
       throw new Error(`pg round ${round}: ${JSON.stringify(events.summary())}`);
     return {
@@ -478,6 +496,9 @@ async function pgRound(
       events: events.count('agent.event'),
       summary: events.summary(),
       refused: calls.get('acquireLease:refused') ?? 0,
+      calls: Object.fromEntries(calls),
+      pg: takePgCounts(),
+      cpuMs: (used.user + used.system) / 1000,
     };
   } finally {
     for (const r of replicas) await r.engine.stop();
@@ -493,6 +514,7 @@ async function pgThroughput(
   rounds: number,
 ): Promise<void> {
   const expected = n * (chunks + 4);
+  countPgQueries();
   const client = newClient(endpoint);
   await client.card();
   await bareRound(client, Math.min(n, 200), chunks);
@@ -501,6 +523,8 @@ async function pgThroughput(
   const engine: number[] = [];
   let summary: Record<string, unknown> = {};
   let refused = 0;
+  let perTurn: Record<string, number> = {};
+  const cpuMs: number[] = [];
   for (let i = 0; i < rounds; i++) {
     gc();
     const b = await bareRound(client, n, chunks);
@@ -513,6 +537,12 @@ async function pgThroughput(
     engine.push(e.ms);
     summary = e.summary;
     refused = e.refused;
+    cpuMs.push(e.cpuMs);
+    perTurn = Object.fromEntries(
+      [...Object.entries(e.calls), ['roundTrips', e.pg.roundTrips], ['commits', e.pg.commits]].map(
+        ([k, v]) => [k, (v as number) / n],
+      ),
+    );
   }
   say({
     type: 'result',
@@ -524,6 +554,8 @@ async function pgThroughput(
     engine,
     summary,
     refused,
+    perTurn,
+    cpuMs,
   });
 }
 

@@ -7,7 +7,8 @@
  * 4. Throughput: the same 1,000 streams of 50 (and 500) chunks through the bare A2AClient and
  *    through SessionEngine on SQLite, with the store calls a turn makes.
  * 4c. The same on PostgreSQL with two replicas: two engines, two stores, two lease owners, one
- *    durable database started for the run (testkit/postgres.ts), half the threads each.
+ *    durable database started for the run (testkit/postgres.ts), half the threads each; with
+ *    the store calls, PostgreSQL round trips and durable commits per turn (bench/pg-counts.ts).
  * 4d. Latency: from the agent writing a turn's first artifact event to the socket to the
  *    surface's update call, at 1 and at 1,000 open sessions (p50, p99).
  * 4b. Tracing: the OpenTelemetry API without an SDK (OTEL_* unset) against no tracing code at
@@ -240,7 +241,29 @@ async function benchPostgres(server: AgentServer): Promise<void> {
       { op: '>=', value: 0.6 },
     );
     console.log(`  ratio replicas/bare: ${ratio.toFixed(2)} ${verdictText}`);
-    console.log(`  leases refused to replica b in the last round: ${fmt(message.refused as number)}`);
+    const cpuMs = message.cpuMs as number[];
+    console.log(
+      `  broker CPU per round (both replicas, one process): ${cpuMs.map((x) => x.toFixed(0)).join(', ')} ms`,
+    );
+    console.log(`  leases refused in the last round: ${fmt(message.refused as number)}`);
+    const perTurn = message.perTurn as Record<string, number>;
+    figure(
+      `engine.postgres2.${chunks}.round-trips`,
+      'PostgreSQL round trips per turn',
+      perTurn.roundTrips ?? 0,
+      'trips',
+    );
+    figure(
+      `engine.postgres2.${chunks}.commits`,
+      'PostgreSQL commits per turn',
+      perTurn.commits ?? 0,
+      'commits',
+    );
+    console.log(
+      `  per turn in the last round (both replicas): ${Object.entries(perTurn)
+        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+        .join(', ')}`,
+    );
   } finally {
     await pg.stop();
   }

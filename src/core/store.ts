@@ -152,6 +152,12 @@ export interface AddTurnOptions {
   inboundEvent?: string;
 }
 
+/** A lease owner at a time: whose leases count as its own, and when the others' are live. */
+export interface LeaseHolder {
+  owner: string;
+  now: number;
+}
+
 export interface SessionStore {
   /**
    * Whether several broker processes may share this store (PostgreSQL). When not (SQLite, one
@@ -203,8 +209,13 @@ export interface SessionStore {
    */
   commit(commit: Commit): Promise<SessionRecord | undefined>;
 
-  /** Ids of sessions with work: an open turn, a recorded task or a pending question. */
-  sessionsWithWork(): Promise<string[]>;
+  /**
+   * Ids of sessions with work: an open turn, a recorded task or a pending question. With
+   * `drivableBy`, only those that owner could drive now: a session under another owner's live
+   * lease is left out (its driver is alive), one whose lease expired is in (it is taken over).
+   * Lease time is read as acquireLease reads it (the database's clock for a shared store).
+   */
+  sessionsWithWork(drivableBy?: LeaseHolder): Promise<string[]>;
 
   /** Remembers an inbound event id (Slack's event_id); false when it was seen before. */
   claimInboundEvent(eventKey: string, now: number): Promise<boolean>;

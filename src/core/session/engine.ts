@@ -373,13 +373,18 @@ export class SessionEngine {
       await Promise.allSettled([...this.#drivers.values()].map((d) => d.promise));
   }
 
-  /** Looks for sessions with work and drives those that nobody drives. */
+  /** Looks for sessions with work and drives those that nobody drives (or whose lease expired). */
   scan(): Promise<void> {
     if (this.#scanning !== undefined) return this.#scanning;
     this.#scanning = (async () => {
       try {
         let started = 0;
-        for (const id of await this.#store.sessionsWithWork()) {
+        // Several replicas: a session under another replica's live lease is that replica's to
+        // drive; asking for its lease would only be refused (one write per session per scan).
+        const drivableBy = this.#store.sharedByReplicas
+          ? { owner: this.#owner, now: this.#clock.now() }
+          : undefined;
+        for (const id of await this.#store.sessionsWithWork(drivableBy)) {
           if (this.#stopping.signal.aborted) return;
           if (this.#drivers.has(id)) continue;
           this.kick(id);

@@ -6,7 +6,9 @@ import { installationContract } from '../../../test/store/installation-contract.
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
-import { InvalidConfigError, StoreError } from '../../core/errors.js';
+import { queuedTurn } from '../../../testkit/turns.js';
+import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
+import type { TurnRecord } from '../../core/store.js';
 import { migrations } from '../migrations.js';
 import { PostgresStore } from './postgres-store.js';
 
@@ -107,6 +109,21 @@ describe('PostgresStore', () => {
       }
     });
 
+    it('scans on the database clock: a replica an hour ahead does not see a live lease as expired', async () => {
+      const [a, b] = await replicas();
+      try {
+        const s = await a.openSession({ key, binding: 'team-a/support', now: Date.now() });
+        await a.addTurn(
+          queuedTurn({ id: 'm1', sessionId: s.id, chatMessageId: 'm1', text: 'hi', now: Date.now() }),
+        );
+        expect(await a.acquireLease(s.id, 'a', Date.now(), 30_000)).toBe(true);
+        expect(await b.sessionsWithWork({ owner: 'b', now: Date.now() + HOUR })).toStrictEqual([]);
+        expect(await a.sessionsWithWork({ owner: 'a', now: Date.now() - HOUR })).toStrictEqual([s.id]);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
     it('fences on the database clock: a lease that expired fails the commit, even from a slow clock', async () => {
       const [a, b] = await replicas();
       try {
@@ -125,6 +142,99 @@ describe('PostgresStore', () => {
         await Promise.all([a.close(), b.close()]);
       }
     });
+  });
+
+  it('answers each of the calls that share one batched statement with its own outcome', async () => {
+    const store = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+    await store.migrate();
+    try {
+      const now = Date.now();
+      const keyOf = (i: number) => ({ ...key, threadId: `batch-${i}` });
+      // Opened at once: one statement; each caller gets its own session.
+      const sessions = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => store.openSession({ key: keyOf(i), binding: 'b/a', now })),
+      );
+      expect(sessions.map((s) => s.key.threadId)).toStrictEqual([0, 1, 2, 3, 4, 5].map((i) => `batch-${i}`));
+      const turn = (i: number, id = `m${i}`) =>
+        queuedTurn({ id, sessionId: sessions[i]?.id ?? '', chatMessageId: id, text: 'hi', now });
+      const added = await Promise.allSettled([
+        ...[0, 1, 2, 3, 4].map((i) => store.addTurn(turn(i), { inboundEvent: `T01:Ev${i}` })),
+        store.addTurn({ ...turn(5), sessionId: 'slack:T01:C01:nowhere' }, { inboundEvent: 'T01:Ev5' }),
+      ]);
+      expect(added.slice(0, 5).map((r) => r.status === 'fulfilled' && r.value.created)).toStrictEqual(
+        Array(5).fill(true),
+      );
+      expect(added[5]).toMatchObject({ status: 'rejected', reason: expect.any(StoreError) });
+      // Its event was not claimed: both or neither.
+      expect(await store.claimInboundEvent('T01:Ev5', now)).toBe(true);
+      expect(await store.claimInboundEvent('T01:Ev0', now)).toBe(false);
+      for (const i of [0, 1, 2, 3])
+        expect(await store.acquireLease(sessions[i]?.id ?? '', 'a', now, 60_000)).toBe(true);
+      await store.releaseLease(sessions[2]?.id ?? '', 'a');
+      const [s0, s1, s2, s3, s4] = sessions as [
+        (typeof sessions)[0],
+        (typeof sessions)[0],
+        (typeof sessions)[0],
+        (typeof sessions)[0],
+        (typeof sessions)[0],
+      ];
+      const stored = async (id: string): Promise<TurnRecord> => {
+        const found = await store.getTurn(id);
+        if (found === undefined) throw new Error(`no turn ${id}`);
+        return found;
+      };
+      const [m0, m1, m2, m4] = (await Promise.all(['m0', 'm1', 'm2', 'm4'].map(stored))) as [
+        TurnRecord,
+        TurnRecord,
+        TurnRecord,
+        TurnRecord,
+      ];
+      const results = await Promise.allSettled([
+        // Fine, fenced.
+        store.commit({
+          session: { ...s0, contextId: 'ok' },
+          turns: [{ ...m0, state: 'sending' }],
+          now,
+          fence: { owner: 'a' },
+        }),
+        // Stale version.
+        store.commit({
+          session: { ...s1, version: 7 },
+          turns: [{ ...m1, state: 'sending' }],
+          now,
+          fence: { owner: 'a' },
+        }),
+        // Lease released.
+        store.commit({
+          session: { ...s2, contextId: 'x' },
+          turns: [{ ...m2, state: 'sending' }],
+          now,
+          fence: { owner: 'a' },
+        }),
+        // A turn that does not exist.
+        store.commit({
+          session: { ...s3, contextId: 'x' },
+          turns: [{ ...m0, id: 'ghost', sessionId: s3.id }],
+          now,
+        }),
+        // Turns alone, unfenced.
+        store.commit({ turns: [{ ...m4, state: 'accepted', taskId: 't4' }], now }),
+      ]);
+      expect(results[0]).toMatchObject({ status: 'fulfilled', value: { contextId: 'ok', version: 2 } });
+      expect(results[1]).toMatchObject({ status: 'rejected', reason: expect.any(StaleWriteError) });
+      expect(results[2]).toMatchObject({ status: 'rejected', reason: expect.any(LeaseLostError) });
+      expect(results[3]).toMatchObject({ status: 'rejected', reason: expect.any(StoreError) });
+      expect(results[4]).toMatchObject({ status: 'fulfilled', value: undefined });
+      // What was refused wrote nothing; what was not, everything.
+      expect((await stored('m0')).state).toBe('sending');
+      expect((await stored('m1')).state).toBe('queued');
+      expect((await stored('m2')).state).toBe('queued');
+      expect(await store.getSession(s3.id)).toStrictEqual(s3);
+      expect(await stored('m4')).toMatchObject({ state: 'accepted', taskId: 't4' });
+      expect(await store.getSession(s4.id)).toMatchObject({ version: 1 });
+    } finally {
+      await store.close();
+    }
   });
 
   it('lets replicas migrate a fresh schema at the same time, applying each migration once', async () => {

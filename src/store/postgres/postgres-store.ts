@@ -3,6 +3,7 @@ import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from 
 import {
   type AddTurnOptions,
   type Commit,
+  type LeaseHolder,
   type NewSession,
   type NewTurn,
   type SessionRecord,
@@ -15,21 +16,14 @@ import type { TriggerStore } from '../../core/trigger-store.js';
 import type { FeedbackRows } from '../feedback-rows.js';
 import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
-import {
-  parsedJson,
-  type Row,
-  sessionFromRow,
-  sessionsOf,
-  storeFailure,
-  textColumn,
-  toJson,
-  turnFromRow,
-} from '../rows.js';
+import { parsedJson, type Row, sessionFromRow, storeFailure, turnFromRow } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
+import { BatchedStatements } from './batched.js';
 import { PostgresFeedbackRows } from './postgres-feedback-rows.js';
 import { PostgresInstallationRows } from './postgres-installation-rows.js';
 import { PostgresSteps, PostgresTriggerStore } from './postgres-trigger-store.js';
-import { type PostgresSql, postgresSql, SCHEMA_NAME } from './sql.js';
+import { type PreparedSql, prepared, type Queryable, runPrepared } from './prepared.js';
+import { postgresSql, SCHEMA_NAME } from './sql.js';
 
 export interface PostgresStoreOptions {
   /** Where to connect; the store then owns its pool and ends it on close(). */
@@ -53,8 +47,6 @@ export interface PostgresStoreOptions {
   timeouts?: { queryMs?: number; connectMs?: number };
 }
 
-type Queryable = Pick<pg.PoolClient, 'query'>;
-
 /**
  * The session store on PostgreSQL, for several replicas sharing one database: each session is
  * driven by one replica at a time through a lease row, and writes that must not outlive the
@@ -67,7 +59,7 @@ export class PostgresStore implements SessionStore {
   readonly #pool: pg.Pool;
   readonly #ownsPool: boolean;
   readonly #schema: string;
-  readonly #sql: PostgresSql;
+  readonly #sql: PreparedSql;
   readonly #callerClock: boolean;
   #claims = 0;
   #closed = false;
@@ -75,6 +67,7 @@ export class PostgresStore implements SessionStore {
   #triggers: PostgresTriggerStore | undefined;
   #installations: PostgresInstallationRows | undefined;
   #feedback: PostgresFeedbackRows | undefined;
+  readonly #batched: BatchedStatements;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'public';
@@ -87,7 +80,7 @@ export class PostgresStore implements SessionStore {
       throw new InvalidConfigError('PostgresStore needs exactly one of connectionString and pool');
     }
     this.#schema = schema;
-    this.#sql = postgresSql(schema);
+    this.#sql = prepared(postgresSql(schema));
     this.#callerClock = options.leaseClock === 'caller';
     this.#ownsPool = options.pool === undefined;
     this.#pool =
@@ -97,6 +90,7 @@ export class PostgresStore implements SessionStore {
         query_timeout: options.timeouts?.queryMs ?? 30_000,
         connectionTimeoutMillis: options.timeouts?.connectMs ?? 10_000,
       });
+    this.#batched = new BatchedStatements(this.#pool, this.#sql, (now) => this.#time(now));
     // An idle connection that breaks (the server restarts) is reported here; without a listener
     // it would crash the process. The next query gets a fresh connection or a StoreError.
     if (this.#ownsPool) this.#pool.on('error', () => {});
@@ -168,19 +162,10 @@ export class PostgresStore implements SessionStore {
   async openSession(init: NewSession): Promise<SessionRecord> {
     return this.#guard('openSession', async () => {
       const id = sessionIdOf(init.key);
-      const { surface, workspaceId, channelId, threadId } = init.key;
-      // Two statements, not one: after DO NOTHING (which waits for a concurrent insert of the
-      // same key to commit) the select runs with a new snapshot and sees that row.
-      await this.#pool.query(this.#sql.insertSession, [
-        id,
-        surface,
-        workspaceId,
-        channelId,
-        threadId,
-        init.binding,
-        init.now,
-      ]);
-      const row = await this.#one(this.#pool, this.#sql.selectSession, [id]);
+      const row =
+        (await this.#batched.openSession(init)) ??
+        // Inserted by someone else while the statement ran: read with a snapshot that has it.
+        (await this.#one(this.#pool, this.#sql.selectSession, [id]));
       if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
       return sessionFromRow(row, parsedJson);
     });
@@ -188,7 +173,7 @@ export class PostgresStore implements SessionStore {
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
     return this.#guard('getSession', async () => {
-      const row = await this.#one(this.#pool, this.#sql.selectSession, [id]);
+      const row = await this.#batched.session(id);
       return row === undefined ? undefined : sessionFromRow(row, parsedJson);
     });
   }
@@ -197,9 +182,23 @@ export class PostgresStore implements SessionStore {
     turn: NewTurn,
     options: AddTurnOptions = {},
   ): Promise<{ turn: TurnRecord; created: boolean }> {
-    return this.#guard('addTurn', () =>
-      this.#transaction((client) => this.#addTurnIn(client, turn, options)),
-    );
+    return this.#guard('addTurn', async () => {
+      const event = options.inboundEvent ?? null;
+      const row = await this.#batched.addTurn(turn, event);
+      if (row.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
+      if (event !== null) await this.#pruneEventsNow(this.#pool, turn.now);
+      if (row.id !== null && row.id !== undefined)
+        return { turn: turnFromRow(row, parsedJson), created: true };
+      // A conflict: the row it hit is committed by now (DO NOTHING waits), and this statement's
+      // new snapshot sees it.
+      const existing = await this.#one(this.#pool, this.#sql.selectDuplicateTurn, [
+        turn.id,
+        turn.sessionId,
+        turn.chatMessageId,
+      ]);
+      if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
+      return { turn: turnFromRow(existing, parsedJson), created: false };
+    });
   }
 
   async openSessionAndAddTurn(
@@ -207,190 +206,118 @@ export class PostgresStore implements SessionStore {
     build: (session: SessionRecord, opened: boolean) => NewTurn,
     options: AddTurnOptions = {},
   ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }> {
-    // openSession's two statements and addTurn's, in one transaction: one commit, not two.
-    return this.#guard('openSessionAndAddTurn', () =>
-      this.#transaction(async (client) => {
+    // The batched open and add statements, each for this one call, in one transaction: the
+    // session and its first turn commit together or not at all. Unbatched, because two calls
+    // sharing a transaction would share its fate.
+    return this.#guard('openSessionAndAddTurn', async () => {
+      const event = options.inboundEvent ?? null;
+      const done = await this.#transaction(async (client) => {
         const id = sessionIdOf(init.key);
-        const { surface, workspaceId, channelId, threadId } = init.key;
-        const insert = await client.query(this.#sql.insertSession, [
-          id,
-          surface,
-          workspaceId,
-          channelId,
-          threadId,
-          init.binding,
-          init.now,
-        ]);
-        const row = await this.#one(client, this.#sql.selectSession, [id]);
+        const openedRow = await this.#batched.openSessionOn(client, init);
+        // No row: another transaction inserted it meanwhile; a new statement's snapshot has it.
+        const row = openedRow ?? (await this.#one(client, this.#sql.selectSession, [id]));
         if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
         const session = sessionFromRow(row, parsedJson);
-        // Inserted here: until this commits, another add to the session waits for it.
-        const opened = insert.rowCount === 1;
-        return { session, ...(await this.#addTurnIn(client, build(session, opened), options)) };
-      }),
-    );
-  }
-
-  /** addTurn's steps, on a client inside a transaction. */
-  async #addTurnIn(
-    client: pg.PoolClient,
-    turn: NewTurn,
-    options: AddTurnOptions,
-  ): Promise<{ turn: TurnRecord; created: boolean }> {
-    if (options.inboundEvent !== undefined) await this.#claim(client, options.inboundEvent, turn.now);
-    const counter = await this.#one(client, this.#sql.lockSessionCounter, [turn.sessionId]);
-    if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
-    const inserted = await this.#one(client, this.#sql.insertTurn, [
-      turn.id,
-      turn.sessionId,
-      Number(counter.turn_seq) + 1,
-      turn.kind,
-      turn.chatMessageId,
-      textColumn(turn),
-      toJson(turn.metadata),
-      turn.taskId,
-      turn.state,
-      turn.outcome,
-      turn.attempts,
-      turn.firstSentAt,
-      turn.busyNoticeAt,
-      turn.answerRef,
-      turn.now,
-      toJson(turn.traceContext),
-      turn.label,
-    ]);
-    if (inserted !== undefined) return { turn: turnFromRow(inserted, parsedJson), created: true };
-    // A conflict: the row it hit is committed by now (DO NOTHING waits), so this sees it.
-    const existing = await this.#one(client, this.#sql.selectDuplicateTurn, [
-      turn.id,
-      turn.sessionId,
-      turn.chatMessageId,
-    ]);
-    if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-    return { turn: turnFromRow(existing, parsedJson), created: false };
+        const turn = build(session, openedRow?.opened === true);
+        const added = await this.#batched.addTurnOn(client, turn, event);
+        if (added.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
+        if (added.id !== null && added.id !== undefined)
+          return { session, turn: turnFromRow(added, parsedJson), created: true };
+        const existing = await this.#one(client, this.#sql.selectDuplicateTurn, [
+          turn.id,
+          turn.sessionId,
+          turn.chatMessageId,
+        ]);
+        if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
+        return { session, turn: turnFromRow(existing, parsedJson), created: false };
+      });
+      if (event !== null) await this.#pruneEventsNow(this.#pool, init.now);
+      return done;
+    });
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {
     return this.#guard('getTurn', async () => {
-      const row = await this.#one(this.#pool, this.#sql.selectTurn, [id]);
+      const row = await this.#batched.turn(id);
       return row === undefined ? undefined : turnFromRow(row, parsedJson);
     });
   }
 
   async setAnswerRef(turnId: string, ref: string, now: number): Promise<void> {
-    return this.#guard('setAnswerRef', async () => {
-      await this.#pool.query(this.#sql.updateAnswerRef, [turnId, ref, now]);
-    });
+    return this.#guard('setAnswerRef', () => this.#batched.answerRef(turnId, ref, now));
   }
 
   async openTurns(sessionId: string): Promise<TurnRecord[]> {
     return this.#guard('openTurns', async () => {
-      const result = await this.#pool.query<Row>(this.#sql.selectOpenTurns, [sessionId]);
-      return result.rows.map((row) => turnFromRow(row, parsedJson));
+      const rows = await this.#batched.openTurns(sessionId);
+      return rows.map((row) => turnFromRow(row, parsedJson));
     });
   }
 
   async commit(commit: Commit): Promise<SessionRecord | undefined> {
-    return this.#guard('commit', () =>
-      this.#transaction(async (client) => {
-        if (commit.fence !== undefined) await this.#checkFence(client, commit, commit.fence.owner);
-        let written: SessionRecord | undefined;
-        if (commit.session !== undefined) {
-          const session = commit.session;
-          const row = await this.#one(client, this.#sql.updateSession, [
-            session.id,
-            session.version,
-            session.binding,
-            session.contextId,
-            toJson(session.task),
-            toJson(session.question),
-            session.lastQuestionKey,
-            commit.now,
-          ]);
-          if (row === undefined) throw new StaleWriteError(session.id);
-          written = sessionFromRow(row, parsedJson);
-        }
-        for (const turn of commit.turns ?? []) {
-          const result = await client.query(this.#sql.updateTurn, [
-            turn.id,
-            turn.sessionId,
-            turn.kind,
-            textColumn(turn),
-            toJson(turn.metadata),
-            turn.taskId,
-            turn.state,
-            turn.outcome,
-            turn.attempts,
-            turn.firstSentAt,
-            turn.busyNoticeAt,
-            turn.answerRef,
-            commit.now,
-          ]);
-          if (result.rowCount !== 1) {
-            throw new StoreError(`turn ${turn.id} of session ${turn.sessionId} does not exist`);
-          }
-        }
-        return written;
-      }),
-    );
+    return this.#guard('commit', async () => {
+      const row = await this.#batched.commit(commit);
+      const owner = commit.fence?.owner;
+      const lost = row.lost as string[] | null;
+      if (owner !== undefined && lost !== null && lost.length > 0) {
+        throw new LeaseLostError(String(lost[0]), owner);
+      }
+      const missing = row.missing as string[] | null;
+      if (missing !== null && missing.length > 0) {
+        const ghost = commit.turns?.find((t) => t.id === missing[0]);
+        throw new StoreError(`turn ${missing[0]} of session ${ghost?.sessionId} does not exist`);
+      }
+      if (commit.session === undefined) return undefined;
+      if (row.id === null || row.id === undefined) throw new StaleWriteError(commit.session.id);
+      return sessionFromRow(row, parsedJson);
+    });
   }
 
-  async sessionsWithWork(): Promise<string[]> {
+  async sessionsWithWork(drivableBy?: LeaseHolder): Promise<string[]> {
     return this.#guard('sessionsWithWork', async () => {
-      const result = await this.#pool.query<Row>(this.#sql.sessionsWithWork);
+      const result =
+        drivableBy === undefined
+          ? await runPrepared(this.#pool, this.#sql.sessionsWithWork, [])
+          : await runPrepared(this.#pool, this.#sql.sessionsWithWorkFor, [
+              drivableBy.owner,
+              this.#time(drivableBy.now),
+            ]);
       return result.rows.map((row) => String(row.id)).sort();
     });
   }
 
   async claimInboundEvent(eventKey: string, now: number): Promise<boolean> {
-    return this.#guard('claimInboundEvent', () => this.#claim(this.#pool, eventKey, now));
+    return this.#guard('claimInboundEvent', async () => {
+      const claimed = await runPrepared(this.#pool, this.#sql.claimEvent, [
+        eventKey,
+        now,
+        now - INBOUND_EVENT_TTL_MS,
+      ]);
+      await this.#pruneEventsNow(this.#pool, now);
+      return claimed.rowCount === 1;
+    });
   }
 
-  async #claim(db: Queryable, eventKey: string, now: number): Promise<boolean> {
-    const cutoff = now - INBOUND_EVENT_TTL_MS;
-    const claimed = await db.query(this.#sql.claimEvent, [eventKey, now, cutoff]);
-    if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY === 0) {
-      await db.query(this.#sql.pruneEvents, [cutoff]);
-    }
-    return claimed.rowCount === 1;
+  /** Every INBOUND_EVENT_PRUNE_EVERY claims, forgets the keys past their TTL. */
+  async #pruneEventsNow(db: Queryable, now: number): Promise<void> {
+    if (this.#claims++ % INBOUND_EVENT_PRUNE_EVERY !== 0) return;
+    await runPrepared(db, this.#sql.pruneEvents, [now - INBOUND_EVENT_TTL_MS]);
   }
 
   async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
-    return this.#guard('acquireLease', async () => {
-      const result = await this.#pool.query(this.#sql.acquireLease, [
-        sessionId,
-        owner,
-        this.#time(now),
-        ttlMs,
-      ]);
-      return result.rowCount === 1;
-    });
+    return this.#guard('acquireLease', () => this.#batched.takeLease(sessionId, owner, now, ttlMs));
   }
 
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]> {
     return this.#guard('renewLeases', async () => {
       // An expired lease is not renewed: it is no longer held, whether or not someone took it.
-      const result = await this.#pool.query<Row>(this.#sql.renewLeases, [owner, this.#time(now), ttlMs]);
+      const result = await runPrepared(this.#pool, this.#sql.renewLeases, [owner, this.#time(now), ttlMs]);
       return result.rows.map((row) => String(row.session_id)).sort();
     });
   }
 
   async releaseLease(sessionId: string, owner: string): Promise<void> {
-    await this.#guard('releaseLease', async () => {
-      await this.#pool.query(this.#sql.releaseLease, [sessionId, owner]);
-    });
-  }
-
-  /** Throws LeaseLostError unless `owner` holds a live lease on every session the commit writes. */
-  async #checkFence(client: Queryable, commit: Commit, owner: string): Promise<void> {
-    const ids = sessionsOf(commit);
-    const result = await client.query<Row>(this.#sql.lockLeases, [ids, this.#time(commit.now)]);
-    for (const sessionId of ids) {
-      const lease = result.rows.find((row) => row.session_id === sessionId);
-      if (lease === undefined || lease.owner !== owner || lease.live !== true) {
-        throw new LeaseLostError(sessionId, owner);
-      }
-    }
+    await this.#guard('releaseLease', () => this.#batched.releaseLease(sessionId, owner));
   }
 
   /** The time a lease statement uses: the caller's in 'caller' mode, else null (the database's). */
@@ -417,8 +344,12 @@ export class PostgresStore implements SessionStore {
     }
   }
 
-  async #one(db: Queryable, sql: string, values: unknown[]): Promise<Row | undefined> {
-    const result = await db.query<Row>(sql, values);
+  async #one(
+    db: Queryable,
+    statement: PreparedSql[keyof PreparedSql],
+    values: unknown[],
+  ): Promise<Row | undefined> {
+    const result = await runPrepared(db, statement, values);
     return result.rows[0];
   }
 

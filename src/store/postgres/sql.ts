@@ -17,8 +17,6 @@ export function postgresSql(schema: string) {
   const turns = `"${schema}".turns`;
   const leases = `"${schema}".leases`;
   const events = `"${schema}".inbound_events`;
-  const turnColumns = `kind = $3, text = $4, metadata = $5::jsonb, task_id = $6, state = $7, outcome = $8,
-    attempts = $9, first_sent_at = $10, busy_notice_at = $11, answer_ref = COALESCE($12, answer_ref), updated_at = $13`;
 
   /**
    * Lease times come from the database's clock, the one clock every replica shares, so a
@@ -28,61 +26,199 @@ export function postgresSql(schema: string) {
   const clock = (param: string) =>
     `COALESCE(${param}::bigint, (extract(epoch from clock_timestamp()) * 1000)::bigint)`;
 
+  /**
+   * Named columns, never `*`: the statements are prepared once per connection, and a prepared
+   * `SELECT *` fails ("cached plan must not change result type") once a newer replica's
+   * migration adds a column during a rolling deploy.
+   */
+  const sessionColumns = `id, surface, workspace_id, channel_id, thread_id, binding, context_id, task, question,
+    last_question_key, version, created_at, updated_at`;
+  const turnColumns = `id, session_id, seq, kind, chat_message_id, text, label, metadata, task_id, state, outcome,
+    attempts, first_sent_at, busy_notice_at, answer_ref, trace_context, created_at, updated_at`;
+
   return {
-    insertSession: `
-      INSERT INTO ${sessions} (id, surface, workspace_id, channel_id, thread_id, binding, version,
-                               created_at, updated_at)
-      VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $7)
-      ON CONFLICT DO NOTHING`,
-    selectSession: `SELECT * FROM ${sessions} WHERE id = $1`,
-    /** Locks the session row: adds to one session queue here, so seq is handed out in order. */
-    lockSessionCounter: `SELECT turn_seq FROM ${sessions} WHERE id = $1 FOR NO KEY UPDATE`,
     /**
-     * Inserts the turn unless its id or chat message is already there, and moves the session's
-     * counter only when it did, so a repeat does not use up a number.
+     * Opens sessions (batched: one array per column, an id at most once): inserts those that are
+     * new, reads those already there. After DO NOTHING waited for a concurrent insert of the same
+     * key, that row is not in this statement's snapshot: no row comes back for it, and the caller
+     * reads it with selectSession (a new snapshot). `opened`: this statement inserted the row.
      */
-    insertTurn: `
-      WITH inserted AS (
+    openSessions: `
+      WITH wanted AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+          AS w(id, surface, workspace_id, channel_id, thread_id, binding, now)
+      ), inserted AS (
+        INSERT INTO ${sessions} (id, surface, workspace_id, channel_id, thread_id, binding, version,
+                                 created_at, updated_at)
+        SELECT id, surface, workspace_id, channel_id, thread_id, binding, 1, now, now FROM wanted ORDER BY id
+        ON CONFLICT DO NOTHING
+        RETURNING ${sessionColumns}
+      )
+      SELECT ${sessionColumns}, true AS opened FROM inserted
+      UNION ALL
+      SELECT ${sessionColumns}, false AS opened FROM ${sessions} AS s
+      WHERE s.id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = s.id)`,
+    selectSession: `SELECT ${sessionColumns} FROM ${sessions} WHERE id = $1`,
+    /** The batched reads (batches.ts): the rows of every id asked for in one statement. */
+    selectSessions: `SELECT ${sessionColumns} FROM ${sessions} WHERE id = ANY($1::text[])`,
+    selectTurns: `SELECT ${turnColumns} FROM ${turns} WHERE id = ANY($1::text[])`,
+    selectOpenTurnsOf: `
+      SELECT ${turnColumns} FROM ${turns}
+      WHERE session_id = ANY($1::text[]) AND state <> 'settled'
+      ORDER BY session_id, seq`,
+    /**
+     * Adds turns (batched: one array per column, a session at most once) in one statement: locks
+     * their session rows in id order, so seq is handed out in order (a concurrent add waits,
+     * then reads the counter it left); claims each turn's inbound event ($17, when not null;
+     * $18 the TTL) only when its session exists, so an event is never claimed for a turn that
+     * could not be stored; inserts each turn unless its id or chat message is already there;
+     * moves a counter only when its turn went in, so a repeat does not use up a number. Per
+     * turn asked for: session_found false when its session does not exist (nothing written for
+     * it); no turn columns for a repeat (the caller reads the one it hit, selectDuplicateTurn).
+     */
+    addTurns: `
+      WITH wanted AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                             $8::text[], $9::text[], $10::integer[], $11::bigint[], $12::bigint[], $13::text[],
+                             $14::text[], $15::bigint[], $16::text[], $17::text[])
+          AS w(id, session_id, kind, chat_message_id, text, metadata, task_id, state, outcome, attempts,
+               first_sent_at, busy_notice_at, answer_ref, trace_context, now, label, event)
+      ), counter AS (
+        SELECT id, turn_seq FROM ${sessions} WHERE id = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE
+      ), claimed AS (
+        INSERT INTO ${events} AS seen (event_key, created_at)
+        SELECT w.event, w.now FROM wanted AS w JOIN counter AS c ON c.id = w.session_id
+        WHERE w.event IS NOT NULL
+        ON CONFLICT (event_key) DO UPDATE SET created_at = EXCLUDED.created_at
+        WHERE seen.created_at < EXCLUDED.created_at - $18::bigint
+        RETURNING event_key
+      ), inserted AS (
         INSERT INTO ${turns} (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                              outcome, attempts, first_sent_at, busy_notice_at, answer_ref, created_at,
                              updated_at, trace_context, label)
-        VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16::jsonb, $17)
+        SELECT w.id, w.session_id, c.turn_seq + 1, w.kind, w.chat_message_id, w.text, w.metadata::jsonb,
+               w.task_id, w.state, w.outcome, w.attempts, w.first_sent_at, w.busy_notice_at, w.answer_ref,
+               w.now, w.now, w.trace_context::jsonb, w.label
+        FROM wanted AS w JOIN counter AS c ON c.id = w.session_id
         ON CONFLICT DO NOTHING
-        RETURNING *
+        RETURNING ${turnColumns}
       ), counted AS (
-        UPDATE ${sessions} SET turn_seq = $3 WHERE id = $2 AND EXISTS (SELECT 1 FROM inserted)
+        UPDATE ${sessions} AS s SET turn_seq = inserted.seq FROM inserted WHERE s.id = inserted.session_id
       )
-      SELECT * FROM inserted`,
-    /** The turn a repeat collides with: the same id first, else the same chat message. */
+      SELECT w.id AS asked, c.id IS NOT NULL AS session_found, (SELECT count(*) FROM claimed) AS claimed,
+             inserted.*
+      FROM wanted AS w
+      LEFT JOIN counter AS c ON c.id = w.session_id
+      LEFT JOIN inserted ON inserted.id = w.id`,
     selectDuplicateTurn: `
-      SELECT * FROM ${turns}
+      SELECT ${turnColumns} FROM ${turns}
       WHERE id = $1 OR (session_id = $2 AND chat_message_id = $3)
       ORDER BY (id = $1) DESC
       LIMIT 1`,
-    selectTurn: `SELECT * FROM ${turns} WHERE id = $1`,
-    updateAnswerRef: `UPDATE ${turns} SET answer_ref = $2, updated_at = $3 WHERE id = $1`,
-    selectOpenTurns: `SELECT * FROM ${turns} WHERE session_id = $1 AND state <> 'settled' ORDER BY seq`,
+    /** Batched: one answer ref per turn ($1 ids, $2 refs, $3 times; an id at most once). */
+    updateAnswerRefs: `
+      UPDATE ${turns} AS t SET answer_ref = r.ref, updated_at = r.now
+      FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(id, ref, now)
+      WHERE t.id = r.id`,
     /**
-     * Locks the lease rows a fenced commit depends on until it commits: a takeover (an upsert of
-     * the same row) waits behind it, so the old owner's write lands before the new owner starts,
-     * never after.
+     * Commits (batched: a commit at most once per session), in one statement, each all or
+     * nothing on its own. Per commit (`ord`, $1): its session ($2…$9, null id when it writes
+     * none), its fence owner ($10, null when not fenced) and lease time ($11, null: the
+     * database's clock); its fenced sessions ($12 ords, $13 ids); its turns ($14 ords, $15…$26
+     * one array per column).
+     *
+     * - fence: locks, in id order, the lease rows the commits' owners hold live, until the
+     *   statement commits, so a takeover (an upsert of the same row) waits behind it: the old
+     *   owner's write lands before the new owner starts, never after. `lost`: a commit's fenced
+     *   sessions without such a lease.
+     * - missing: a commit's turns not in the table (turns are never deleted, so this
+     *   statement's snapshot answers).
+     * - Only a commit with neither is written: its session (compared on version, bumped; the
+     *   session rows are locked in id order first) and then its turns, these only if its session
+     *   was written or it gives none.
+     *
+     * The caller reads each commit's outcome: `lost` → LeaseLostError, `missing` → StoreError,
+     * no session columns while it gave one → StaleWriteError (the version moved on).
      */
-    lockLeases: `
-      SELECT session_id, owner, expires_at > ${clock('$2')} AS live FROM ${leases}
-      WHERE session_id = ANY($1::text[])
-      ORDER BY session_id
-      FOR UPDATE`,
-    updateSession: `
-      UPDATE ${sessions}
-      SET binding = $3, context_id = $4, task = $5::jsonb, question = $6::jsonb, last_question_key = $7,
-          version = version + 1, updated_at = $8
-      WHERE id = $1 AND version = $2
-      RETURNING *`,
-    updateTurn: `UPDATE ${turns} SET ${turnColumns} WHERE id = $1 AND session_id = $2`,
+    commits: `
+      WITH items AS (
+        SELECT * FROM unnest($1::integer[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[],
+                             $7::text[], $8::text[], $9::bigint[], $10::text[], $11::bigint[])
+          AS i(ord, sid, version, binding, context_id, task, question, last_question_key, now, owner, at)
+      ), fenced AS (
+        SELECT f.ord, f.sid, i.owner, i.at FROM unnest($12::integer[], $13::text[]) AS f(ord, sid)
+        JOIN items AS i ON i.ord = f.ord
+      ), fence AS (
+        SELECT l.session_id, l.owner FROM ${leases} AS l
+        WHERE l.session_id = ANY($13::text[])
+          AND EXISTS (SELECT 1 FROM fenced AS f
+                      WHERE f.sid = l.session_id AND f.owner = l.owner AND l.expires_at > ${clock('f.at')})
+        ORDER BY l.session_id
+        FOR UPDATE OF l
+      ), wanted AS (
+        SELECT * FROM unnest($14::integer[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[],
+                             $20::text[], $21::text[], $22::text[], $23::integer[], $24::bigint[], $25::bigint[],
+                             $26::text[])
+          AS w(ord, id, session_id, kind, text, metadata, task_id, state, outcome, attempts, first_sent_at,
+               busy_notice_at, answer_ref)
+      ), lost AS (
+        SELECT f.ord, array_agg(f.sid ORDER BY f.sid) AS ids FROM fenced AS f
+        WHERE NOT EXISTS (SELECT 1 FROM fence WHERE fence.session_id = f.sid AND fence.owner = f.owner)
+        GROUP BY f.ord
+      ), missing AS (
+        SELECT w.ord, array_agg(w.id ORDER BY w.id) AS ids FROM wanted AS w
+        WHERE NOT EXISTS (SELECT 1 FROM ${turns} AS t WHERE t.id = w.id AND t.session_id = w.session_id)
+        GROUP BY w.ord
+      ), ok AS (
+        SELECT i.ord, i.sid FROM items AS i
+        WHERE NOT EXISTS (SELECT 1 FROM lost WHERE lost.ord = i.ord)
+          AND NOT EXISTS (SELECT 1 FROM missing WHERE missing.ord = i.ord)
+      ), locked AS (
+        SELECT id FROM ${sessions} WHERE id IN (SELECT sid FROM ok) ORDER BY id FOR NO KEY UPDATE
+      ), written AS (
+        UPDATE ${sessions} AS s
+        SET binding = i.binding, context_id = i.context_id, task = i.task::jsonb, question = i.question::jsonb,
+            last_question_key = i.last_question_key, version = s.version + 1, updated_at = i.now
+        FROM items AS i
+        WHERE s.id = i.sid AND s.version = i.version
+          AND i.ord IN (SELECT ord FROM ok) AND s.id IN (SELECT id FROM locked)
+        RETURNING i.ord AS written_ord, ${sessionColumns.replace(/(\w+)/g, 's.$1')}
+      ), turns_written AS (
+        UPDATE ${turns} AS t
+        SET kind = w.kind, text = w.text, metadata = w.metadata::jsonb, task_id = w.task_id, state = w.state,
+            outcome = w.outcome, attempts = w.attempts, first_sent_at = w.first_sent_at,
+            busy_notice_at = w.busy_notice_at, answer_ref = COALESCE(w.answer_ref, t.answer_ref),
+            updated_at = i.now
+        FROM wanted AS w JOIN items AS i ON i.ord = w.ord
+        WHERE t.id = w.id AND t.session_id = w.session_id AND w.ord IN (SELECT ord FROM ok)
+          AND (i.sid IS NULL OR EXISTS (SELECT 1 FROM written WHERE written.written_ord = w.ord))
+        RETURNING t.id
+      )
+      SELECT i.ord AS asked, lost.ids AS lost, missing.ids AS missing,
+             (SELECT count(*) FROM turns_written) AS turns_written, written.*
+      FROM items AS i
+      LEFT JOIN lost ON lost.ord = i.ord
+      LEFT JOIN missing ON missing.ord = i.ord
+      LEFT JOIN written ON written.written_ord = i.ord`,
     sessionsWithWork: `
       SELECT id FROM ${sessions} WHERE task IS NOT NULL OR question IS NOT NULL
       UNION
       SELECT session_id FROM ${turns} WHERE state <> 'settled'`,
+    /**
+     * The sessions with work that $1 can drive now: none under another owner's lease that is
+     * live at $2 (null: the database's clock), so a replica's scan does not ask for the lease of
+     * every session the others drive. An expired lease does not hide its session.
+     */
+    sessionsWithWorkFor: `
+      SELECT work.id FROM (
+        SELECT id FROM ${sessions} WHERE task IS NOT NULL OR question IS NOT NULL
+        UNION
+        SELECT session_id FROM ${turns} WHERE state <> 'settled'
+      ) AS work
+      WHERE NOT EXISTS (
+        SELECT 1 FROM ${leases} AS l
+        WHERE l.session_id = work.id AND l.owner <> $1 AND l.expires_at > ${clock('$2')}
+      )`,
     /** A key older than the TTL ($3 is the cutoff) counts as new, whether or not it was pruned. */
     claimEvent: `
       INSERT INTO ${events} AS seen (event_key, created_at) VALUES ($1, $2)
@@ -91,14 +227,19 @@ export function postgresSql(schema: string) {
       RETURNING event_key`,
     pruneEvents: `DELETE FROM ${events} WHERE created_at < $1`,
     /**
-     * Takes a free or expired lease, or renews our own, in one statement: no read-then-write
-     * race. $3 is the time (null: the database's), $4 the TTL; the new expiry minus the TTL is
-     * the time the statement read.
+     * Takes free or expired leases, or renews our own, in one statement: no read-then-write
+     * race. Batched: $1 the sessions (each at most once), $2 their owners, $3 the times (null:
+     * the database's), $4 the TTL, one for the batch; the new expiry minus the TTL is the time
+     * the statement read. Rows go in in id order, the order a fenced commit locks them in.
+     * Returns the sessions whose lease was taken.
      */
-    acquireLease: `
-      INSERT INTO ${leases} AS held (session_id, owner, expires_at) VALUES ($1, $2, ${clock('$3')} + $4)
+    acquireLeases: `
+      INSERT INTO ${leases} AS held (session_id, owner, expires_at)
+      SELECT a.id, a.owner, ${clock('a.at')} + $4::bigint
+      FROM unnest($1::text[], $2::text[], $3::bigint[]) AS a(id, owner, at)
+      ORDER BY a.id
       ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-      WHERE held.expires_at <= EXCLUDED.expires_at - $4 OR held.owner = EXCLUDED.owner
+      WHERE held.expires_at <= EXCLUDED.expires_at - $4::bigint OR held.owner = EXCLUDED.owner
       RETURNING session_id`,
     /** $2 is the time (null: the database's), $3 the TTL. */
     renewLeases: `
@@ -106,6 +247,9 @@ export function postgresSql(schema: string) {
       FROM (SELECT ${clock('$2')} AS now) AS c
       WHERE owner = $1 AND expires_at > c.now
       RETURNING session_id`,
-    releaseLease: `DELETE FROM ${leases} WHERE session_id = $1 AND owner = $2`,
+    /** Batched: $1 the sessions, $2 their owners. */
+    releaseLeases: `
+      DELETE FROM ${leases} AS l USING unnest($1::text[], $2::text[]) AS r(id, owner)
+      WHERE l.session_id = r.id AND l.owner = r.owner`,
   };
 }

@@ -6,6 +6,7 @@ import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.j
 import {
   type AddTurnOptions,
   type Commit,
+  type LeaseHolder,
   type NewSession,
   type NewTurn,
   type SessionRecord,
@@ -291,13 +292,19 @@ export class SqliteStore implements SessionStore {
     });
   }
 
-  async sessionsWithWork(): Promise<string[]> {
-    return this.#guard('sessionsWithWork', () =>
-      this.#all(
-        `SELECT id FROM sessions WHERE task IS NOT NULL OR question IS NOT NULL
+  async sessionsWithWork(drivableBy?: LeaseHolder): Promise<string[]> {
+    const withWork = `SELECT id FROM sessions WHERE task IS NOT NULL OR question IS NOT NULL
          UNION
-         SELECT session_id FROM turns WHERE state <> 'settled'`,
-        {},
+         SELECT session_id FROM turns WHERE state <> 'settled'`;
+    return this.#guard('sessionsWithWork', () =>
+      (drivableBy === undefined
+        ? this.#all(withWork, {})
+        : this.#all(
+            `SELECT id FROM (${withWork}) AS work
+             WHERE NOT EXISTS (SELECT 1 FROM leases
+                               WHERE session_id = work.id AND owner <> :owner AND expires_at > :now)`,
+            { owner: drivableBy.owner, now: drivableBy.now },
+          )
       )
         .map((row) => String(row.id))
         .sort(),

@@ -90,6 +90,32 @@ export function leasesContract(c: ContractContext): void {
       await c.store.commit({ turns: [{ ...turn, state: 'settled' }], now: T0 + 2 });
       expect(await c.store.sessionsWithWork()).toStrictEqual([withTask.id, withQuestion.id].sort());
     });
+
+    it('for a lease holder, leaves out sessions under another owner’s live lease, and keeps expired and own ones', async () => {
+      const free = await session('free');
+      const own = await session('own');
+      const theirs = await session('theirs');
+      const expired = await session('expired');
+      for (const s of [free, own, theirs, expired]) await added(newTurn(s.id, `m-${s.key.threadId}`));
+      expect(await c.store.acquireLease(own.id, 'a', T0 + 1, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(theirs.id, 'b', T0 + 1, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(expired.id, 'b', T0, MINUTE)).toBe(true);
+      // A lease with no work behind it lists nothing.
+      expect(await c.store.acquireLease('slack:T01:C01:idle', 'b', T0, MINUTE)).toBe(true);
+
+      // At T0 + MINUTE the lease of `expired` has run out (acquireLease would hand it over);
+      // those of `own` and `theirs` still hold for a millisecond.
+      const drivable = await c.store.sessionsWithWork({ owner: 'a', now: T0 + MINUTE });
+      expect(drivable).toStrictEqual([free.id, own.id, expired.id].sort());
+      expect(await c.store.acquireLease(expired.id, 'a', T0 + MINUTE, MINUTE)).toBe(true);
+      // The other owner is left out of nothing of its own, and nobody's filter hides work in all.
+      expect(await c.store.sessionsWithWork({ owner: 'b', now: T0 + MINUTE })).toStrictEqual(
+        [free.id, theirs.id].sort(),
+      );
+      expect(await c.store.sessionsWithWork()).toStrictEqual([free.id, own.id, theirs.id, expired.id].sort());
+      // Once the lease of `theirs` expires too, it is drivable by anyone.
+      expect(await c.store.sessionsWithWork({ owner: 'a', now: T0 + MINUTE + 1 })).toContain(theirs.id);
+    });
   });
 
   describe('inbound events', () => {
