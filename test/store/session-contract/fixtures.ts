@@ -1,11 +1,12 @@
-import type {
-  NewTurn,
-  PendingQuestion,
-  RecordedTask,
-  SessionKey,
-  SessionRecord,
-  SessionStore,
-  TurnRecord,
+import {
+  type NewTurn,
+  type PendingQuestion,
+  type RecordedTask,
+  type SessionKey,
+  type SessionRecord,
+  type SessionStore,
+  sessionIdOf,
+  type TurnRecord,
 } from '../../../src/core/store.js';
 import { queuedTurn } from '../../../testkit/turns.js';
 
@@ -18,6 +19,22 @@ export const DAY = 24 * 60 * MINUTE;
 
 export function key(threadId: string, overrides: Partial<SessionKey> = {}): SessionKey {
   return { surface: 'slack', workspaceId: 'T01', channelId: 'C01', threadId, ...overrides };
+}
+
+/** A session as a store records it when it opens it at T0 with nothing recorded yet. */
+export function freshSession(threadId: string, binding = 'team-a/support'): SessionRecord {
+  return {
+    id: sessionIdOf(key(threadId)),
+    key: key(threadId),
+    binding,
+    contextId: null,
+    task: null,
+    question: null,
+    lastQuestionKey: null,
+    version: 1,
+    createdAt: T0,
+    updatedAt: T0,
+  };
 }
 
 export function newTurn(sessionId: string, id: string, overrides: Partial<NewTurn> = {}): NewTurn {

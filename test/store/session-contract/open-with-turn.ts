@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/core/errors.js';
 import { type NewSession, type SessionRecord, sessionIdOf } from '../../../src/core/store.js';
-import { type ContractContext, key, MINUTE, newTurn, T0 } from './fixtures.js';
+import { type ContractContext, freshSession, key, MINUTE, newTurn, T0 } from './fixtures.js';
 
 /**
  * Part of the SessionStore contract: openSessionAndAddTurn, what a new chat message costs in one
@@ -22,18 +22,7 @@ export function openWithTurnContract(c: ContractContext): void {
         return newTurn(session.id, 'first', { label: '[Slack: Ada (U01)]', now: T0 + 1 });
       });
       const id = sessionIdOf(key('new'));
-      const session: SessionRecord = {
-        id,
-        key: key('new'),
-        binding: 'team-a/support',
-        contextId: null,
-        task: null,
-        question: null,
-        lastQuestionKey: null,
-        version: 1,
-        createdAt: T0,
-        updatedAt: T0,
-      };
+      const session = freshSession('new');
       // Built once, from the session this call created.
       expect(seen).toStrictEqual([[session, true]]);
       expect(result.session).toStrictEqual(session);

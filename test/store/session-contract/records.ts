@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/core/errors.js';
 import { sessionIdOf, type TurnKind, type TurnRecord, type TurnState } from '../../../src/core/store.js';
-import { type ContractContext, key, MINUTE, newTurn, T0 } from './fixtures.js';
+import { type ContractContext, freshSession, key, MINUTE, newTurn, T0 } from './fixtures.js';
 
 /**
  * Part of the SessionStore contract: sessions, turns and answer refs (what a session and its
@@ -12,18 +12,7 @@ export function recordsContract(c: ContractContext): void {
   describe('sessions', () => {
     it('creates a session for a new key, with the binding and nothing recorded yet', async () => {
       const created = await session('1700000000.000100');
-      expect(created).toStrictEqual({
-        id: sessionIdOf(key('1700000000.000100')),
-        key: key('1700000000.000100'),
-        binding: 'team-a/support',
-        contextId: null,
-        task: null,
-        question: null,
-        lastQuestionKey: null,
-        version: 1,
-        createdAt: T0,
-        updatedAt: T0,
-      });
+      expect(created).toStrictEqual(freshSession('1700000000.000100'));
       expect(await c.store.getSession(created.id)).toStrictEqual(created);
     });
 
