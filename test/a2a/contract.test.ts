@@ -369,11 +369,18 @@ describe.each(['1.0', '0.3'] as const)('A2A client against the contract agent at
     });
 
     it(`[R-6] keeps a stream whose events come more often than the idle limit (${version})`, async () => {
+      // Twelve chunks 60 ms apart: the stream as a whole outlasts the 600 ms limit, while no gap
+      // between events comes near it, even on a loaded machine (pieces of one event written a
+      // byte at a time would not stamp the time, and made this test flaky).
       const a = await agent();
-      const c = client(a, { timeouts: { streamIdleMs: 300 } });
-      a.enqueue(splitFrames(7));
+      const c = client(a, { timeouts: { streamIdleMs: 600 } });
+      const chunks = Array.from({ length: 12 }, (_, i) => `c${i} `);
+      a.enqueue(answer({ chunks, chunkDelayMs: 60 }));
+      const started = Date.now();
       const events = await collect(c.sendStreamingMessage({ messageId: 'm', text: 'steady' }));
+      expect(Date.now() - started).toBeGreaterThan(600);
       expect(lastState(events)).toBe('completed');
+      expect(answerText(events)).toBe(chunks.join(''));
     });
 
     it(`[R-9] passes the append flag through: the first chunk replaces, later ones append (${version})`, async () => {

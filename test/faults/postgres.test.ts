@@ -44,6 +44,14 @@ describe('PostgreSQL faults under a live engine', () => {
     clock?: Clock;
     surface?: FakeSurface;
   }): Promise<Harness> {
+    // The schema is made first with the default timeouts: on a loaded machine a migration's DDL
+    // (fsynced, the cluster is durable) can outlast the short query timeout below, which is there
+    // so that a partitioned replica notices quickly. The replica's own migrate then finds it done.
+    const maker = new PostgresStore({
+      connectionString: pg.connectionString,
+      schema: options.schemaName,
+    });
+    await maker.migrate().finally(() => maker.close());
     const store = new PostgresStore({
       connectionString: options.url ?? pg.connectionString,
       schema: options.schemaName,
