@@ -116,4 +116,43 @@ describe('the fake Slack, several workspaces', () => {
     fake.uninstall('T0A');
     expect(await error(client(fake, 'xoxb-a').auth.test())).toBe('token_revoked');
   });
+  it('with token rotation: expiring tokens, each refresh token taken once, an expired token refused', async () => {
+    fake = await startFakeSlack({
+      workspaces: [{ teamId: 'T0A', botToken: 'xoxb-a' }],
+      oauth: { ...CLIENT, rotation: { lifetimesSec: [1, 43_200] } },
+    });
+    const web = client(fake);
+    const creds = { client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret };
+    const first = (await web.oauth.v2.access({ ...creds, code: fake.authorizeInstall('T0A') })) as {
+      access_token: string;
+      refresh_token: string;
+      expires_in: number;
+    };
+    expect(first.access_token).toMatch(/^xoxe\.xoxb-/);
+    expect(first.refresh_token).toMatch(/^xoxe-1-/);
+    expect(first.expires_in).toBe(1);
+    expect((await client(fake, first.access_token).auth.test()).team_id).toBe('T0A');
+    const next = (await web.oauth.v2.access({
+      ...creds,
+      grant_type: 'refresh_token',
+      refresh_token: first.refresh_token,
+    })) as { access_token: string; refresh_token: string; expires_in: number; token_type: string };
+    expect(next).toMatchObject({ token_type: 'bot', expires_in: 43_200, team: { id: 'T0A' } });
+    expect(next.refresh_token).not.toBe(first.refresh_token);
+    // A refresh token works once.
+    expect(
+      await error(
+        web.oauth.v2.access({ ...creds, grant_type: 'refresh_token', refresh_token: first.refresh_token }),
+      ),
+    ).toBe('invalid_refresh_token');
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect(await error(client(fake, first.access_token).auth.test())).toBe('token_expired');
+    expect((await client(fake, next.access_token).auth.test()).team_id).toBe('T0A');
+    fake.uninstall('T0A');
+    expect(
+      await error(
+        web.oauth.v2.access({ ...creds, grant_type: 'refresh_token', refresh_token: next.refresh_token }),
+      ),
+    ).toBe('invalid_refresh_token');
+  });
 });

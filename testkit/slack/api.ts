@@ -79,6 +79,13 @@ export interface FakeOAuthOptions {
   scopes?: string[];
   /** Who installed the app (authed_user.id). */
   installerUserId?: string;
+  /**
+   * Token rotation on (`token_rotation_enabled`): oauth.v2.access hands out expiring access
+   * tokens with a refresh token, and exchanges a refresh token (once: a used one is revoked)
+   * for a new pair. The n-th access token of a workspace lives `lifetimesSec[n]` seconds (the last
+   * repeats); a call made with an expired one is refused `token_expired`.
+   */
+  rotation?: { lifetimesSec: number[] };
 }
 
 /** One workspace of a fake that serves several (FakeSlack.workspace). */

@@ -6,7 +6,9 @@ import { type Args, type Result, SlackRefusal, str } from './values.js';
 /**
  * Slack's side of the OAuth v2 install: `authorize` stands for the person approving the app on
  * slack.com/oauth/v2/authorize (it hands out the code the redirect carries), and
- * `oauth.v2.access` exchanges that code, once, for the workspace's bot token.
+ * `oauth.v2.access` exchanges that code, once, for the workspace's bot token. With token rotation
+ * on, the token expires and comes with a refresh token, which oauth.v2.access exchanges (once)
+ * for the next pair (the token rotation guide: a used refresh token is revoked).
  *
  * Source: the oauth.v2.access method page (arguments, answer, errors) as kept in
  * slack-ruby/slack-api-ref; docs/reference/slack.md, "OAuth and installations". The SDK sends
@@ -44,6 +46,7 @@ export class OAuthDesk {
     if (clientId !== this.#options.clientId) throw new SlackRefusal('invalid_client_id');
     if (clientSecret !== this.#options.clientSecret) throw new SlackRefusal('bad_client_secret');
     const grant = str(args, 'grant_type') ?? 'authorization_code';
+    if (grant === 'refresh_token') return this.#refresh(args, tenants, now);
     if (grant !== 'authorization_code') throw new SlackRefusal('invalid_grant_type');
     const code = str(args, 'code');
     const issued = code === undefined ? undefined : this.#codes.get(code);
@@ -59,13 +62,51 @@ export class OAuthDesk {
     return {
       app_id: ws.appId,
       authed_user: { id: this.#options.installerUserId ?? 'U0INSTALLER' },
-      scope: (this.#options.scopes ?? ['app_mentions:read', 'chat:write']).join(','),
+      scope: this.#scope(),
       token_type: 'bot',
       access_token: tenant.token,
       bot_user_id: ws.botUserId,
       team: { id: ws.teamId, name: ws.teamName },
       enterprise: null,
       is_enterprise_install: false,
+      ...this.#rotate(tenant, now),
     };
+  }
+
+  /** grant_type=refresh_token: a refresh token not used yet, for a new access and refresh token. */
+  #refresh(args: Args, tenants: readonly Tenant[], now: number): Result {
+    const used = str(args, 'refresh_token');
+    const tenant = used === undefined ? undefined : tenants.find((t) => t.refreshTokens.has(used));
+    if (used === undefined || tenant === undefined || tenant.state !== 'installed')
+      throw new SlackRefusal('invalid_refresh_token');
+    tenant.refreshTokens.delete(used);
+    const { ws } = tenant;
+    return {
+      app_id: ws.appId,
+      scope: this.#scope(),
+      token_type: 'bot',
+      bot_user_id: ws.botUserId,
+      team: { id: ws.teamId, name: ws.teamName },
+      enterprise: null,
+      is_enterprise_install: false,
+      ...this.#rotate(tenant, now),
+    };
+  }
+
+  /** With rotation on: a new expiring access token and a refresh token for the answer. */
+  #rotate(tenant: Tenant, now: number): Result {
+    const lifetimes = this.#options.rotation?.lifetimesSec;
+    if (lifetimes === undefined || lifetimes.length === 0) return {};
+    const n = tenant.rotated.size;
+    const expiresIn = lifetimes[Math.min(n, lifetimes.length - 1)] ?? 43_200;
+    const access = `xoxe.xoxb-${tenant.ws.teamId}-${n + 1}-${randomBytes(8).toString('hex')}`;
+    const refresh = `xoxe-1-${randomBytes(16).toString('hex')}`;
+    tenant.rotated.set(access, now + expiresIn * 1000);
+    tenant.refreshTokens.add(refresh);
+    return { access_token: access, refresh_token: refresh, expires_in: expiresIn };
+  }
+
+  #scope(): string {
+    return (this.#options.scopes ?? ['app_mentions:read', 'chat:write']).join(',');
   }
 }

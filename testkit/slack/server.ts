@@ -304,7 +304,8 @@ class FakeSlackServer implements FakeSlack {
     const token = bearer ?? bodyToken;
     delete args.token;
 
-    const caller = token === undefined ? undefined : this.tenants.find((t) => t.token === token);
+    const caller =
+      token === undefined ? undefined : this.tenants.find((t) => t.token === token || t.rotated.has(token));
     const reply = (status: number, body: Result, headers: Record<string, string> = {}): void => {
       const ok = body.ok === true;
       this.calls.push({
@@ -375,6 +376,11 @@ class FakeSlackServer implements FakeSlack {
     }
     if (caller.state === 'revoked') {
       refuse(new SlackRefusal('token_revoked'));
+      return;
+    }
+    const expiresAt = token === undefined ? undefined : caller.rotated.get(token);
+    if (expiresAt !== undefined && expiresAt <= this.clock()) {
+      refuse(new SlackRefusal('token_expired'));
       return;
     }
     const handler = caller.handlers[method];

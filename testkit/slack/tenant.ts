@@ -21,6 +21,10 @@ export class Tenant {
   readonly token: string;
   /** 'installed': the token works; 'new': never installed (invalid_auth); 'revoked': token_revoked. */
   state: 'installed' | 'new' | 'revoked';
+  /** With token rotation: each access token handed out, and when it expires (ms). */
+  readonly rotated = new Map<string, number>();
+  /** With token rotation: the refresh tokens not used yet (each works once). */
+  readonly refreshTokens = new Set<string>();
 
   constructor(options: FakeSlackOptions, state: Tenant['state']) {
     this.ws = new Workspace(options);

@@ -469,4 +469,26 @@ describe('several Slack workspaces through OAuth', () => {
     const r = rig;
     await waitFor('alpha answered', () => botReplies(r, ALPHA, m.ts).length > 0);
   });
+  it('with token rotation on, an expired token is refreshed once for a burst of events, and every answer goes out with the new one', async () => {
+    const fake = await startFakeSlack({
+      workspaces: [ALPHA, BETA],
+      // Alpha's first token lives one second; the refreshed ones twelve hours, as on Slack.
+      oauth: { ...CLIENT, rotation: { lifetimesSec: [1, 43_200] } },
+    });
+    rig = await start(undefined, undefined, fake);
+    const r = rig;
+    expect((await install(r, ALPHA.teamId)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // Bolt authorizes each of these events, and the surface looks the token up for its calls:
+    // all of them read the one expired token at the same moment.
+    const said = await Promise.all(['one', 'two', 'three'].map((t) => mention(r, ALPHA, `rotate ${t}`)));
+    expect(said.map((m) => m.status)).toEqual([200, 200, 200]);
+    await waitFor('three answers', () => said.every((m) => botReplies(r, ALPHA, m.ts).length > 0));
+    await r.engine.idle();
+    const refreshes = r.fake.callsOf('oauth.v2.access').filter((c) => c.args.grant_type === 'refresh_token');
+    expect(refreshes.map((c) => c.ok)).toEqual([true]);
+    // No call went out with the expired token.
+    expect(r.fake.calls.filter((c) => c.error === 'token_expired')).toEqual([]);
+    expect(r.logs.join('')).not.toMatch(/xoxe/);
+  });
 });

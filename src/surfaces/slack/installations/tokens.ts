@@ -1,4 +1,3 @@
-import type { InstallationQuery } from '@slack/oauth';
 import type { Clock } from '../../../core/ports.js';
 import { type SealedInstallationStore, WorkspaceNotInstalledError } from './store.js';
 
@@ -11,49 +10,56 @@ export interface WorkspaceTokens {
   tokenFor(team: string): Promise<string>;
 }
 
-/** Bolt's InstallProvider.authorize: fetches the installation and refreshes a token that expires soon. */
-export type Authorize = (query: InstallationQuery<boolean>) => Promise<{ botToken?: string }>;
+/** A workspace's bot token as its installation holds it now (refreshed first if it ends soon). */
+export type FetchToken = (team: string) => Promise<{ token: string | undefined; expiresAtSec?: number }>;
 
 /**
- * Tokens of installed workspaces, each looked up through Bolt's `authorize` (so a rotating
- * token is refreshed before it expires) and kept a short while: an answer that streams makes a
- * call a second, and the token changes at most every few hours. An install or an uninstall seen
- * by this replica drops the cached token at once; another replica's uninstall shows within `ttlMs`
- * (meanwhile Slack refuses the revoked token, which the call reports).
+ * Tokens of installed workspaces, each read from its installation (through the token rotation,
+ * so a rotating token is refreshed before it expires) and kept a short while: an answer that
+ * streams makes a call a second, and the token changes at most every few hours. Never kept past
+ * its own end. An install or an uninstall seen by this replica drops the cached token at once;
+ * another replica's uninstall shows within `ttlMs` (meanwhile Slack refuses the revoked token,
+ * which the call reports). Calls that miss the cache at the same moment share one read.
  */
 export class InstalledTokens implements WorkspaceTokens {
-  readonly #authorize: Authorize;
+  readonly #fetch: FetchToken;
   readonly #clock: Clock;
   readonly #ttlMs: number;
   readonly #cache = new Map<string, { token: string; until: number }>();
+  readonly #reading = new Map<string, Promise<string>>();
 
   constructor(options: {
-    authorize: Authorize;
-    store: SealedInstallationStore;
+    fetch: FetchToken;
+    /** Told of installs and removals made on this replica. */
+    store: Pick<SealedInstallationStore, 'onChange'>;
     clock: Clock;
     ttlMs?: number;
   }) {
-    this.#authorize = options.authorize;
+    this.#fetch = options.fetch;
     this.#clock = options.clock;
     this.#ttlMs = options.ttlMs ?? 60_000;
     options.store.onChange((change) => this.#cache.delete(change.teamId));
   }
 
-  async tokenFor(team: string): Promise<string> {
-    const now = this.#clock.now();
+  tokenFor(team: string): Promise<string> {
     const cached = this.#cache.get(team);
-    if (cached !== undefined && cached.until > now) return cached.token;
-    let token: string | undefined;
-    try {
-      token = (await this.#authorize({ teamId: team, isEnterpriseInstall: false, enterpriseId: undefined }))
-        .botToken;
-    } catch (error) {
-      const original = (error as { original?: unknown }).original ?? error;
-      if (original instanceof WorkspaceNotInstalledError) throw original;
-      throw error;
-    }
+    if (cached !== undefined && cached.until > this.#clock.now()) return Promise.resolve(cached.token);
+    const under = this.#reading.get(team);
+    if (under !== undefined) return under;
+    const reading = this.#read(team).finally(() => this.#reading.delete(team));
+    this.#reading.set(team, reading);
+    return reading;
+  }
+
+  async #read(team: string): Promise<string> {
+    const now = this.#clock.now();
+    const { token, expiresAtSec } = await this.#fetch(team);
     if (token === undefined) throw new WorkspaceNotInstalledError(team);
-    this.#cache.set(team, { token, until: now + this.#ttlMs });
+    const until = Math.min(
+      now + this.#ttlMs,
+      expiresAtSec === undefined ? Number.POSITIVE_INFINITY : expiresAtSec * 1000,
+    );
+    if (until > now) this.#cache.set(team, { token, until });
     return token;
   }
 }

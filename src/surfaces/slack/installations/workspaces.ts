@@ -1,11 +1,10 @@
-import { type InstallationQuery, InstallProvider } from '@slack/oauth';
 import type { Logger } from 'pino';
 import type { SlackOAuthConfig } from '../../../config/slack.js';
 import type { Clock } from '../../../core/ports.js';
 import type { InstallationRows } from '../../../store/installation-rows.js';
-import { slackLogger } from '../logger.js';
 import { requiredScopes } from '../scopes.js';
 import { Keyring } from './keyring.js';
+import { RotatingInstallationStore, refreshExchange } from './rotation.js';
 import { SealedInstallationStore } from './store.js';
 import { InstalledTokens } from './tokens.js';
 
@@ -17,6 +16,8 @@ import { InstalledTokens } from './tokens.js';
 export class Workspaces {
   readonly store: SealedInstallationStore;
   readonly tokens: InstalledTokens;
+  /** What Bolt reads installations through: the store, with rotating tokens refreshed in one place. */
+  readonly rotation: RotatingInstallationStore;
   readonly #config: SlackOAuthConfig;
   readonly #apiUrl: string;
   readonly #logger: Logger;
@@ -33,18 +34,24 @@ export class Workspaces {
     this.#apiUrl = apiUrl;
     this.#logger = logger;
     this.store = store;
-    // Its own InstallProvider (the receiver builds another for the routes): authorize needs no
-    // state, and it refreshes a rotating token that is about to expire.
-    const provider = new InstallProvider({
-      clientId: config.clientId,
-      clientSecret: config.clientSecret,
-      stateSecret: config.stateSecret,
-      installationStore: store,
-      clientOptions: { slackApiUrl: apiUrl },
-      logger: slackLogger(logger, 'slack-oauth'),
+    this.rotation = new RotatingInstallationStore({
+      store,
+      refresh: refreshExchange(config, apiUrl, logger),
+      clock,
+      logger,
     });
     this.tokens = new InstalledTokens({
-      authorize: (query: InstallationQuery<boolean>) => provider.authorize(query),
+      fetch: async (team) => {
+        const { bot } = await this.rotation.fresh({
+          teamId: team,
+          isEnterpriseInstall: false,
+          enterpriseId: undefined,
+        });
+        return {
+          token: bot?.token,
+          ...(bot?.expiresAt === undefined ? {} : { expiresAtSec: bot.expiresAt }),
+        };
+      },
       store,
       clock,
     });
@@ -82,7 +89,7 @@ export class Workspaces {
     clientSecret: string;
     stateSecret: string;
     scopes: string[];
-    installationStore: SealedInstallationStore;
+    installationStore: RotatingInstallationStore;
     redirectUri?: string;
     installerOptions: Record<string, unknown>;
   } {
@@ -92,7 +99,7 @@ export class Workspaces {
       clientSecret: c.clientSecret,
       stateSecret: c.stateSecret,
       scopes: requiredScopes(),
-      installationStore: this.store,
+      installationStore: this.rotation,
       ...(c.redirectUri === undefined ? {} : { redirectUri: c.redirectUri }),
       installerOptions: {
         installPath: c.installPath,
