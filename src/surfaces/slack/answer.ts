@@ -136,6 +136,8 @@ export class SlackAnswer {
   #lastRef: string | undefined;
   /** A person stopped the task: nothing more is shown, open streams are closed as they are. */
   #halted = false;
+  /** The last text split into pages (`#desired`). */
+  #split: { text: string; final: boolean; pages: string[] } | undefined;
 
   /**
    * @param ref the reference the engine persisted (null: none)
@@ -299,12 +301,18 @@ export class SlackAnswer {
 
   /** The pages to show: the whole text when final, else what may be shown before it settles. */
   #desired(view: AnswerView): string[] {
-    const pages = paginate(view.text(), this.#deps.settings.limits);
+    // A call plans, plans again after its budget wait and asks for the last page: one split of a
+    // text serves them all (the pages depend only on the text and whether it is final).
+    const text = view.text();
+    const known = this.#split;
+    if (known !== undefined && known.text === text && known.final === this.#final) return known.pages;
+    const pages = paginate(text, this.#deps.settings.limits);
     const out = pages.map((page, i) => {
       const body = page.replace(/^\n+/, '');
       return this.#final || i < pages.length - 1 ? body.trimEnd() : settledPart(body);
     });
     while (out.length > 0 && out[out.length - 1] === '') out.pop();
+    this.#split = { text, final: this.#final, pages: out };
     return out;
   }
 

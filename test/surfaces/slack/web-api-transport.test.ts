@@ -1,5 +1,7 @@
 import { createServer } from 'node:net';
+import { stringify } from 'node:querystring';
 import { Writable } from 'node:stream';
+import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -8,7 +10,7 @@ import {
   SlackRateLimitedError,
   SlackUnavailableError,
 } from '../../../src/surfaces/slack/errors.js';
-import { WebApiTransport } from '../../../src/surfaces/slack/web-api-transport.js';
+import { formBody, WebApiTransport } from '../../../src/surfaces/slack/web-api-transport.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 
 /**
@@ -28,6 +30,36 @@ function recordingLogger(): { logger: pino.Logger; lines: string[] } {
   });
   return { logger: pino({ level: 'debug' }, sink), lines };
 }
+
+describe("the transport's form body", () => {
+  it('is byte for byte what the WebClient sent (querystring over primitives and JSON-encoded objects), and decodes back', () => {
+    const value = fc.oneof(
+      fc.string({ unit: 'binary' }),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(undefined),
+      fc.constant(null),
+      fc.dictionary(fc.string(), fc.string()),
+      fc.array(fc.string({ unit: 'grapheme' })),
+    );
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ unit: 'binary', minLength: 1 }), value), (args) => {
+        const kept = Object.entries(args).filter(([k, v]) => v !== undefined && v !== null && k !== 'token');
+        const flat = Object.fromEntries(
+          kept.map(([k, v]) => [
+            k,
+            typeof v === 'object' ? JSON.stringify(v) : (v as string | number | boolean),
+          ]),
+        );
+        const body = formBody(args);
+        expect(body).toBe(stringify(flat));
+        expect(Object.fromEntries(new URLSearchParams(body))).toEqual(
+          Object.fromEntries(Object.entries(flat).map(([k, v]) => [k, String(v)])),
+        );
+      }),
+    );
+  });
+});
 
 describe('the Web API transport', () => {
   const fakes: FakeSlack[] = [];
