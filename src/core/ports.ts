@@ -288,9 +288,16 @@ export interface AnswerFor {
 export interface AnswerSink {
   /** The answer changed. Called per event: must return at once; the surface coalesces. */
   update(view: AnswerView): void;
-  /** The answer is complete: show exactly this text. Resolves when it is shown. */
-  finish(view: AnswerView): Promise<void>;
+  /**
+   * The answer is complete: show exactly this text. Resolves when it is shown. `end` says how
+   * its task ended, when the engine knows: a surface may then mark the turn done in the same
+   * call that shows the last words (Slack's stream stop sets the session's status).
+   */
+  finish(view: AnswerView, end?: AnswerEnd): Promise<void>;
 }
+
+/** How an answer's task ended: over (completed, failed, …), or paused waiting for the person. */
+export type AnswerEnd = 'task-ended' | 'task-paused';
 
 export interface QuestionPrompt {
   turnId: string;

@@ -179,6 +179,37 @@ describe('Slack agent sessions: the stop button and the status', () => {
     expect(h.fake.callsOf('agents.sessions.setStatus').every((c) => c.ok)).toBe(true);
   });
 
+  it('a turn whose answer ends on a stream sets active with its last chat.stopStream: one setStatus call a turn', async () => {
+    const h = await harness();
+    const { ts } = await h.mention('hello there');
+    await h.settled(1);
+    await h.slack.surface.statuses.idle();
+    const session = h.fake.session(CHANNEL, ts);
+    expect(session?.history.map((s) => [s.status, s.via])).toEqual([
+      ['processing', 'agents.sessions.setStatus'],
+      ['active', 'chat.stopStream'],
+    ]);
+    expect(session?.title).toBe('hello there');
+    expect(h.fake.callsOf('agents.sessions.setStatus')).toHaveLength(1);
+    expect(h.fake.callsOf('chat.stopStream').at(-1)).toMatchObject({
+      ok: true,
+      args: { session_status: 'active' },
+    });
+  });
+
+  it('a turn with another queued behind it leaves the status to the last one: processing stays, no blink of active', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(SEND, answer({ chunks: ['one ', 'two ', 'three'], chunkDelayMs: 300 }));
+    const { ts } = await h.mention('first');
+    await h.waitFor('the first send', () => h.agent.rpc(SEND).length === 1);
+    await h.mention('second', { threadTs: ts });
+    await h.settled(2);
+    await h.slack.surface.statuses.idle();
+    expect(statuses(h, ts)).toEqual(['processing', 'active']);
+    const stops = h.fake.callsOf('chat.stopStream');
+    expect(stops.map((c) => c.args.session_status)).toEqual([undefined, 'active']);
+  });
+
   it('a workspace whose app is not an agent answers without statuses, asked once, and no turn fails', async () => {
     const h = await harness({ fake: { agentApp: false } });
     const { ts } = await h.mention('hello');
@@ -187,6 +218,11 @@ describe('Slack agent sessions: the stop button and the status', () => {
     await h.settled(2);
     await h.slack.surface.statuses.idle();
     expect(h.fake.callsOf('agents.sessions.setStatus').map((c) => c.error)).toEqual(['not_agent_app']);
+    // Nor does a stream's stop try to set one.
+    expect(h.fake.callsOf('chat.stopStream').map((c) => c.args.session_status)).toEqual([
+      undefined,
+      undefined,
+    ]);
     expect(h.botMessages(ts)).toHaveLength(1);
     expect(h.botMessages(second.ts)).toHaveLength(1);
     expect(h.events.filter((e) => e.type === 'turn.settled').map((e) => e.outcome)).toEqual([

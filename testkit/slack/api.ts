@@ -145,6 +145,10 @@ export interface RecordedCall {
   at: number;
   /** The workspace whose token made the call (absent for calls without a valid token). */
   team?: string;
+  /** Where the call carried its token: the Authorization header, a form field, or both (absent: none). */
+  tokenIn?: 'header' | 'body' | 'both';
+  /** The request's Content-Type as sent. */
+  contentType?: string;
 }
 
 export interface FakeSlack {
@@ -190,6 +194,10 @@ export interface FakeSlack {
   failNext(method: string, error: string, times?: number): void; // next call(s) answer {ok:false,error}
   rateLimitNext(method: string, retryAfterSeconds: number, times?: number): void; // next call(s) 429
   serverErrorNext(method: string, status?: number, times?: number): void; // next call(s) HTTP 5xx, nothing done
+  /** Next call(s) answered only after `ms` (a slow or stalled Slack, a congested network); then as usual. */
+  delayNext(method: string, ms: number, times?: number): void;
+  /** Next call(s) HTTP 200 with an HTML page, nothing done (what a proxy or load balancer in the way sends). */
+  htmlNext(method: string, times?: number): void;
   endStreamEarly(channel: string, ts: string): void; // later appendStream/stopStream → message_not_in_streaming_state
   postUserMessage(m: { channel: string; user: string; text: string; threadTs?: string }): FakeMessage;
   close(): Promise<void>;

@@ -1,6 +1,7 @@
 /**
  * A stand-in for Slack's Web API on loopback, for tests that drive the real `@slack/web-api` WebClient
- * (and Bolt, which uses it) against it: `new WebClient(token, { slackApiUrl: fake.url })`.
+ * (and Bolt, which uses it) or the surface's own Web API transport against it:
+ * `new WebClient(token, { slackApiUrl: fake.url })`.
  *
  * It answers the way Slack does — HTTP 200 with `{ok: true, …}` or `{ok: false, error: 'code'}`, HTTP 429
  * with `Retry-After` when rate limited — and refuses what Slack refuses, so a test fails where production
@@ -68,6 +69,8 @@ class FakeSlackServer implements FakeSlack {
   private readonly failures = new Map<string, Array<{ error: string; left: number }>>();
   private readonly serverErrors = new Map<string, Array<{ status: number; left: number }>>();
   private readonly throttles = new Map<string, Array<{ retryAfter: number; left: number }>>();
+  private readonly delays = new Map<string, Array<{ ms: number; left: number }>>();
+  private readonly pages = new Map<string, Array<{ left: number }>>();
   private server: Server | undefined;
   private readonly responseUrls: ResponseUrls;
 
@@ -244,6 +247,18 @@ class FakeSlackServer implements FakeSlack {
     this.throttles.set(method, list);
   }
 
+  delayNext(method: string, ms: number, times = 1): void {
+    const list = this.delays.get(method) ?? [];
+    list.push({ ms, left: times });
+    this.delays.set(method, list);
+  }
+
+  htmlNext(method: string, times = 1): void {
+    const list = this.pages.get(method) ?? [];
+    list.push({ left: times });
+    this.pages.set(method, list);
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (url.pathname.startsWith('/actions/') && req.method === 'POST') {
@@ -302,6 +317,14 @@ class FakeSlackServer implements FakeSlack {
     const bearer = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
     const bodyToken = !isJson ? str(args, 'token') : undefined;
     const token = bearer ?? bodyToken;
+    const tokenIn =
+      bearer !== undefined && bodyToken !== undefined
+        ? ('both' as const)
+        : bearer !== undefined
+          ? ('header' as const)
+          : bodyToken !== undefined
+            ? ('body' as const)
+            : undefined;
     delete args.token;
 
     const caller =
@@ -316,6 +339,8 @@ class FakeSlackServer implements FakeSlack {
         status,
         at: this.clock(),
         ...(caller === undefined ? {} : { team: caller.ws.teamId }),
+        ...(tokenIn === undefined ? {} : { tokenIn }),
+        ...(contentType === '' ? {} : { contentType }),
       });
       res.writeHead(status, {
         'content-type': 'application/json; charset=utf-8',
@@ -337,6 +362,18 @@ class FakeSlackServer implements FakeSlack {
     };
 
     // Injected faults first: they model Slack's state, whatever the request.
+    const delay = this.take(this.delays, method);
+    if (delay) {
+      await new Promise((resolve) => setTimeout(resolve, delay.ms));
+      // The caller gave up meanwhile: there is nobody to answer.
+      if (res.destroyed || req.socket.destroyed) return;
+    }
+    if (this.take(this.pages, method)) {
+      this.calls.push({ method, args, ok: false, error: 'html_page', status: 200, at: this.clock() });
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end('<html><body><h1>Service temporarily unavailable</h1></body></html>');
+      return;
+    }
     const outage = this.take(this.serverErrors, method);
     if (outage) {
       reply(outage.status, { ok: false, error: 'service_unavailable' });

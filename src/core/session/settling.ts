@@ -30,8 +30,10 @@ export async function settle(
 ): Promise<void> {
   const state = status.state;
   const taskId = run.taskId ?? session.task?.taskId ?? '';
-  if (run.sink !== null) await run.sink.finish(run.answer).catch(() => undefined);
-  if (isInterrupted(state)) {
+  const paused = isInterrupted(state);
+  if (run.sink !== null)
+    await run.sink.finish(run.answer, paused ? 'task-paused' : 'task-ended').catch(() => undefined);
+  if (paused) {
     await pause(ctx, session, route, turn, run, status, taskId);
     return;
   }

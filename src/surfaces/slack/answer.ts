@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { AnswerView } from '../../core/answer.js';
 import { backoffDelay } from '../../core/backoff.js';
-import type { AnswerSink, Clock } from '../../core/ports.js';
+import type { AnswerEnd, AnswerSink, Clock } from '../../core/ports.js';
 import { nextStep, type ShownPage, type Step } from './answer-plan.js';
 import { decodeAnswerRef, encodeAnswerRef } from './answer-ref.js';
 import { BudgetClosedError } from './budget.js';
@@ -42,6 +42,8 @@ export interface AnswerPlace {
   channel: string;
   threadTs: string;
   turnId: string;
+  /** The engine's session of the thread (the agent session's status is kept per session). */
+  sessionId: string;
   /** The person the answer is for: a native stream outside a DM must name them. */
   recipient: string | undefined;
 }
@@ -85,12 +87,19 @@ const NO_STREAMS = new Set([
   'method_deprecated',
 ]);
 
+/** The agent session's status, for a last stream stop that can set it too (session-status.ts). */
+export interface StopStatus {
+  mayRideOnStop(sessionId: string): boolean;
+  rodeOnStop(sessionId: string): void;
+}
+
 export interface AnswerDeps {
   api: SlackApi;
   clock: Clock;
   logger: Logger;
   settings: AnswerSettings;
   streams: StreamSupport;
+  statuses?: StopStatus;
 }
 
 interface Deferred {
@@ -112,6 +121,8 @@ export class SlackAnswer {
   #pages: ShownPage[] = [];
   #view: AnswerView | undefined;
   #final = false;
+  /** The engine said the task is over (not paused): the last stop may set the status `active`. */
+  #taskEnded = false;
   #done = false;
   #running = false;
   #lastCallAt = Number.NEGATIVE_INFINITY;
@@ -125,6 +136,8 @@ export class SlackAnswer {
   #lastRef: string | undefined;
   /** A person stopped the task: nothing more is shown, open streams are closed as they are. */
   #halted = false;
+  /** The last text split into pages (`#desired`). */
+  #split: { text: string; final: boolean; pages: string[] } | undefined;
 
   /**
    * @param ref the reference the engine persisted (null: none)
@@ -183,9 +196,10 @@ export class SlackAnswer {
         this.#view = view;
         this.#kick();
       },
-      finish: (view) => {
+      finish: (view, end?: AnswerEnd) => {
         this.#view = view;
         this.#final = true;
+        this.#taskEnded = end === 'task-ended';
         // A take waiting for an interim edit now carries the final one: let it go first.
         this.#deps.api.promote(this.place.turnId);
         this.#kick();
@@ -287,12 +301,18 @@ export class SlackAnswer {
 
   /** The pages to show: the whole text when final, else what may be shown before it settles. */
   #desired(view: AnswerView): string[] {
-    const pages = paginate(view.text(), this.#deps.settings.limits);
+    // A call plans, plans again after its budget wait and asks for the last page: one split of a
+    // text serves them all (the pages depend only on the text and whether it is final).
+    const text = view.text();
+    const known = this.#split;
+    if (known !== undefined && known.text === text && known.final === this.#final) return known.pages;
+    const pages = paginate(text, this.#deps.settings.limits);
     const out = pages.map((page, i) => {
       const body = page.replace(/^\n+/, '');
       return this.#final || i < pages.length - 1 ? body.trimEnd() : settledPart(body);
     });
     while (out.length > 0 && out[out.length - 1] === '') out.pop();
+    this.#split = { text, final: this.#final, pages: out };
     return out;
   }
 
@@ -364,13 +384,19 @@ export class SlackAnswer {
       }
       case 'stop': {
         const page = this.#page(step.index);
+        const last = this.#isLastPage(step.index);
+        const { statuses } = this.#deps;
+        // The turn is over with this call: it sets the session's `active` too, one call fewer.
+        const status = last && this.#taskEnded && statuses?.mayRideOnStop(this.place.sessionId) === true;
         await api.stopStream(ctx, {
           channel,
           ts: page.ts,
           ...(step.delta === undefined ? {} : { markdown_text: step.delta }),
           metadata: this.#metadata(step.index),
-          ...(this.#closesAnswer(step.index) ? { blocks: [feedbackBlock(this.place.turnId)] } : {}),
+          ...(last && this.#deps.settings.feedback ? { blocks: [feedbackBlock(this.place.turnId)] } : {}),
+          ...(status ? { session_status: 'active' } : {}),
         });
+        if (status) statuses?.rodeOnStop(this.place.sessionId);
         // Slack refused nothing, so the last words are shown too; on a refusal (the stream
         // ended early) `shown` stays as it was and the next step edits from there.
         if (step.text !== undefined) page.shown = step.text;
@@ -400,9 +426,9 @@ export class SlackAnswer {
     }
   }
 
-  /** The stop of the answer's last page, once it is final: where the feedback buttons go. */
-  #closesAnswer(index: number): boolean {
-    if (!this.#deps.settings.feedback || !this.#final || this.#view === undefined) return false;
+  /** The answer's last page, once it is final: its stop gets the feedback buttons and the status. */
+  #isLastPage(index: number): boolean {
+    if (!this.#final || this.#view === undefined) return false;
     return index === this.#desired(this.#view).length - 1;
   }
 

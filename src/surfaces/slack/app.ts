@@ -47,7 +47,7 @@ import type { SessionStatusOptions } from './session-status.js';
 import { type DescribeAgent, SuggestedPrompts } from './suggested-prompts.js';
 import { SlackSurface } from './surface.js';
 import { SlackTriggerThreads } from './trigger-threads.js';
-import { createWebClient, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
+import { createWebApiTransport, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
 
 /**
  * Slack, wired: the Web API client and its budgets, the surface the engine shows things
@@ -222,26 +222,29 @@ export class SlackConnection {
         clock,
         logger: options.logger,
       });
-      const client = createWebClient({
+      const transport = createWebApiTransport({
         token: undefined,
         apiUrl: options.config.apiUrl,
         logger: options.logger,
       });
       const budgets = new BudgetBook(clock, options.budgets);
-      const api = new SlackApi(client, budgets, options.telemetry, workspaces.tokens);
+      const api = new SlackApi(transport, budgets, options.telemetry, workspaces.tokens);
       return new SlackConnection(
         { api, budgets, botUserId: undefined, teamId: undefined, botId: undefined, workspaces },
         options,
       );
     }
-    const client = createWebClient({
+    const transport = createWebApiTransport({
       token: options.config.botToken,
       apiUrl: options.config.apiUrl,
       logger: options.logger,
     });
     const budgets = new BudgetBook(clock, options.budgets);
-    const api = new SlackApi(client, budgets, options.telemetry);
-    const who = await authTestWhenReachable(api, clock, options);
+    const api = new SlackApi(transport, budgets, options.telemetry);
+    const who = await authTestWhenReachable(api, clock, options).catch(async (error: unknown) => {
+      await api.close().catch(() => undefined);
+      throw error;
+    });
     options.logger.info({ team: who.teamId, botUserId: who.botUserId }, 'connected to Slack');
     return new SlackConnection(
       { api, budgets, botUserId: who.botUserId, teamId: who.teamId, botId: who.botId },
@@ -452,6 +455,8 @@ export class SlackConnection {
     this.approvals.close();
     this.surface.close();
     this.#budgets.close();
+    // Calls in flight finish first; later ones would fail on the closed budgets anyway.
+    await this.api.close().catch(() => undefined);
   }
 }
 

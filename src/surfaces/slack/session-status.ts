@@ -21,6 +21,10 @@ import type { SlackApi } from './web-api.js';
  * that pauses on a question (settled, then asked) or is followed by a queued turn does not blink.
  * A failed call is logged and never fails a turn; a workspace without agent sessions (the app
  * not declared an agent, the feature off) is not asked again.
+ *
+ * A turn whose task ended and whose answer ends on a native stream needs no call for `active`:
+ * the answer's last `chat.stopStream` carries `session_status` (`mayRideOnStop`, `rodeOnStop`),
+ * unless another turn of the thread waits to be sent (it would blink) or a call is under way.
  */
 
 export interface SessionStatusOptions {
@@ -43,7 +47,12 @@ interface Tracked {
   running: boolean;
   grace: NodeJS.Timeout | undefined;
   done: Promise<void>;
+  /** Turns of the thread received while another ran, not sent yet (bounded). */
+  queued: Set<string>;
 }
+
+/** Queued turns remembered per session; past it the session simply never rides a stop. */
+const MAX_QUEUED = 64;
 
 export class SessionStatuses implements EventSink {
   readonly #agents: AgentApi;
@@ -73,7 +82,16 @@ export class SessionStatuses implements EventSink {
 
   emit(event: EngineEvent): void {
     switch (event.type) {
+      case 'turn.received': {
+        const tracked = this.#sessions.get(event.sessionId);
+        if (event.queued && tracked !== undefined && tracked.queued.size < MAX_QUEUED)
+          tracked.queued.add(event.turnId);
+        return;
+      }
       case 'turn.sending':
+        this.#sessions.get(event.sessionId)?.queued.delete(event.turnId);
+        this.set(event.sessionId, 'processing');
+        return;
       case 'turn.accepted':
       case 'task.followed':
       case 'question.answered':
@@ -120,12 +138,18 @@ export class SessionStatuses implements EventSink {
         running: false,
         grace: undefined,
         done: Promise.resolve(),
+        queued: new Set(),
       };
       this.#sessions.set(sessionId, tracked);
     }
     clearTimeout(tracked.grace);
     tracked.grace = undefined;
     tracked.desired = status;
+    if (status === 'active' && tracked.shown === 'active' && !tracked.running) {
+      // Slack shows it already (a stream's stop set it): nothing to send, nothing to wait for.
+      if (tracked.queued.size === 0) this.#sessions.delete(sessionId);
+      return;
+    }
     if (status === 'active' && this.#options.settleGraceMs > 0) {
       const entry = tracked;
       entry.grace = setTimeout(() => {
@@ -136,6 +160,29 @@ export class SessionStatuses implements EventSink {
       return;
     }
     this.#kick(sessionId, tracked);
+  }
+
+  /**
+   * Whether the last stop of a turn's answer may set `active` itself: Slack shows `processing`
+   * (so the workspace has agent sessions and the session exists), no status call is under way,
+   * and no other turn of the thread waits to be sent.
+   */
+  mayRideOnStop(sessionId: string): boolean {
+    const tracked = this.#sessions.get(sessionId);
+    return (
+      !this.#closed &&
+      tracked !== undefined &&
+      !tracked.running &&
+      tracked.shown === 'processing' &&
+      tracked.desired === 'processing' &&
+      tracked.queued.size === 0
+    );
+  }
+
+  /** The stop carried `active` and Slack took it: the turn's settling sends nothing. */
+  rodeOnStop(sessionId: string): void {
+    const tracked = this.#sessions.get(sessionId);
+    if (tracked !== undefined) tracked.shown = 'active';
   }
 
   /** Slack may show something else than this process thinks (a stop press): send it again. */

@@ -107,13 +107,14 @@ export class SlackSurface implements ChatSurface {
     const { team, channel, threadTs } = place(target);
     const answer = new SlackAnswer(
       // The actor is a Slack user here: a native stream outside a DM is addressed to them.
-      { team, channel, threadTs, turnId, recipient: answering.actorId },
+      { team, channel, threadTs, turnId, sessionId: target.sessionId, recipient: answering.actorId },
       {
         api: this.#api,
         clock: this.#clock,
         logger: this.#logger,
         settings: this.#settings,
         streams: this.#streams,
+        statuses: this.statuses,
       },
       // A finished answer opened again without a ref (its save may not have landed) goes on
       // in the messages it already has.

@@ -14,32 +14,24 @@ import {
   SlackUnavailableError,
 } from './errors.js';
 import type { WorkspaceTokens } from './installations/tokens.js';
-import { slackLogger } from './logger.js';
+import { type WebApiCaller, WebApiTransport } from './web-api-transport.js';
 
 /**
  * The Web API methods the surface uses, each behind its workspace's rate budget, with Slack's
- * answers checked with zod and its failures turned into our typed errors. The WebClient itself
- * neither retries nor waits out a 429 (`rejectRateLimitedCalls`): a retry of an edit must carry
- * the latest text, not the one that was refused, so callers decide.
+ * answers checked with zod and its failures turned into our typed errors. The transport
+ * (web-api-transport.ts) neither retries nor waits out a 429: a retry of an edit must carry the
+ * latest text, not the one that was refused, so callers decide. Bolt keeps its own WebClient
+ * for what Bolt itself calls.
  */
 
-export type WebClient = webApi.WebClient;
-
-/** Builds the one WebClient the surface calls Slack with. */
-export function createWebClient(options: {
+/** Builds the one transport the surface calls Slack with. */
+export function createWebApiTransport(options: {
   token: string | undefined;
   apiUrl: string;
   logger: Logger;
-}): WebClient {
-  return new webApi.WebClient(options.token, {
-    slackApiUrl: options.apiUrl,
-    logger: slackLogger(options.logger, 'slack-web-api'),
-    rejectRateLimitedCalls: true,
-    retryConfig: { retries: 0 },
-    timeout: 15_000,
-    // Never send the token anywhere but the configured API base.
-    allowAbsoluteUrls: false,
-  });
+  timeoutMs?: number;
+}): WebApiCaller {
+  return new WebApiTransport(options);
 }
 
 export interface CallContext {
@@ -136,7 +128,7 @@ function resultOf(error: unknown): string {
 }
 
 export class SlackApi {
-  readonly #client: WebClient;
+  readonly #transport: WebApiCaller;
   readonly #budgets: BudgetBook;
   readonly #observer: SlackApiObserver | undefined;
   readonly #tracer: Tracer;
@@ -145,20 +137,20 @@ export class SlackApi {
 
   /**
    * `tokens`: each workspace's own bot token (OAuth mode); without it every call goes with the
-   * client's one token (single-workspace mode).
+   * transport's one token (single-workspace mode).
    */
   constructor(
-    client: WebClient,
+    transport: WebApiCaller,
     budgets: BudgetBook,
     telemetry: SlackTelemetry = {},
     tokens?: WorkspaceTokens,
   ) {
-    this.#client = client;
+    this.#transport = transport;
     this.#tokens = tokens;
     this.#budgets = budgets;
     this.#observer = telemetry.observer;
     this.#tracer = telemetry.tracer ?? trace.getTracer('agentkourier.slack');
-    this.#host = hostOf(client.slackApiUrl);
+    this.#host = hostOf(transport.apiUrl);
   }
 
   /** Takes a token of a method's budget only if one is free now (for calls with a fallback). */
@@ -185,6 +177,11 @@ export class SlackApi {
   /** The requester's waiting takes go ahead of the others (its answer is final). */
   promote(requester: string): void {
     this.#budgets.promote(requester);
+  }
+
+  /** Closes the transport's connections (after the surface stopped calling). */
+  close(): Promise<void> {
+    return this.#transport.close();
   }
 
   /** Checks the bot token and names the bot and its workspace. */
@@ -323,7 +320,7 @@ export class SlackApi {
       this.#observer?.slackWaited(method, (performance.now() - waitStarted) / 1000);
     }
     try {
-      return await this.#measured(method, token === undefined ? args : { ...args, token }, schema);
+      return await this.#measured(method, args, schema, token);
     } catch (error) {
       if (error instanceof SlackRateLimitedError) budget.pause(error.retryAfterMs);
       throw error;
@@ -331,7 +328,12 @@ export class SlackApi {
   }
 
   /** One Web API call as a span and a count, its answer checked, its failure ours. */
-  async #measured<T>(method: string, args: Record<string, unknown>, schema: z.ZodType<T>): Promise<T> {
+  async #measured<T>(
+    method: string,
+    args: Record<string, unknown>,
+    schema: z.ZodType<T>,
+    token?: string,
+  ): Promise<T> {
     const span = this.#tracer.startSpan(method, {
       kind: SpanKind.CLIENT,
       attributes: { 'rpc.system.name': 'slack', 'rpc.method': method, 'server.address': this.#host },
@@ -339,12 +341,7 @@ export class SlackApi {
     const started = performance.now();
     let result = 'ok';
     try {
-      let answer: unknown;
-      try {
-        answer = await this.#client.apiCall(method, args);
-      } catch (error) {
-        throw mapError(method, error);
-      }
+      const answer = await this.#transport.call(method, args, token);
       const parsed = schema.safeParse(answer);
       if (!parsed.success) throw new SlackMalformedResponseError(method);
       return parsed.data;
@@ -373,13 +370,13 @@ function toArgs(args: MessageArgs & { ts?: string }): Record<string, unknown> {
   const out: Record<string, unknown> = { channel: args.channel, text: args.text };
   if (args.ts !== undefined) out.ts = args.ts;
   if (args.thread_ts !== undefined) out.thread_ts = args.thread_ts;
-  // The WebClient sends objects as JSON strings in the form body, as Slack expects.
+  // The transport sends objects as JSON strings in the form body, as Slack expects.
   if (args.blocks !== undefined) out.blocks = args.blocks;
   if (args.metadata !== undefined) out.metadata = args.metadata;
   return out;
 }
 
-/** The WebClient's errors, as ours. */
+/** The WebClient's errors (Bolt's own calls: Socket Mode's apps.connections.open), as ours. */
 export function mapError(method: string, error: unknown): Error {
   if (error instanceof webApi.WebAPIRateLimitedError) {
     // Retry-After is in seconds; a missing or zero one still waits a second.

@@ -7,11 +7,11 @@ import { SlackPlatformError, SlackRateLimitedError } from '../../../src/surfaces
 import { markdownForStream, markdownToMrkdwn } from '../../../src/surfaces/slack/mrkdwn.js';
 import { People } from '../../../src/surfaces/slack/people.js';
 import { SlackSurface } from '../../../src/surfaces/slack/surface.js';
-import { createWebClient, SlackApi } from '../../../src/surfaces/slack/web-api.js';
+import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api.js';
 import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../../testkit/slack/index.js';
 
 /**
- * The surface against the fake Slack Web API through the real WebClient, without Bolt or the
+ * The surface against the fake Slack Web API through the Web API transport, without Bolt or the
  * engine: what each call costs, and how Slack's refusals are read.
  */
 
@@ -31,7 +31,7 @@ describe('the Slack surface against the fake Web API', () => {
     const budgets = new BudgetBook(systemClock);
     open.push({ fake, budgets });
     const api = new SlackApi(
-      createWebClient({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+      createWebApiTransport({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
       budgets,
     );
     const root = fake.postUserMessage({ channel: 'C1', user: 'U0ADA', text: 'hi' });
