@@ -1,9 +1,10 @@
 import type { Installation, InstallationQuery, InstallationStore } from '@slack/oauth';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { KourierError } from '../../../core/errors.js';
 import type { Clock } from '../../../core/ports.js';
 import { SlackMalformedResponseError, SlackPlatformError } from '../errors.js';
-import { createWebClient } from '../web-api.js';
+import { createWebApiTransport } from '../web-api.js';
 import type { SealedInstallationStore } from './store.js';
 
 /**
@@ -46,14 +47,21 @@ export function refreshExchange(
   apiUrl: string,
   logger: Logger,
 ): RefreshExchange {
-  const client = createWebClient({ token: undefined, apiUrl, logger });
   return async (refreshToken) => {
-    const answer = await client.oauth.v2.access({
-      client_id: app.clientId,
-      client_secret: app.clientSecret,
-      grant_type: 'refresh_token',
-      refresh_token: refreshToken,
-    });
+    // Refreshes are rare (one per workspace about every ten hours): a connection of their own,
+    // closed after each, instead of a pool that outlives the broker's stop.
+    const transport = createWebApiTransport({ token: undefined, apiUrl, logger });
+    let answer: unknown;
+    try {
+      answer = await transport.call('oauth.v2.access', {
+        client_id: app.clientId,
+        client_secret: app.clientSecret,
+        grant_type: 'refresh_token',
+        refresh_token: refreshToken,
+      });
+    } finally {
+      await transport.close().catch(() => undefined);
+    }
     const pair = refreshAnswer.safeParse(answer);
     if (!pair.success) throw new SlackMalformedResponseError('oauth.v2.access');
     return {
@@ -236,10 +244,8 @@ function withoutRefreshToken(installation: Installation): Installation {
   return { ...installation, bot };
 }
 
-/** Slack's error code from a WebClient failure (`invalid_refresh_token`), or what else it was. */
+/** Slack's error string (`invalid_refresh_token`), or the kind of failure it was. */
 function slackErrorOf(error: unknown): string {
-  const data = (error as { data?: { error?: unknown } }).data;
-  if (typeof data?.error === 'string') return data.error;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? code : 'refresh_failed';
+  if (error instanceof SlackPlatformError) return error.slackError;
+  return error instanceof KourierError ? error.code : 'refresh_failed';
 }
