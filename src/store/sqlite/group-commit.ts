@@ -48,7 +48,8 @@ const MAX_BATCH = 256;
 /**
  * How long one transaction's writes may run on the event loop before it commits and lets the
  * loop turn (the rest wait for the next transaction, after the I/O that arrived meanwhile): a
- * burst of 256 writes ran 15–25 ms back to back, and every stream of every session waited.
+ * burst of 256 writes ran back to back for 15 ms and more (over 100 ms on a busy machine), and
+ * every stream of every session waited.
  */
 const DEFAULT_SLICE_MS = 2;
 
@@ -82,6 +83,8 @@ export class GroupCommit {
   #syncing: Promise<void> | undefined;
   /** Set by a failed fsync: every later write fails with it. */
   #broken: unknown;
+  /** How many writes of the batch #apply has run (what a failed transaction took with it). */
+  #applied = 0;
 
   constructor(db: DatabaseSync, options: GroupCommitOptions = {}) {
     this.#db = db;
@@ -161,9 +164,6 @@ export class GroupCommit {
     if (!deferSync) answer(undefined);
     else this.#afterSync(answer);
   }
-
-  /** How many writes of the batch #apply has run (what a failed transaction took with it). */
-  #applied = 0;
 
   /**
    * One transaction: each write in its own savepoint, the first ones of the batch until the
