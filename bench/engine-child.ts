@@ -436,7 +436,9 @@ async function tracingCost(
     for (const tracing of order) {
       gc();
       const cpu = process.cpuUsage();
-      const r = await engineRound(endpoint, n, chunks, `${tracing}${i}`, tracing);
+      // BENCH_TRACING_AA=1: both halves run without tracing, to read the figure's own noise.
+      const as = process.env.BENCH_TRACING_AA === '1' ? 'none' : tracing;
+      const r = await engineRound(endpoint, n, chunks, `${tracing}${i}`, as);
       const used = process.cpuUsage(cpu);
       const into = tracing === 'none' ? none : api;
       into.ms.push(r.ms);

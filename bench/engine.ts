@@ -652,7 +652,7 @@ export async function benchEngine(): Promise<void> {
     if (WHICH.has('latency')) await benchLatency(server);
     if (WHICH.has('tracing')) {
       await benchTracing(server, false);
-      await benchTracing(server, true);
+      if (process.env.BENCH_TRACING_AA !== '1') await benchTracing(server, true);
     }
     if (WHICH.has('memory')) await benchMemory(server);
     if (WHICH.has('resume')) await benchResume(server);
