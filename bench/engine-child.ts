@@ -37,6 +37,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { trace } from '@opentelemetry/api';
 import { A2AClient } from '../src/a2a/client.js';
+import { endCallSpan, serverAddress, startCallSpan } from '../src/a2a/telemetry.js';
+import { headersOf } from '../src/a2a/transport.js';
 import type { AnswerView } from '../src/core/answer.js';
 import type { EngineEvent } from '../src/core/events.js';
 import type {
@@ -56,8 +58,10 @@ import { startTracing } from '../src/observability/tracing.js';
 import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { HeapSampler } from './heap-sample.js';
 import { countPgQueries, type PgCounts, takePgCounts } from './pg-counts.js';
 import { slackPath } from './slack-path-child.js';
+import { StallRecorder } from './stalls.js';
 
 /** When this script started running, in ms since the process started (module loading included). */
 const scriptStartedAt = performance.now();
@@ -347,6 +351,9 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
   const bareCpu: number[] = [];
   const engineCpu: number[] = [];
   let summary: Record<string, unknown> = {};
+  // BENCH_STALLS=1: the SQLite transactions and GC pauses of the engine rounds, timed (diagnosis;
+  // the wrapper around every exec is left out of the figures' runs).
+  const stalls = process.env.BENCH_STALLS === '1' ? new StallRecorder() : undefined;
   for (let i = 0; i < rounds; i++) {
     gc();
     const b = await bareRound(client, n, chunks);
@@ -354,7 +361,9 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     bare.push(b.ms);
     bareCpu.push(b.cpuMs);
     gc();
+    stalls?.start();
     const e = await engineRound(endpoint, n, chunks, `round${i}`);
+    stalls?.stop();
     // The engine may stop reading a stream after its terminal status (the final Task then comes
     // from GetTask): a few events short is the engine's choice, not a loss. Many short is a bug.
     if (e.events < expected - n) throw new Error(`engine saw ${e.events} events, expected about ${expected}`);
@@ -374,7 +383,9 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     engineCpu,
     summary,
     storeCallsPerTurn,
+    ...(stalls === undefined ? {} : { stalls: stalls.report([], 0) }),
   });
+  stalls?.close();
 }
 
 // ---- 1b. the OpenTelemetry API without an SDK ------------------------------------------------------
@@ -425,14 +436,44 @@ async function tracingCost(
     for (const tracing of order) {
       gc();
       const cpu = process.cpuUsage();
-      const r = await engineRound(endpoint, n, chunks, `${tracing}${i}`, tracing);
+      // BENCH_TRACING_AA=1: both halves run without tracing, to read the figure's own noise.
+      const as = process.env.BENCH_TRACING_AA === '1' ? 'none' : tracing;
+      const r = await engineRound(endpoint, n, chunks, `${tracing}${i}`, as);
       const used = process.cpuUsage(cpu);
       const into = tracing === 'none' ? none : api;
       into.ms.push(r.ms);
       into.cpuMs.push((used.user + used.system) / 1000);
     }
   }
-  say({ type: 'result', mode: 'tracing', sessions: n, chunks, none, api, sdk, exported });
+  const callsPerTurnUs = sdk ? undefined : noSdkCallsPerTurnUs();
+  say({ type: 'result', mode: 'tracing', sessions: n, chunks, none, api, sdk, exported, callsPerTurnUs });
+}
+
+/**
+ * The CPU time, in µs, of the tracing calls one turn makes when no SDK is registered, timed
+ * alone over many turns: the engine's turn span (begin, contextOf, end) and the client's span of
+ * the streaming call (started, its headers read, ended), through the same functions the engine
+ * and the client call. What the ratio above measures through the noise of whole rounds.
+ */
+function noSdkCallsPerTurnUs(): number {
+  const turns = new OtelTurnTracer(trace.getTracer('agentkourier.engine'));
+  const server = serverAddress('http://127.0.0.1:8080/a2a');
+  const info = { name: 'SendStreamingMessage', server, method: 'SendStreamingMessage', version: '1.0' };
+  const one = (i: number): void => {
+    const turn = { turnId: `turn-${i}`, sessionId: 'session', binding: BINDING, kind: 'message' as const };
+    turns.begin(turn);
+    const context = turns.contextOf({ ...turn, stored: null }) ?? undefined;
+    const span = startCallSpan(trace.getTracer('agentkourier.a2a'), info, context);
+    headersOf(span, context);
+    endCallSpan(span, 'ok', chunksOfAnswer);
+    turns.end(turn.turnId, 'completed');
+  };
+  const chunksOfAnswer = 54;
+  for (let i = 0; i < 50_000; i++) one(i);
+  const n = 200_000;
+  const cpu = process.cpuUsage();
+  for (let i = 0; i < n; i++) one(i);
+  return (cpuSince(cpu) * 1000) / n;
 }
 
 // ---- 1c. two replicas on PostgreSQL -------------------------------------------------------------
@@ -566,14 +607,22 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number;
 }
 
+/** A first chunk later than this is counted by what it overlapped (bench/stalls.ts). */
+const LATE_MS = 5;
+
 async function latency(endpoint: string, n: number, samples: number): Promise<void> {
   const db = tempDb();
   const r = await rig(endpoint, db.path);
   const taken: number[] = [];
+  const pairs: Array<[bigint, bigint]> = [];
+  const stalls = new StallRecorder();
   r.surface.onFirstUpdate = (view) => {
     const now = process.hrtime.bigint();
     const mark = /^\[t:(\d+)\]/.exec(view.text());
-    if (mark !== null) taken.push(Number(now - BigInt(mark[1] as string)) / 1e6);
+    if (mark === null) return;
+    const written = BigInt(mark[1] as string);
+    taken.push(Number(now - written) / 1e6);
+    pairs.push([written, now]);
   };
   const text = '[chunks:50][hold-after:0]';
   try {
@@ -590,8 +639,13 @@ async function latency(endpoint: string, n: number, samples: number): Promise<vo
       const before = taken.length;
       await receiveAll(r.engine, `lat${round}`, n, text);
       await r.events.until('turn.accepted', n * (round + 1));
+      stalls.start();
+      const sampler = process.env.BENCH_HEAP_SAMPLE === '1' && n > 1 ? new HeapSampler() : undefined;
+      await sampler?.start();
       say({ type: 'release-stamped', spreadMs: n === 1 ? 0 : 1_000 });
       await waitUntil(() => taken.length >= before + n, 'the stamped first chunks');
+      stalls.stop();
+      if (sampler !== undefined) process.stderr.write(`${JSON.stringify(await sampler.stop(), null, 1)}\n`);
       say({ type: 'release' });
       await r.events.until('turn.settled', n * (round + 1));
       round++;
@@ -605,8 +659,10 @@ async function latency(endpoint: string, n: number, samples: number): Promise<vo
       p50: quantile(sorted, 0.5),
       p99: quantile(sorted, 0.99),
       max: sorted[sorted.length - 1] ?? Number.NaN,
+      stalls: stalls.report(pairs, LATE_MS),
     });
   } finally {
+    stalls.close();
     await r.engine.stop();
     await r.store.close();
     db.remove();

@@ -65,6 +65,9 @@ export function parentContext(headers: TraceHeaders | undefined): Context {
 
 /** The W3C headers of a span, or undefined when it has no valid context (nothing to pass on). */
 export function spanHeaders(span: Span): TraceHeaders | undefined {
+  // The API's no-op span (no SDK) has no valid context, and the propagator would write nothing
+  // for it: said before a context and a carrier are built for it, at every turn and call.
+  if (!trace.isSpanContextValid(span.spanContext())) return undefined;
   const carrier: Record<string, string> = {};
   propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
   const traceparent = carrier.traceparent;

@@ -130,4 +130,74 @@ describe('GroupCommit with the WAL fsynced off the event loop', () => {
     await writes.drain();
     db.close();
   });
+
+  /** A clock the writes' bodies move: each write takes 1 ms of it. */
+  function slowWrites(db: DatabaseSync) {
+    const clock = { t: 0 };
+    const order: string[] = [];
+    const write = (v: string, also?: () => void) => () => {
+      order.push(v);
+      db.prepare('INSERT INTO t (v) VALUES (?)').run(v);
+      also?.();
+      clock.t += 1;
+      return v;
+    };
+    return { now: () => clock.t, order, write };
+  }
+
+  it('cuts a burst into 2 ms slices: the loop turns between, order kept, each answered after its own fsync', async () => {
+    const { db, walPath } = open();
+    const sync = heldFsync();
+    const slow = slowWrites(db);
+    const writes = new GroupCommit(db, { walPath, fsync: sync.fsync, sliceMs: 2, now: slow.now });
+    const answered: string[] = [];
+    const all = ['a', 'b', 'c', 'd', 'e'].map((v) =>
+      writes
+        .write(
+          'insert',
+          slow.write(v, v === 'a' ? () => setImmediate(() => slow.order.push('loop')) : undefined),
+        )
+        .then((x) => {
+          answered.push(x);
+        }),
+    );
+    await ticks(10);
+    // Three transactions (a b | c d | e), with what the loop had waiting run after the first.
+    expect(slow.order).toEqual(['a', 'b', 'loop', 'c', 'd', 'e']);
+    expect(db.prepare('SELECT count(*) AS n FROM t').get()?.n).toBe(5);
+    // The first fsync began after the first transaction only: it answers a and b, no more.
+    expect(sync.held).toHaveLength(1);
+    expect(answered).toEqual([]);
+    sync.held[0]?.(null);
+    await ticks();
+    expect(answered).toEqual(['a', 'b']);
+    sync.held[1]?.(null);
+    await Promise.all(all);
+    expect(answered).toEqual(['a', 'b', 'c', 'd', 'e']);
+    db.close();
+  });
+
+  it('a failed transaction fails the writes it ran; those past its slice run in the next one', async () => {
+    const { db, walPath } = open();
+    const slow = slowWrites(db);
+    const writes = new GroupCommit(db, { walPath, sliceMs: 2, now: slow.now });
+    // b ends the transaction under the group commit's feet: its COMMIT then fails.
+    const a = writes.write('insert', slow.write('a'));
+    const b = writes.write(
+      'insert',
+      slow.write('b', () => db.exec('ROLLBACK')),
+    );
+    const c = writes.write('insert', slow.write('c'));
+    await expect(a).rejects.toBeInstanceOf(StoreError);
+    await expect(b).rejects.toBeInstanceOf(StoreError);
+    await expect(c).resolves.toBe('c');
+    expect(
+      db
+        .prepare('SELECT v FROM t')
+        .all()
+        .map((r) => r.v),
+    ).toEqual(['c']);
+    await writes.drain();
+    db.close();
+  });
 });

@@ -12,6 +12,12 @@ import { storeFailure } from '../rows.js';
  * missing turn) rolls back its own savepoint only; a commit that fails (disk full, I/O error)
  * fails every write of the batch, none of which is then stored.
  *
+ * A transaction's writes run back to back on the event loop, so they are cut in slices of
+ * about 2 ms: when a slice's time is up the transaction commits with the writes it ran, the
+ * loop turns (the streams' I/O that arrived meanwhile is read), and the rest go, first in line
+ * and in their order, into the next transaction. Each is answered after its own transaction's
+ * fsync, as before; one fsync usually covers several slices.
+ *
  * The fsync runs off the event loop. With synchronous=FULL, SQLite would fsync the WAL inside
  * COMMIT, on this thread, and every stream of every session would stand still for as long as
  * the disk takes (milliseconds on a busy disk, for each batch). So when given the WAL file, a
@@ -39,6 +45,14 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 /** Writes per transaction; more wait for the next one, so a burst does not hold the lock long. */
 const MAX_BATCH = 256;
 
+/**
+ * How long one transaction's writes may run on the event loop before it commits and lets the
+ * loop turn (the rest wait for the next transaction, after the I/O that arrived meanwhile): a
+ * burst of 256 writes ran back to back for 15 ms and more (over 100 ms on a busy machine), and
+ * every stream of every session waited.
+ */
+const DEFAULT_SLICE_MS = 2;
+
 export interface GroupCommitOptions {
   /**
    * The WAL file to fsync after each batch, off the event loop (synchronous=FULL on a file).
@@ -47,6 +61,10 @@ export interface GroupCommitOptions {
   walPath?: string;
   /** The fsync used on the WAL file (a seam for tests; default node:fs's, on the thread pool). */
   fsync?: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
+  /** The time one transaction's writes may take on the event loop (default 2 ms; a seam for tests). */
+  sliceMs?: number;
+  /** The clock the slice is measured with, in ms (default performance.now; a seam for tests). */
+  now?: () => number;
 }
 
 export class GroupCommit {
@@ -54,6 +72,8 @@ export class GroupCommit {
   readonly #pending: Pending[] = [];
   readonly #walPath: string | undefined;
   readonly #fsync: NonNullable<GroupCommitOptions['fsync']>;
+  readonly #sliceMs: number;
+  readonly #now: () => number;
   #scheduled = false;
   #statements: { savepoint: StatementSync; release: StatementSync; rollbackTo: StatementSync } | undefined;
   /** The WAL file, opened after the first commit (SQLite creates it). */
@@ -63,11 +83,15 @@ export class GroupCommit {
   #syncing: Promise<void> | undefined;
   /** Set by a failed fsync: every later write fails with it. */
   #broken: unknown;
+  /** How many writes of the batch #apply has run (what a failed transaction took with it). */
+  #applied = 0;
 
   constructor(db: DatabaseSync, options: GroupCommitOptions = {}) {
     this.#db = db;
     this.#walPath = options.walPath;
     this.#fsync = options.fsync ?? fsync;
+    this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
+    this.#now = options.now ?? (() => performance.now());
   }
 
   /** Runs `body` in the next group transaction; resolves with its result once that is durable. */
@@ -121,9 +145,14 @@ export class GroupCommit {
         if (deferSync) this.#db.exec('PRAGMA synchronous = FULL');
       }
     } catch (cause) {
+      // Writes the slice had not reached were not run: they go back, first in line, for the
+      // next transaction (unless none ran: a transaction that cannot begin fails them all).
+      if (this.#applied > 0) this.#pending.unshift(...batch.splice(this.#applied));
       for (const w of batch) w.reject(storeFailure(`sqlite store: ${w.operation}`, cause));
       return;
     }
+    // The writes past the slice were not run: first in line for the next transaction.
+    if (outcomes.length < batch.length) this.#pending.unshift(...batch.splice(outcomes.length));
     const answer = (syncError: unknown): void => {
       batch.forEach((w, i) => {
         const outcome = outcomes[i] as Outcome;
@@ -136,9 +165,14 @@ export class GroupCommit {
     else this.#afterSync(answer);
   }
 
-  /** One transaction: each write in its own savepoint. Throws when the transaction fails. */
+  /**
+   * One transaction: each write in its own savepoint, the first ones of the batch until the
+   * slice's time is up (one at least). Returns their outcomes; throws when the transaction fails.
+   */
   #apply(batch: Pending[]): Outcome[] {
+    this.#applied = 0;
     this.#db.exec('BEGIN IMMEDIATE');
+    const until = this.#now() + this.#sliceMs;
     // Prepared once: a savepoint per write is parsed once, not at every write.
     this.#statements ??= {
       savepoint: this.#db.prepare('SAVEPOINT write'),
@@ -148,6 +182,8 @@ export class GroupCommit {
     const { savepoint, release, rollbackTo } = this.#statements;
     const outcomes: Outcome[] = [];
     for (const w of batch) {
+      if (outcomes.length > 0 && this.#now() >= until) break;
+      this.#applied++;
       try {
         savepoint.run();
       } catch (error) {
