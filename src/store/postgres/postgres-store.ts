@@ -24,31 +24,7 @@ import { PostgresInstallationRows } from './postgres-installation-rows.js';
 import { PostgresSteps, PostgresTriggerStore } from './postgres-trigger-store.js';
 import { type PreparedSql, prepared, type Queryable, runPrepared } from './prepared.js';
 import { postgresSql, SCHEMA_NAME } from './sql.js';
-
-/** The record of a session as openSessionsWithTurns inserts it. */
-function newSessionRecord(id: string, init: NewSession): SessionRecord {
-  return {
-    id,
-    key: init.key,
-    binding: init.binding,
-    contextId: null,
-    task: null,
-    question: null,
-    lastQuestionKey: null,
-    version: 1,
-    createdAt: init.now,
-    updatedAt: init.now,
-  };
-}
-
-/** The columns of `row` named `<prefix>…`, without the prefix. */
-function unprefixed(row: Row, prefix: string): Row {
-  const out: Row = {};
-  for (const [column, value] of Object.entries(row)) {
-    if (column.startsWith(prefix)) out[column.slice(prefix.length)] = value;
-  }
-  return out;
-}
+import { TurnWrites } from './turn-writes.js';
 
 export interface PostgresStoreOptions {
   /** Where to connect; the store then owns its pool and ends it on close(). */
@@ -87,14 +63,13 @@ export class PostgresStore implements SessionStore {
   readonly #sql: PreparedSql;
   readonly #callerClock: boolean;
   #claims = 0;
-  /** The last openSessionAndAddTurn of each key still running (see #oneAtATime). */
-  readonly #keyed = new Map<string, Promise<undefined>>();
   #closed = false;
   #transcripts: TranscriptStore | undefined;
   #triggers: PostgresTriggerStore | undefined;
   #installations: PostgresInstallationRows | undefined;
   #feedback: PostgresFeedbackRows | undefined;
   readonly #batched: BatchedStatements;
+  readonly #turns: TurnWrites;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'public';
@@ -118,6 +93,7 @@ export class PostgresStore implements SessionStore {
         connectionTimeoutMillis: options.timeouts?.connectMs ?? 10_000,
       });
     this.#batched = new BatchedStatements(this.#pool, this.#sql, (now) => this.#time(now));
+    this.#turns = new TurnWrites(this.#pool, this.#sql, this.#batched, (body) => this.#transaction(body));
     // An idle connection that breaks (the server restarts) is reported here; without a listener
     // it would crash the process. The next query gets a fresh connection or a StoreError.
     if (this.#ownsPool) this.#pool.on('error', () => {});
@@ -211,136 +187,24 @@ export class PostgresStore implements SessionStore {
   ): Promise<{ turn: TurnRecord; created: boolean }> {
     return this.#guard('addTurn', async () => {
       const event = options.inboundEvent ?? null;
-      const added = await this.#added(turn, event);
+      const added = await this.#turns.add(turn, event);
       if (event !== null) await this.#pruneEventsNow(this.#pool, turn.now);
       return added;
     });
   }
 
-  /** The turn added by the batched addTurns statement, or the one a repeat hit. */
-  async #added(turn: NewTurn, event: string | null): Promise<{ turn: TurnRecord; created: boolean }> {
-    const row = await this.#batched.addTurn(turn, event);
-    if (row.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
-    if (row.id !== null && row.id !== undefined) return { turn: turnFromRow(row, parsedJson), created: true };
-    // A conflict: the row it hit is committed by now (DO NOTHING waits), and this statement's
-    // new snapshot sees it.
-    const existing = await this.#one(this.#pool, this.#sql.selectDuplicateTurn, [
-      turn.id,
-      turn.sessionId,
-      turn.chatMessageId,
-    ]);
-    if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-    return { turn: turnFromRow(existing, parsedJson), created: false };
-  }
-
-  /**
-   * The session is read first (a batched read). A known thread: its turn is added by the
-   * batched addTurns statement — opening a session that is there writes nothing. A new thread:
-   * its session and first turn go in together, in one batched statement (openSessionsWithTurns)
-   * shared with the other new threads of the moment, each call all or nothing. Calls for one
-   * key run one after the other in this store, so only the first of several messages of a new
-   * thread is told it opened the session. Should another replica open it between the read and
-   * the statement, the statement writes nothing for this call, and the turn goes in as a later
-   * message's would: after the ones there, `queued` even when built `sending` (it may no
-   * longer be the session's first).
-   */
   async openSessionAndAddTurn(
     init: NewSession,
     build: (session: SessionRecord, opened: boolean) => NewTurn,
     options: AddTurnOptions = {},
   ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }> {
-    const id = sessionIdOf(init.key);
-    return this.#guard('openSessionAndAddTurn', () =>
-      this.#oneAtATime(id, async () => {
-        const event = options.inboundEvent ?? null;
-        const done = await this.#openAndAdd(id, init, build, event);
-        if (event !== null) await this.#pruneEventsNow(this.#pool, init.now);
-        return done;
-      }),
-    );
-  }
-
-  async #openAndAdd(
-    id: string,
-    init: NewSession,
-    build: (session: SessionRecord, opened: boolean) => NewTurn,
-    event: string | null,
-  ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }> {
-    const found = await this.#batched.session(id);
-    if (found !== undefined) {
-      const session = sessionFromRow(found, parsedJson);
-      return { session, ...(await this.#added(build(session, false), event)) };
-    }
-    const turn = build(newSessionRecord(id, init), true);
-    // A turn of another session (the port allows it): the old way, one transaction.
-    if (turn.sessionId !== id) return this.#openAndAddInTransaction(init, () => turn, event);
-    const row = await this.#batched.openSessionWithTurn({ init, turn, event });
-    if (row.opened === true) {
-      const session = sessionFromRow(unprefixed(row, 's_'), parsedJson);
-      if (row.id !== null && row.id !== undefined)
-        return { session, turn: turnFromRow(row, parsedJson), created: true };
-      // Its id is another turn's: that one is the answer, as addTurn gives it.
-      const holder = await this.#one(this.#pool, this.#sql.selectDuplicateTurn, [
-        turn.id,
-        turn.sessionId,
-        turn.chatMessageId,
-      ]);
-      if (holder === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-      return { session, turn: turnFromRow(holder, parsedJson), created: false };
-    }
-    const there = await this.#one(this.#pool, this.#sql.selectSession, [id]);
-    if (there === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
-    const later: NewTurn =
-      turn.state === 'sending' ? { ...turn, state: 'queued', attempts: 0, firstSentAt: null } : turn;
-    return { session: sessionFromRow(there, parsedJson), ...(await this.#added(later, event)) };
-  }
-
-  /**
-   * The batched open and add statements, each for this one call, in one transaction: the
-   * session and the turn commit together or not at all. Unbatched, because two calls sharing a
-   * transaction would share its fate; used only for a turn built for another session.
-   */
-  async #openAndAddInTransaction(
-    init: NewSession,
-    build: (session: SessionRecord, opened: boolean) => NewTurn,
-    event: string | null,
-  ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }> {
-    return this.#transaction(async (client) => {
-      const id = sessionIdOf(init.key);
-      const openedRow = await this.#batched.openSessionOn(client, init);
-      // No row: another transaction inserted it meanwhile; a new statement's snapshot has it.
-      const row = openedRow ?? (await this.#one(client, this.#sql.selectSession, [id]));
-      if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
-      const session = sessionFromRow(row, parsedJson);
-      const turn = build(session, openedRow?.opened === true);
-      const added = await this.#batched.addTurnOn(client, turn, event);
-      if (added.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
-      if (added.id !== null && added.id !== undefined)
-        return { session, turn: turnFromRow(added, parsedJson), created: true };
-      const existing = await this.#one(client, this.#sql.selectDuplicateTurn, [
-        turn.id,
-        turn.sessionId,
-        turn.chatMessageId,
-      ]);
-      if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-      return { session, turn: turnFromRow(existing, parsedJson), created: false };
+    // See TurnWrites.openAndAdd: a batched read, then one batched statement.
+    return this.#guard('openSessionAndAddTurn', async () => {
+      const event = options.inboundEvent ?? null;
+      const done = await this.#turns.openAndAdd(init, build, event);
+      if (event !== null) await this.#pruneEventsNow(this.#pool, init.now);
+      return done;
     });
-  }
-
-  /** Runs `body` after every earlier call for `key` in this store has ended. */
-  async #oneAtATime<T>(key: string, body: () => Promise<T>): Promise<T> {
-    const before = this.#keyed.get(key);
-    const run = before === undefined ? body() : before.then(body);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#keyed.set(key, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.#keyed.get(key) === tail) this.#keyed.delete(key);
-    }
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {
