@@ -194,6 +194,10 @@ export function postgresSql(schema: string) {
      *
      * The caller reads each commit's outcome: `lost` → LeaseLostError, `missing` → StoreError,
      * no session columns while it gave one → StaleWriteError (the version moved on).
+     *
+     * The fence and the locked sessions are joins with the commits, not `EXISTS`/`IN` over a
+     * CTE: the planner estimates those as one row and ran them as a scan of the CTE per lease
+     * and per session (for 500 commits, 250,000 comparisons: 80 of a statement's 120 ms).
      */
     commits: `
       WITH items AS (
@@ -205,9 +209,8 @@ export function postgresSql(schema: string) {
         JOIN items AS i ON i.ord = f.ord
       ), fence AS (
         SELECT l.session_id, l.owner FROM ${leases} AS l
-        WHERE l.session_id = ANY($13::text[])
-          AND EXISTS (SELECT 1 FROM fenced AS f
-                      WHERE f.sid = l.session_id AND f.owner = l.owner AND l.expires_at > ${clock('f.at')})
+        JOIN fenced AS f ON f.sid = l.session_id AND f.owner = l.owner
+        WHERE l.session_id = ANY($13::text[]) AND l.expires_at > ${clock('f.at')}
         ORDER BY l.session_id
         FOR UPDATE OF l
       ), wanted AS (
@@ -229,14 +232,13 @@ export function postgresSql(schema: string) {
         WHERE NOT EXISTS (SELECT 1 FROM lost WHERE lost.ord = i.ord)
           AND NOT EXISTS (SELECT 1 FROM missing WHERE missing.ord = i.ord)
       ), locked AS (
-        SELECT id FROM ${sessions} WHERE id IN (SELECT sid FROM ok) ORDER BY id FOR NO KEY UPDATE
+        SELECT s.id, ok.ord FROM ${sessions} AS s JOIN ok ON ok.sid = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
       ), written AS (
         UPDATE ${sessions} AS s
         SET binding = i.binding, context_id = i.context_id, task = i.task::jsonb, question = i.question::jsonb,
             last_question_key = i.last_question_key, version = s.version + 1, updated_at = i.now
-        FROM items AS i
-        WHERE s.id = i.sid AND s.version = i.version
-          AND i.ord IN (SELECT ord FROM ok) AND s.id IN (SELECT id FROM locked)
+        FROM locked AS k JOIN items AS i ON i.ord = k.ord
+        WHERE s.id = k.id AND s.version = i.version
         RETURNING i.ord AS written_ord, ${sessionColumns.replace(/(\w+)/g, 's.$1')}
       ), turns_written AS (
         UPDATE ${turns} AS t
