@@ -186,7 +186,10 @@ export interface SessionStore {
    * message waits for one durable commit before it is acknowledged, not two. `build` is called
    * once, synchronously, with the session as stored and whether this call created it (then the
    * session has no other turn, and none can be added to it before this one is), before the turn
-   * is written; it must not do I/O (a store may call it inside its transaction).
+   * is written; it must not do I/O (a store may call it inside its transaction). A store that
+   * learns whether the session is new from a read before its write (PostgreSQL) may find it
+   * opened by another replica in between: the turn is then added as to a known thread, after
+   * the turns there and `queued` even if `build` made it `sending`.
    */
   openSessionAndAddTurn(
     init: NewSession,

@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { StoreError } from '../../src/core/errors.js';
 import type { EngineEvent } from '../../src/core/events.js';
-import type { SessionStore } from '../../src/core/store.js';
+import {
+  type NewSession,
+  type NewTurn,
+  type SessionRecord,
+  type SessionStore,
+  sessionIdOf,
+} from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
 
@@ -40,6 +47,59 @@ function dyingAfterReceive(store: SessionStore): { store: SessionStore; release:
     },
   });
   return { store: wrapped, release };
+}
+
+/**
+ * The store as PostgreSQL's is when another replica opens a new thread between its read and its
+ * write: `build` is told the session is new, the turn goes in `queued` after all. And the
+ * driver's write of the `sending` mark lands but reports a failure (a connection lost after the
+ * commit), so the driver meets the turn again `sending`, and cannot know whether it was sent.
+ */
+function openedElsewhereThenBlip(store: SessionStore): SessionStore {
+  let failed = false;
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'openSessionAndAddTurn') {
+        return async (
+          init: NewSession,
+          build: (s: SessionRecord, opened: boolean) => NewTurn,
+          options?: object,
+        ) => {
+          const fresh: SessionRecord = {
+            id: sessionIdOf(init.key),
+            key: init.key,
+            binding: init.binding,
+            contextId: null,
+            task: null,
+            question: null,
+            lastQuestionKey: null,
+            version: 1,
+            createdAt: init.now,
+            updatedAt: init.now,
+          };
+          const turn = build(fresh, true);
+          const session = await target.openSession(init);
+          const added = await target.addTurn(
+            { ...turn, state: 'queued', attempts: 0, firstSentAt: null },
+            options,
+          );
+          return { session, ...added };
+        };
+      }
+      if (prop === 'commit') {
+        return async (commit: Parameters<SessionStore['commit']>[0]) => {
+          const written = await target.commit(commit);
+          if (!failed && commit.turns?.some((t) => t.state === 'sending')) {
+            failed = true;
+            throw new StoreError('the store blinked after writing');
+          }
+          return written;
+        };
+      }
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 async function settled(h: Pick<Harness, 'events'>, turnId: string, ms = 10_000): Promise<EngineEvent> {
@@ -91,6 +151,19 @@ describe("a new thread's first message", () => {
     expect((await real.getTurn(second.turnId))?.state).toBe('queued');
     expect(await settled(h, second.turnId)).toMatchObject({ outcome: 'completed' });
     expect(h.agent.runs.get(second.turnId)).toBe(1);
+  });
+
+  it('[R-8] stored queued because another replica opened its thread first, its mark then left unknown, is looked up, not sent blind', async () => {
+    const real = new SqliteStore(':memory:');
+    const h = await startHarness({ version: '1.0', store: openedElsewhereThenBlip(real) });
+    cleanups.push(() => h.close());
+    const first = await h.say('t1', '1.0', 'hello');
+    expect(await real.getTurn(first.turnId)).toMatchObject({ state: 'queued', attempts: 0 });
+    expect(await settled(h, first.turnId)).toMatchObject({ outcome: 'completed' });
+    const mine = h.events.filter((e) => 'turnId' in e && e.turnId === first.turnId).map((e) => e.type);
+    // Marked `sending` by the driver, sent, then met again `sending`: its outcome is unknown.
+    expect(mine).toContain('turn.unknown');
+    expect(h.agent.runs.get(first.turnId)).toBe(1);
   });
 
   it('[R-8] stored by a process that died before sending it, is sent by the next one with the same messageId, once', async () => {

@@ -236,7 +236,10 @@ export class SessionEngine {
     const { session, turn, created } = added;
     if (created) {
       this.#rememberStored(turn.id);
-      if (markedSending) this.#remember(this.#unsent, turn.id);
+      // Only if stored so: a store that found the session opened elsewhere meanwhile stores the
+      // turn `queued` (SessionStore.openSessionAndAddTurn), and a `sending` turn it marks later
+      // has an unknown outcome like any other.
+      if (markedSending && turn.state === 'sending') this.#remember(this.#unsent, turn.id);
     } else if (begun !== null) this.#tracer?.discard(begun);
     const base = { sessionId: session.id, binding: session.binding, at: now };
     if (created) {

@@ -21,6 +21,13 @@ const isRefusal = (error: unknown): boolean => error instanceof pg.DatabaseError
 /** The most calls one batched statement carries. */
 const BATCH_MAX = 500;
 
+/** A new session and its first turn, for openSessionsWithTurns (the turn is of that session). */
+export interface OpenWithTurn {
+  init: NewSession;
+  turn: NewTurn;
+  event: string | null;
+}
+
 interface LeaseAsk {
   sessionId: string;
   owner: string;
@@ -48,6 +55,7 @@ export class BatchedStatements {
   readonly #leaseReleases: Batcher<{ sessionId: string; owner: string }, undefined>;
   readonly #sessionOpens: Batcher<NewSession, Row | undefined>;
   readonly #turnAdds: Batcher<{ turn: NewTurn; event: string | null }, Row>;
+  readonly #sessionOpensWithTurns: Batcher<OpenWithTurn, Row>;
   readonly #commits: Batcher<Commit, Row>;
 
   constructor(pool: pg.Pool, sql: PreparedSql, time: (now: number) => number | null) {
@@ -63,6 +71,13 @@ export class BatchedStatements {
     this.#turnAdds = new Batcher((adds) => this.#addTurns(adds), {
       max: BATCH_MAX,
       keysOf: (add) => [add.turn.sessionId],
+      retryAlone,
+    });
+    this.#sessionOpensWithTurns = new Batcher((opens) => this.#openSessionsWithTurns(opens), {
+      max: BATCH_MAX,
+      // An inbound event is a key too: one statement's upsert cannot claim an event twice.
+      keysOf: (open) =>
+        open.event === null ? [open.turn.sessionId] : [open.turn.sessionId, `event:${open.event}`],
       retryAlone,
     });
     this.#commits = new Batcher((commits) => this.#writeCommits(commits), {
@@ -126,6 +141,14 @@ export class BatchedStatements {
   /** The addTurns row of the turn (session_found, and the turn's columns when it went in). */
   addTurn(turn: NewTurn, event: string | null): Promise<Row> {
     return this.#turnAdds.submit({ turn, event });
+  }
+
+  /**
+   * The openSessionsWithTurns row of a new session and its first turn: `opened` true and both
+   * written, or false and nothing written (the session was there).
+   */
+  openSessionWithTurn(open: OpenWithTurn): Promise<Row> {
+    return this.#sessionOpensWithTurns.submit(open);
   }
 
   /** The commits row of the commit (lost, missing, and the session's columns when written). */
@@ -213,6 +236,42 @@ export class BatchedStatements {
     return turns.map((t) => {
       const row = rows.get(t.id);
       if (row === undefined) throw new StoreError(`turn ${t.id}: no answer from the batch`);
+      return row;
+    });
+  }
+
+  async #openSessionsWithTurns(opens: OpenWithTurn[]): Promise<Row[]> {
+    const turns = opens.map((o) => o.turn);
+    const result = await runPrepared(this.#pool, this.#sql.openSessionsWithTurns, [
+      turns.map((t) => t.sessionId),
+      opens.map((o) => o.init.key.surface),
+      opens.map((o) => o.init.key.workspaceId),
+      opens.map((o) => o.init.key.channelId),
+      opens.map((o) => o.init.key.threadId),
+      opens.map((o) => o.init.binding),
+      opens.map((o) => o.init.now),
+      turns.map((t) => t.id),
+      turns.map((t) => t.kind),
+      turns.map((t) => t.chatMessageId),
+      turns.map((t) => textColumn(t)),
+      turns.map((t) => toJson(t.metadata)),
+      turns.map((t) => t.taskId),
+      turns.map((t) => t.state),
+      turns.map((t) => t.outcome),
+      turns.map((t) => t.attempts),
+      turns.map((t) => t.firstSentAt),
+      turns.map((t) => t.busyNoticeAt),
+      turns.map((t) => t.answerRef),
+      turns.map((t) => toJson(t.traceContext)),
+      turns.map((t) => t.now),
+      turns.map((t) => t.label),
+      opens.map((o) => o.event),
+      INBOUND_EVENT_TTL_MS,
+    ]);
+    const rows = new Map(result.rows.map((row) => [String(row.asked), row]));
+    return turns.map((t) => {
+      const row = rows.get(t.sessionId);
+      if (row === undefined) throw new StoreError(`session ${t.sessionId}: no answer from the batch`);
       return row;
     });
   }

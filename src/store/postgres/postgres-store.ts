@@ -24,6 +24,7 @@ import { PostgresInstallationRows } from './postgres-installation-rows.js';
 import { PostgresSteps, PostgresTriggerStore } from './postgres-trigger-store.js';
 import { type PreparedSql, prepared, type Queryable, runPrepared } from './prepared.js';
 import { postgresSql, SCHEMA_NAME } from './sql.js';
+import { TurnWrites } from './turn-writes.js';
 
 export interface PostgresStoreOptions {
   /** Where to connect; the store then owns its pool and ends it on close(). */
@@ -68,6 +69,7 @@ export class PostgresStore implements SessionStore {
   #installations: PostgresInstallationRows | undefined;
   #feedback: PostgresFeedbackRows | undefined;
   readonly #batched: BatchedStatements;
+  readonly #turns: TurnWrites;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'public';
@@ -91,6 +93,7 @@ export class PostgresStore implements SessionStore {
         connectionTimeoutMillis: options.timeouts?.connectMs ?? 10_000,
       });
     this.#batched = new BatchedStatements(this.#pool, this.#sql, (now) => this.#time(now));
+    this.#turns = new TurnWrites(this.#pool, this.#sql, this.#batched, (body) => this.#transaction(body));
     // An idle connection that breaks (the server restarts) is reported here; without a listener
     // it would crash the process. The next query gets a fresh connection or a StoreError.
     if (this.#ownsPool) this.#pool.on('error', () => {});
@@ -184,20 +187,9 @@ export class PostgresStore implements SessionStore {
   ): Promise<{ turn: TurnRecord; created: boolean }> {
     return this.#guard('addTurn', async () => {
       const event = options.inboundEvent ?? null;
-      const row = await this.#batched.addTurn(turn, event);
-      if (row.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
+      const added = await this.#turns.add(turn, event);
       if (event !== null) await this.#pruneEventsNow(this.#pool, turn.now);
-      if (row.id !== null && row.id !== undefined)
-        return { turn: turnFromRow(row, parsedJson), created: true };
-      // A conflict: the row it hit is committed by now (DO NOTHING waits), and this statement's
-      // new snapshot sees it.
-      const existing = await this.#one(this.#pool, this.#sql.selectDuplicateTurn, [
-        turn.id,
-        turn.sessionId,
-        turn.chatMessageId,
-      ]);
-      if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-      return { turn: turnFromRow(existing, parsedJson), created: false };
+      return added;
     });
   }
 
@@ -206,31 +198,10 @@ export class PostgresStore implements SessionStore {
     build: (session: SessionRecord, opened: boolean) => NewTurn,
     options: AddTurnOptions = {},
   ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }> {
-    // The batched open and add statements, each for this one call, in one transaction: the
-    // session and its first turn commit together or not at all. Unbatched, because two calls
-    // sharing a transaction would share its fate.
+    // See TurnWrites.openAndAdd: a batched read, then one batched statement.
     return this.#guard('openSessionAndAddTurn', async () => {
       const event = options.inboundEvent ?? null;
-      const done = await this.#transaction(async (client) => {
-        const id = sessionIdOf(init.key);
-        const openedRow = await this.#batched.openSessionOn(client, init);
-        // No row: another transaction inserted it meanwhile; a new statement's snapshot has it.
-        const row = openedRow ?? (await this.#one(client, this.#sql.selectSession, [id]));
-        if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
-        const session = sessionFromRow(row, parsedJson);
-        const turn = build(session, openedRow?.opened === true);
-        const added = await this.#batched.addTurnOn(client, turn, event);
-        if (added.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
-        if (added.id !== null && added.id !== undefined)
-          return { session, turn: turnFromRow(added, parsedJson), created: true };
-        const existing = await this.#one(client, this.#sql.selectDuplicateTurn, [
-          turn.id,
-          turn.sessionId,
-          turn.chatMessageId,
-        ]);
-        if (existing === undefined) throw new StoreError(`turn ${turn.id} was neither inserted nor found`);
-        return { session, turn: turnFromRow(existing, parsedJson), created: false };
-      });
+      const done = await this.#turns.openAndAdd(init, build, event);
       if (event !== null) await this.#pruneEventsNow(this.#pool, init.now);
       return done;
     });

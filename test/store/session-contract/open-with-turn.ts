@@ -91,6 +91,62 @@ export function openWithTurnContract(c: ContractContext): void {
       expect(await c.store.claimInboundEvent(event, T0 + 1)).toBe(true);
     });
 
+    it('opens new threads arriving together, each by its own call, storing each first turn as built', async () => {
+      // What the engine does for a new thread: its first turn stored already marked `sending`.
+      const threads = ['t0', 't1', 't2', 't3', 't4', 't5'];
+      const told: string[] = [];
+      const results = await Promise.all(
+        threads.map((thread) =>
+          c.store.openSessionAndAddTurn(
+            init(thread),
+            (s, opened) => {
+              if (opened) told.push(thread);
+              return newTurn(s.id, `first-${thread}`, {
+                state: opened ? 'sending' : 'queued',
+                attempts: opened ? 1 : 0,
+                firstSentAt: opened ? T0 : null,
+              });
+            },
+            { inboundEvent: `T01:Ev-${thread}` },
+          ),
+        ),
+      );
+      expect(told.sort()).toStrictEqual(threads);
+      results.forEach((r, i) => {
+        const thread = threads[i] ?? '';
+        expect(r.session).toStrictEqual(freshSession(thread));
+        expect(r.created).toBe(true);
+        expect(r.turn).toMatchObject({
+          id: `first-${thread}`,
+          sessionId: sessionIdOf(key(thread)),
+          seq: 1,
+          state: 'sending',
+          attempts: 1,
+          firstSentAt: T0,
+        });
+      });
+      for (const [i, thread] of threads.entries()) {
+        expect(await c.store.getTurn(`first-${thread}`)).toStrictEqual(results[i]?.turn);
+        expect(await c.store.claimInboundEvent(`T01:Ev-${thread}`, T0 + 1)).toBe(false);
+      }
+      // Each session counts its first turn: the next one is numbered 2.
+      const next = await c.store.openSessionAndAddTurn(init('t3'), (s) => newTurn(s.id, 'second-t3'));
+      expect(next.turn.seq).toBe(2);
+    });
+
+    it('opens the session when its first turn has an id another turn holds, answering with that turn', async () => {
+      const other = await c.session('other');
+      const holder = await c.added(newTurn(other.id, 'taken'));
+      const result = await c.store.openSessionAndAddTurn(init('fresh'), (s) =>
+        newTurn(s.id, 'taken', { chatMessageId: 'chat-fresh' }),
+      );
+      expect(result).toStrictEqual({ session: freshSession('fresh'), turn: holder, created: false });
+      expect(await c.store.getSession(sessionIdOf(key('fresh')))).toStrictEqual(freshSession('fresh'));
+      // The repeat used up no number of the new session.
+      const next = await c.store.openSessionAndAddTurn(init('fresh'), (s) => newTurn(s.id, 'fresh-1'));
+      expect(next.turn).toMatchObject({ seq: 1, sessionId: sessionIdOf(key('fresh')) });
+    });
+
     it('opens one session when ten messages of a new thread arrive at once, numbering them 1 to 10', async () => {
       // Only the call that created the session is told so, and its turn is the session's first.
       const openedBy: string[] = [];
