@@ -130,16 +130,15 @@ export class SqliteStore implements SessionStore {
     return this.#writes.write('openSession', () => this.#openNow(init).session);
   }
 
-  /** Inserts the session unless its key is there, then reads it: inside a group write. */
+  /** Inserts the session unless its key is there, else reads it: inside a group write. */
   #openNow(init: NewSession): { session: SessionRecord; opened: boolean } {
     const id = sessionIdOf(init.key);
     // The key is unique, so a second open of the same thread changes nothing (binding kept).
-    const inserted = this.#get(
+    const inserted = this.#run(
       `INSERT INTO sessions (id, surface, workspace_id, channel_id, thread_id, binding, version,
                              created_at, updated_at)
        VALUES (:id, :surface, :workspace_id, :channel_id, :thread_id, :binding, 1, :now, :now)
-       ON CONFLICT DO NOTHING
-       RETURNING *`,
+       ON CONFLICT DO NOTHING`,
       {
         id,
         surface: init.key.surface,
@@ -150,9 +149,11 @@ export class SqliteStore implements SessionStore {
         now: init.now,
       },
     );
-    const row = inserted ?? this.#get('SELECT * FROM sessions WHERE id = :id', { id });
+    // Inserted: the row is what was just written, so it is not read back.
+    if (Number(inserted.changes) === 1) return { session: newSessionRecord(id, init), opened: true };
+    const row = this.#get('SELECT * FROM sessions WHERE id = :id', { id });
     if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
-    return { session: sessionFromRow(row, parseJsonText), opened: inserted !== undefined };
+    return { session: sessionFromRow(row, parseJsonText), opened: false };
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -179,25 +180,33 @@ export class SqliteStore implements SessionStore {
     // One savepoint of one group write: a failure of the add leaves no session behind either.
     return this.#writes.write('openSessionAndAddTurn', () => {
       const { session, opened } = this.#openNow(init);
-      return { session, ...this.#addNow(build(session, opened), options) };
+      // A session this write inserted has no turn yet: its counter is known to be 0.
+      return { session, ...this.#addNow(build(session, opened), options, opened ? 0 : undefined) };
     });
   }
 
-  /** addTurn's steps, inside a group write. */
-  #addNow(turn: NewTurn, options: AddTurnOptions): { turn: TurnRecord; created: boolean } {
+  /** addTurn's steps, inside a group write; `lastSeq`: the session's counter, when known. */
+  #addNow(
+    turn: NewTurn,
+    options: AddTurnOptions,
+    lastSeq?: number,
+  ): { turn: TurnRecord; created: boolean } {
     if (options.inboundEvent !== undefined) this.#claim(options.inboundEvent, turn.now);
-    const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
-    if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
-    const seq = Number(counter.turn_seq) + 1;
-    const inserted = this.#get(
+    let last = lastSeq;
+    if (last === undefined) {
+      const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
+      if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
+      last = Number(counter.turn_seq);
+    }
+    const seq = last + 1;
+    const inserted = this.#run(
       `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                             outcome, attempts, first_sent_at, busy_notice_at, answer_ref,
                             created_at, updated_at, trace_context, label)
          VALUES (:id, :session_id, :seq, :kind, :chat_message_id, :text, :metadata, :task_id, :state,
                  :outcome, :attempts, :first_sent_at, :busy_notice_at, :answer_ref, :now, :now,
                  :trace_context, :label)
-         ON CONFLICT DO NOTHING
-         RETURNING *`,
+         ON CONFLICT DO NOTHING`,
       {
         ...turnParams(turn),
         session_id: turn.sessionId,
@@ -209,10 +218,11 @@ export class SqliteStore implements SessionStore {
         label: turn.label,
       },
     );
-    if (inserted !== undefined) {
+    if (Number(inserted.changes) === 1) {
       // Moved only when a turn was added, so a repeat does not use up a number.
       this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
-      return { turn: turnFromRow(inserted, parseJsonText), created: true };
+      // The row is what was just written: it is not read back.
+      return { turn: newTurnRecord(turn, seq), created: true };
     }
     const existing = this.#get(
       `SELECT * FROM turns
@@ -255,25 +265,39 @@ export class SqliteStore implements SessionStore {
       let written: SessionRecord | undefined;
       if (commit.session !== undefined) {
         const session = commit.session;
-        const row = this.#get(
+        const params = {
+          id: session.id,
+          version: session.version,
+          binding: session.binding,
+          context_id: session.contextId,
+          task: toJson(session.task),
+          question: toJson(session.question),
+          last_question_key: session.lastQuestionKey,
+          now: commit.now,
+        };
+        // The binding changes only when a thread is handed over: every other write leaves the
+        // column, and its index entry, as they are. A write that matches no row either way has
+        // a stale version (or binding) and is refused as before.
+        let result = this.#run(
           `UPDATE sessions
-             SET binding = :binding, context_id = :context_id, task = :task, question = :question,
+             SET context_id = :context_id, task = :task, question = :question,
                  last_question_key = :last_question_key, version = version + 1, updated_at = :now
-             WHERE id = :id AND version = :version
-             RETURNING *`,
-          {
-            id: session.id,
-            version: session.version,
-            binding: session.binding,
-            context_id: session.contextId,
-            task: toJson(session.task),
-            question: toJson(session.question),
-            last_question_key: session.lastQuestionKey,
-            now: commit.now,
-          },
+             WHERE id = :id AND version = :version AND binding = :binding`,
+          params,
         );
-        if (row === undefined) throw new StaleWriteError(session.id);
-        written = sessionFromRow(row, parseJsonText);
+        if (Number(result.changes) === 0) {
+          result = this.#run(
+            `UPDATE sessions
+               SET binding = :binding, context_id = :context_id, task = :task, question = :question,
+                   last_question_key = :last_question_key, version = version + 1, updated_at = :now
+               WHERE id = :id AND version = :version`,
+            params,
+          );
+        }
+        if (Number(result.changes) === 0) throw new StaleWriteError(session.id);
+        // Written from this record, whose other columns (key, creation) never change: it is
+        // what a read would return, without reading and parsing the row back.
+        written = writtenSessionRecord(session, commit.now);
       }
       for (const turn of commit.turns ?? []) {
         const result = this.#run(
@@ -398,6 +422,70 @@ export class SqliteStore implements SessionStore {
       throw storeFailure(`sqlite store: ${operation}`, cause);
     }
   }
+}
+
+/** A session as #openNow inserts it: what a read of the new row returns, in sessionFromRow's order. */
+function newSessionRecord(id: string, init: NewSession): SessionRecord {
+  return {
+    id,
+    key: {
+      surface: init.key.surface,
+      workspaceId: init.key.workspaceId,
+      channelId: init.key.channelId,
+      threadId: init.key.threadId,
+    },
+    binding: init.binding,
+    contextId: null,
+    task: null,
+    question: null,
+    lastQuestionKey: null,
+    version: 1,
+    createdAt: init.now,
+    updatedAt: init.now,
+  };
+}
+
+/**
+ * The record of a turn as #addNow inserts it with `seq`: what a read of the new row returns,
+ * its members in the order turnFromRow gives them.
+ */
+function newTurnRecord(turn: NewTurn, seq: number): TurnRecord {
+  return {
+    id: turn.id,
+    sessionId: turn.sessionId,
+    seq,
+    kind: turn.kind,
+    chatMessageId: turn.chatMessageId,
+    text: turn.text,
+    label: turn.label,
+    metadata: turn.metadata,
+    taskId: turn.taskId,
+    state: turn.state,
+    outcome: turn.outcome,
+    attempts: turn.attempts,
+    firstSentAt: turn.firstSentAt,
+    busyNoticeAt: turn.busyNoticeAt,
+    answerRef: turn.answerRef,
+    traceContext: turn.traceContext,
+    createdAt: turn.now,
+    updatedAt: turn.now,
+  };
+}
+
+/** A session as a commit wrote it: what a read of the row returns, in sessionFromRow's order. */
+function writtenSessionRecord(session: SessionRecord, now: number): SessionRecord {
+  return {
+    id: session.id,
+    key: session.key,
+    binding: session.binding,
+    contextId: session.contextId,
+    task: session.task,
+    question: session.question,
+    lastQuestionKey: session.lastQuestionKey,
+    version: session.version + 1,
+    createdAt: session.createdAt,
+    updatedAt: now,
+  };
 }
 
 /** The id and the columns a commit may change (session, chat message, seq, createdAt are fixed). */
