@@ -186,11 +186,7 @@ export class SqliteStore implements SessionStore {
   }
 
   /** addTurn's steps, inside a group write; `lastSeq`: the session's counter, when known. */
-  #addNow(
-    turn: NewTurn,
-    options: AddTurnOptions,
-    lastSeq?: number,
-  ): { turn: TurnRecord; created: boolean } {
+  #addNow(turn: NewTurn, options: AddTurnOptions, lastSeq?: number): { turn: TurnRecord; created: boolean } {
     if (options.inboundEvent !== undefined) this.#claim(options.inboundEvent, turn.now);
     let last = lastSeq;
     if (last === undefined) {
