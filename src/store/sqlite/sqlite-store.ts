@@ -35,6 +35,7 @@ import { GroupCommit } from './group-commit.js';
 import { SqliteFeedbackRows } from './sqlite-feedback-rows.js';
 import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
+import { newSessionRecord, newTurnRecord, writtenSessionRecord } from './written-records.js';
 
 type Params = Record<string, SQLInputValue>;
 
@@ -418,70 +419,6 @@ export class SqliteStore implements SessionStore {
       throw storeFailure(`sqlite store: ${operation}`, cause);
     }
   }
-}
-
-/** A session as #openNow inserts it: what a read of the new row returns, in sessionFromRow's order. */
-function newSessionRecord(id: string, init: NewSession): SessionRecord {
-  return {
-    id,
-    key: {
-      surface: init.key.surface,
-      workspaceId: init.key.workspaceId,
-      channelId: init.key.channelId,
-      threadId: init.key.threadId,
-    },
-    binding: init.binding,
-    contextId: null,
-    task: null,
-    question: null,
-    lastQuestionKey: null,
-    version: 1,
-    createdAt: init.now,
-    updatedAt: init.now,
-  };
-}
-
-/**
- * The record of a turn as #addNow inserts it with `seq`: what a read of the new row returns,
- * its members in the order turnFromRow gives them.
- */
-function newTurnRecord(turn: NewTurn, seq: number): TurnRecord {
-  return {
-    id: turn.id,
-    sessionId: turn.sessionId,
-    seq,
-    kind: turn.kind,
-    chatMessageId: turn.chatMessageId,
-    text: turn.text,
-    label: turn.label,
-    metadata: turn.metadata,
-    taskId: turn.taskId,
-    state: turn.state,
-    outcome: turn.outcome,
-    attempts: turn.attempts,
-    firstSentAt: turn.firstSentAt,
-    busyNoticeAt: turn.busyNoticeAt,
-    answerRef: turn.answerRef,
-    traceContext: turn.traceContext,
-    createdAt: turn.now,
-    updatedAt: turn.now,
-  };
-}
-
-/** A session as a commit wrote it: what a read of the row returns, in sessionFromRow's order. */
-function writtenSessionRecord(session: SessionRecord, now: number): SessionRecord {
-  return {
-    id: session.id,
-    key: session.key,
-    binding: session.binding,
-    contextId: session.contextId,
-    task: session.task,
-    question: session.question,
-    lastQuestionKey: session.lastQuestionKey,
-    version: session.version + 1,
-    createdAt: session.createdAt,
-    updatedAt: now,
-  };
 }
 
 /** The id and the columns a commit may change (session, chat message, seq, createdAt are fixed). */
