@@ -30,8 +30,9 @@ import {
   turnFromRow,
 } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
-import { durabilityOf, migrateDatabase, openDatabase, Statements } from './connection.js';
+import { durabilityOf, migrateDatabase, openDatabase } from './connection.js';
 import { GroupCommit } from './group-commit.js';
+import { PositionalStatements } from './positional.js';
 import { SqliteFeedbackRows } from './sqlite-feedback-rows.js';
 import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
@@ -62,7 +63,7 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements SessionStore {
   readonly sharedByReplicas = false;
   readonly #db: DatabaseSync;
-  readonly #statements: Statements;
+  readonly #statements: PositionalStatements;
   readonly #writes: GroupCommit;
   #claims = 0;
   #transcripts: TranscriptStore | undefined;
@@ -74,7 +75,7 @@ export class SqliteStore implements SessionStore {
     const synchronous = options.synchronous ?? 'full';
     const db = openDatabase(path, synchronous);
     this.#db = db;
-    this.#statements = new Statements(db);
+    this.#statements = new PositionalStatements(db);
     // On a file in WAL mode, FULL's fsync is done by the group commit, off the event loop.
     const onFile = synchronous === 'full' && durabilityOf(db).journalMode === 'wal';
     this.#writes = new GroupCommit(db, onFile ? { walPath: `${db.location() ?? path}-wal` } : {});
@@ -401,15 +402,15 @@ export class SqliteStore implements SessionStore {
   }
 
   #get(sql: string, params: Params): Row | undefined {
-    return this.#statements.get(sql).get(params);
+    return this.#statements.get(sql, params);
   }
 
   #all(sql: string, params: Params): Row[] {
-    return this.#statements.get(sql).all(params);
+    return this.#statements.all(sql, params);
   }
 
   #run(sql: string, params: Params): { changes: number | bigint } {
-    return this.#statements.get(sql).run(params);
+    return this.#statements.run(sql, params);
   }
 
   #guard<T>(operation: string, body: () => T): T {
