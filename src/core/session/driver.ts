@@ -9,22 +9,6 @@ import { bindingGone } from './settling.js';
 export type { DriverDeps };
 
 /**
- * Drives one session: sends its turns one at a time (R-7), follows its task until it settles,
- * shows questions, and recovers whatever a crash left half done. One driver per session runs
- * at a time (the engine guarantees it; several replicas through the store's lease).
- *
- * Every write that guards an effect comes before the effect: a turn is marked `sending`
- * before the send, an answer clears the question before it is sent, the task is recorded as
- * soon as the agent names it.
- *
- * This is the dispatch: each step reads the session and hands it to the part that has work,
- * over one shared context (context.ts): sending.ts sends a turn or settles one whose outcome
- * is unknown, following.ts follows a task, settling.ts says what its end means, paused.ts
- * answers a paused task, polling.ts sends to an agent that does not stream (a Binding that
- * polls). failure-policy.ts decides, as a pure function, what a failed call means and when a
- * polled task is read again.
- */
-/**
  * The session and its open turns as the engine already knows them when it starts a driver
  * (a thread it has just opened with its first turn): the first step starts from them instead of
  * reading them. See SessionEngine's receive().
@@ -34,6 +18,22 @@ export interface FirstLook {
   open: TurnRecord[];
 }
 
+/**
+ * Drives one session: sends its turns one at a time (R-7), follows its task until it settles,
+ * shows questions, and recovers whatever a crash left half done. One driver per session runs
+ * at a time (the engine guarantees it; several replicas through the store's lease).
+ *
+ * Every write that guards an effect comes before the effect: a turn is marked `sending`
+ * before the send, an answer clears the question before it is sent, the task is recorded as
+ * soon as the agent names it.
+ *
+ * This is the dispatch: each step reads the session (or starts from a FirstLook) and hands it
+ * to the part that has work, over one shared context (context.ts): sending.ts sends a turn or settles one whose outcome
+ * is unknown, following.ts follows a task, settling.ts says what its end means, paused.ts
+ * answers a paused task, polling.ts sends to an agent that does not stream (a Binding that
+ * polls). failure-policy.ts decides, as a pure function, what a failed call means and when a
+ * polled task is read again.
+ */
 export class SessionDriver {
   readonly #ctx: DriverContext;
   #first: FirstLook | undefined;
