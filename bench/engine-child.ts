@@ -128,7 +128,7 @@ class EventCounter {
   readonly counts = new Map<string, number>();
   readonly outcomes = new Map<string, number>();
   answerChars = 0;
-  #waiters: Array<{ type: string; n: number; resolve: () => void }> = [];
+  readonly #waiters: Array<{ type: string; n: number; resolve: () => void }> = [];
 
   emit(event: EngineEvent): void {
     const n = (this.counts.get(event.type) ?? 0) + 1;
@@ -137,14 +137,14 @@ class EventCounter {
       this.outcomes.set(event.outcome, (this.outcomes.get(event.outcome) ?? 0) + 1);
       this.answerChars += event.answerLength;
     }
-    if (this.#waiters.length > 0) {
-      this.#waiters = this.#waiters.filter((w) => {
-        if (w.type === event.type && n >= w.n) {
-          w.resolve();
-          return false;
-        }
-        return true;
-      });
+    // Called for every agent event: allocates nothing unless a waiter is woken (the broker's
+    // CPU is what the benchmarks time, and a new array per event was the harness's, not its).
+    for (let i = this.#waiters.length - 1; i >= 0; i--) {
+      const w = this.#waiters[i];
+      if (w !== undefined && w.type === event.type && n >= w.n) {
+        this.#waiters.splice(i, 1);
+        w.resolve();
+      }
     }
   }
 

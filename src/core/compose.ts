@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * What the broker sends for a chat message (the contract's "What is sent"): the messageId, the
@@ -29,7 +29,8 @@ export interface CarriedReply {
  * and a second delivery of the same chat message, carry the same id.
  */
 export function messageIdFor(sessionId: string, chatMessageId: string, kind: string): string {
-  const digest = createHash('sha256').update(`${sessionId}\n${chatMessageId}\n${kind}`).digest('hex');
+  // One-shot: no Hash object per turn (the same digest as createHash's).
+  const digest = hash('sha256', `${sessionId}\n${chatMessageId}\n${kind}`, 'hex');
   return `ak-${digest.slice(0, 32)}`;
 }
 

@@ -90,8 +90,11 @@ export interface Dialect {
   readonly name: string;
   /** Reads an input-required status. `lastQuestionKey` is the key of the last question shown. */
   readPause(status: TaskStatus, lastQuestionKey: string | null): PauseReading;
-  /** The tool steps among an event's data parts (none for agents that mark none). */
-  toolSteps(event: StreamEvent): ToolStep[];
+  /**
+   * The tool steps among an event's data parts (none for agents that mark none). Called for
+   * every streamed event: an event with none may share one empty list, hence read-only.
+   */
+  toolSteps(event: StreamEvent): readonly ToolStep[];
   /**
    * The extensions an outgoing message speaks, from the metadata the engine stored with the
    * turn (a kagent-v1 structured answer names the HITL extension; everything else none).

@@ -45,14 +45,21 @@ export function toolStepOf(part: Part): ToolStep | undefined {
   return { kind: 'result', toolName, summary: shortJson(data.response ?? null) };
 }
 
-export function toolStepsOf(event: StreamEvent): ToolStep[] {
-  let parts: readonly Part[] = [];
-  if (event.kind === 'status-update') parts = event.status.message?.parts ?? [];
+/** What an event without tool steps (nearly every streamed event) gets: one list, never grown. */
+const NO_STEPS: readonly ToolStep[] = Object.freeze([]);
+
+export function toolStepsOf(event: StreamEvent): readonly ToolStep[] {
+  let parts: readonly Part[] | undefined;
+  if (event.kind === 'status-update') parts = event.status.message?.parts;
   else if (event.kind === 'artifact-update') parts = event.artifact.parts;
-  const steps: ToolStep[] = [];
+  if (parts === undefined) return NO_STEPS;
+  // Called for every streamed event: nothing is allocated unless a part is a step.
+  let steps: ToolStep[] | undefined;
   for (const part of parts) {
     const step = toolStepOf(part);
-    if (step !== undefined) steps.push(step);
+    if (step === undefined) continue;
+    if (steps === undefined) steps = [step];
+    else steps.push(step);
   }
-  return steps;
+  return steps ?? NO_STEPS;
 }

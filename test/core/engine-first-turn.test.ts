@@ -32,21 +32,38 @@ function counting(store: SessionStore, calls: Map<string, number>): SessionStore
   });
 }
 
-/** The store, except that the driver's first read never returns: a process that dies right after it stored a message. */
-function dyingAfterReceive(store: SessionStore): { store: SessionStore; release: () => void } {
+/**
+ * The store, except that receive() never gets past the write that stores a message: a process
+ * that dies right after the write is durable, before it did anything else (its driver, which
+ * would start from what the write returned, never starts). `stored` resolves with that write.
+ */
+function dyingAfterReceive(store: SessionStore): {
+  store: SessionStore;
+  stored: Promise<{ turnId: string }>;
+  release: () => void;
+} {
   let release: () => void = () => undefined;
   const stuck = new Promise<never>((_, reject) => {
     release = () => reject(new Error('the process died here'));
   });
   stuck.catch(() => undefined);
+  let written: (value: { turnId: string }) => void = () => undefined;
+  const stored = new Promise<{ turnId: string }>((resolve) => {
+    written = resolve;
+  });
   const wrapped = new Proxy(store, {
     get(target, prop) {
-      if (prop === 'getSession') return () => stuck;
+      if (prop === 'openSessionAndAddTurn')
+        return async (...args: Parameters<SessionStore['openSessionAndAddTurn']>) => {
+          const result = await target.openSessionAndAddTurn(...args);
+          written({ turnId: result.turn.id });
+          return stuck;
+        };
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  return { store: wrapped, release };
+  return { store: wrapped, stored, release };
 }
 
 /**
@@ -170,10 +187,12 @@ describe("a new thread's first message", () => {
     const file = new SqliteStore(':memory:');
     const dying = dyingAfterReceive(file);
     const a = await startHarness({ version: '1.0', store: dying.store });
-    const first = await a.say('t1', '1.0', 'hello');
+    const receiving = a.say('t1', '1.0', 'hello').catch((error: unknown) => error);
+    const first = await dying.stored;
     expect((await file.getTurn(first.turnId))?.state).toBe('sending');
-    // The "process" dies: its driver never got past its first read, nothing was sent.
+    // The "process" dies: it never got past the write, nothing was sent.
     dying.release();
+    expect(await receiving).toBeInstanceOf(Error);
     await a.engine.stop();
     expect(a.agent.rpc('SendMessage').length + a.agent.rpc('SendStreamingMessage').length).toBe(0);
 

@@ -151,11 +151,33 @@ export function eventIds(event: StreamEvent): { taskId: string; contextId: strin
   }
 }
 
+/** The task an event names ('' when none); eventIds without the object, for every streamed event. */
+export function taskIdOf(event: StreamEvent): string {
+  switch (event.kind) {
+    case 'task':
+      return event.task.id;
+    case 'message':
+      return event.message.taskId ?? '';
+    default:
+      return event.taskId;
+  }
+}
+
+/** The context an event names ('' when none). */
+export function contextIdOf(event: StreamEvent): string {
+  switch (event.kind) {
+    case 'task':
+      return event.task.contextId;
+    case 'message':
+      return event.message.contextId ?? '';
+    default:
+      return event.contextId;
+  }
+}
+
 /** only task events that name both their task and its context tell the turn's outcome. */
 export function namesTaskAndContext(event: StreamEvent): boolean {
-  if (event.kind === 'message') return false;
-  const { taskId, contextId } = eventIds(event);
-  return taskId !== '' && contextId !== '';
+  return event.kind !== 'message' && taskIdOf(event) !== '' && contextIdOf(event) !== '';
 }
 
 /** The state an event reports, if it reports one. */

@@ -80,6 +80,8 @@ export class DriverContext {
   authCheckedFor: string | null = null;
   /** Failed ListTasks lookups per turn, so their backoff grows (M-5). */
   readonly lookups = new Map<string, number>();
+  /** Turns this driver's commits settled since its current step began (SessionDriver's #next). */
+  readonly settledInStep = new Set<string>();
   /** Writes started on their own (answer refs), awaited by drained(). */
   readonly #background = new Set<Promise<void>>();
   /**
@@ -152,6 +154,7 @@ export class DriverContext {
       ...(this.deps.fenced ? { fence: { owner: this.deps.owner } } : {}),
     });
     this.current = written ?? undefined;
+    for (const turn of turns) if (turn.state === 'settled') this.settledInStep.add(turn.id);
     const [first] = turns;
     if (first !== undefined) {
       const kept = this.#written?.id === first.id ? this.#written.answerRef : null;
@@ -199,6 +202,21 @@ export class DriverContext {
       binding: session.binding,
       at: this.deps.clock.now(),
     } as EngineEvent);
+  }
+
+  /**
+   * `agent.event`, emitted for every event of a stream: built in one object, with the time the
+   * caller read for the event, rather than spread from a partial one as emit() does.
+   */
+  emitAgentEvent(session: SessionRecord, turnId: string, kind: string, at: number): void {
+    this.deps.events.emit({
+      type: 'agent.event',
+      turnId,
+      kind,
+      sessionId: session.id,
+      binding: session.binding,
+      at,
+    });
   }
 
   /** The context a turn's agent calls go under (none when the engine is not traced). */

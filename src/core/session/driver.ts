@@ -1,4 +1,5 @@
 import { LeaseLostError } from '../errors.js';
+import type { SessionRecord, TurnRecord } from '../store.js';
 import { DriverContext, type DriverDeps, type StepResult, Stop } from './context.js';
 import { followTask } from './following.js';
 import { stepPaused } from './paused.js';
@@ -6,6 +7,16 @@ import { attemptSend, resolveUnknown, sendTurn } from './sending.js';
 import { bindingGone } from './settling.js';
 
 export type { DriverDeps };
+
+/**
+ * The session and its open turns as the engine already knows them when it starts a driver
+ * (a thread it has just opened with its first turn): the first step starts from them instead of
+ * reading them. See SessionEngine's receive().
+ */
+export interface FirstLook {
+  session: SessionRecord;
+  open: TurnRecord[];
+}
 
 /**
  * Drives one session: sends its turns one at a time (R-7), follows its task until it settles,
@@ -16,8 +27,8 @@ export type { DriverDeps };
  * before the send, an answer clears the question before it is sent, the task is recorded as
  * soon as the agent names it.
  *
- * This is the dispatch: each step reads the session and hands it to the part that has work,
- * over one shared context (context.ts): sending.ts sends a turn or settles one whose outcome
+ * This is the dispatch: each step reads the session (or starts from a FirstLook) and hands it
+ * to the part that has work, over one shared context (context.ts): sending.ts sends a turn or settles one whose outcome
  * is unknown, following.ts follows a task, settling.ts says what its end means, paused.ts
  * answers a paused task, polling.ts sends to an agent that does not stream (a Binding that
  * polls). failure-policy.ts decides, as a pure function, what a failed call means and when a
@@ -25,9 +36,11 @@ export type { DriverDeps };
  */
 export class SessionDriver {
   readonly #ctx: DriverContext;
+  #first: FirstLook | undefined;
 
-  constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal) {
+  constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal, first?: FirstLook) {
     this.#ctx = new DriverContext(deps, sessionId, signal);
+    this.#first = first;
   }
 
   /** Resolves once the writes this driver started on their own have finished. */
@@ -50,10 +63,13 @@ export class SessionDriver {
 
   async #step(): Promise<StepResult> {
     const { store } = this.#ctx.deps;
-    const session = await store.getSession(this.#ctx.sessionId);
+    const first = this.#first;
+    this.#first = undefined;
+    const session = first?.session ?? (await store.getSession(this.#ctx.sessionId));
     this.#ctx.current = session;
     if (session === undefined) return 'idle';
-    const open = await store.openTurns(session.id);
+    const open = first?.open ?? (await store.openTurns(session.id));
+    this.#ctx.settledInStep.clear();
     const route = this.#ctx.deps.resolve(session.binding, session.key);
     if (route === undefined) return bindingGone(this.#ctx, session, open);
 
@@ -66,11 +82,11 @@ export class SessionDriver {
       );
       if (answering !== undefined) {
         await resolveUnknown(this.#ctx, session, route, answering);
-        return 'again';
+        return this.#next(open);
       }
       const turn = open.find((t) => t.id === session.task?.turnId) ?? null;
       await followTask(this.#ctx, session, route, turn, this.#ctx.runFor(session, turn), 'recorded task');
-      return 'again';
+      return this.#next(open);
     }
     const turn = open.find((t) => t.kind !== 'context');
     if (turn === undefined) return 'idle';
@@ -90,6 +106,25 @@ export class SessionDriver {
     } else {
       await followTask(this.#ctx, session, route, turn, this.#ctx.runFor(session, turn), 'accepted turn');
     }
-    return 'again';
+    return this.#next(open);
+  }
+
+  /**
+   * After a step's work: 'idle' when what this driver wrote during the step leaves the session
+   * with nothing to do — no task, no question, and every turn that was open at the step's start
+   * (but replies kept as context) settled by it — so the next step's two reads would only say so.
+   * That holds while nobody else writes the session: with a store of one process, whatever else
+   * adds a turn or a task (a message, an answer, a cancel, a wake-up) goes through the engine,
+   * which kicks the session once it is written, and a kick while this driver runs makes it run
+   * again from fresh reads. With a store shared by replicas another process may have written:
+   * the next step reads, as before.
+   */
+  #next(open: readonly TurnRecord[]): StepResult {
+    const ctx = this.#ctx;
+    if (ctx.deps.fenced) return 'again';
+    const session = ctx.current;
+    if (session === undefined || session.task !== null || session.question !== null) return 'again';
+    for (const turn of open) if (turn.kind !== 'context' && !ctx.settledInStep.has(turn.id)) return 'again';
+    return 'idle';
   }
 }

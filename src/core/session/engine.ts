@@ -32,7 +32,7 @@ import {
 import { cutText, textLength } from '../text.js';
 import { type CancelRequest, type CancelResult, cancelRunning, cancelWorkspaceTasks } from './cancelling.js';
 import type { DriverDeps } from './context.js';
-import { SessionDriver } from './driver.js';
+import { type FirstLook, SessionDriver } from './driver.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
 
 export interface EngineOptions {
@@ -250,7 +250,13 @@ export class SessionEngine {
         kind,
         queued: session.task !== null || this.#drivers.has(session.id),
       });
-      this.kick(session.id);
+      // A thread this write opened: nothing but this engine has touched the session or its turn
+      // since (the store is this process's alone), so a driver started now begins
+      // from them rather than reading both back.
+      this.#kick(
+        session.id,
+        markedSending && !this.#store.sharedByReplicas ? { session, open: [turn] } : undefined,
+      );
     } else {
       this.#emit({ ...base, type: 'turn.duplicate', turnId: turn.id });
     }
@@ -355,6 +361,14 @@ export class SessionEngine {
 
   /** Makes sure the session is being driven (or will be looked at again when its driver ends). */
   kick(sessionId: string): void {
+    this.#kick(sessionId, undefined);
+  }
+
+  /**
+   * kick(), with what the caller knows of the session: handed to a driver it starts, never to
+   * one already running (which may have moved on since; it runs again from fresh reads).
+   */
+  #kick(sessionId: string, first: FirstLook | undefined): void {
     if (this.#stopping.signal.aborted) return;
     const running = this.#drivers.get(sessionId);
     if (running !== undefined) {
@@ -364,7 +378,7 @@ export class SessionEngine {
     const controller = new AbortController();
     const entry = { promise: Promise.resolve(), again: false, controller };
     this.#drivers.set(sessionId, entry);
-    entry.promise = this.#drive(sessionId, entry).finally(() => {
+    entry.promise = this.#drive(sessionId, entry, first).finally(() => {
       this.#drivers.delete(sessionId);
       if (entry.again && !this.#stopping.signal.aborted) this.kick(sessionId);
     });
@@ -402,7 +416,11 @@ export class SessionEngine {
     return this.#scanning;
   }
 
-  async #drive(sessionId: string, entry: { again: boolean; controller: AbortController }): Promise<void> {
+  async #drive(
+    sessionId: string,
+    entry: { again: boolean; controller: AbortController },
+    first: FirstLook | undefined,
+  ): Promise<void> {
     const now = this.#clock.now();
     const leased = this.#store.sharedByReplicas;
     let held = false;
@@ -418,7 +436,8 @@ export class SessionEngine {
       // #stopping, and no driver starts once it has (kick). A composite of the two signals
       // (AbortSignal.any) would cost every session weak references and a finalizer.
       const signal = entry.controller.signal;
-      driver = new SessionDriver(this.#driverDeps(leased), sessionId, signal);
+      // Only the first run may start from what the kick knew; a run again starts from reads.
+      driver = new SessionDriver(this.#driverDeps(leased), sessionId, signal, first);
       do {
         entry.again = false;
         await driver.run();

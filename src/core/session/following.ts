@@ -1,12 +1,13 @@
 // Slightly over our ~400-line rule: following a task has four ways (stream, SubscribeToTask,
 // GetTask, polling) over the same reads and deadlines; the pure choices live in failure-policy.ts.
 import {
-  eventIds,
+  contextIdOf,
   isSettled,
   namesTaskAndContext,
   type StreamEvent,
   type Task,
   type TaskStatus,
+  taskIdOf,
 } from '../agent/model.js';
 import type { AgentRoute, PollingSettings } from '../ports.js';
 import type { SessionRecord, TurnRecord } from '../store.js';
@@ -46,23 +47,26 @@ export async function consumeStream(
   let graceTimer: NodeJS.Timeout | undefined;
   const stream = open(cut.signal);
   try {
+    // The loop runs for every event of a stream (thousands per answer): it allocates nothing of
+    // its own beyond the event it emits.
     for await (const event of stream) {
       run.eventsSeen++;
       const now = clock.now();
-      if (turn !== null) ctx.emit(session, { type: 'agent.event', turnId: turn.id, kind: event.kind });
+      if (turn !== null) ctx.emitAgentEvent(session, turn.id, event.kind, now);
       if (!namesTaskAndContext(event)) {
         run.sawUnnamedEvents = true;
         continue;
       }
-      const ids = eventIds(event);
+      const taskId = taskIdOf(event);
       if (run.taskId === null && turn !== null) {
-        await acceptTask(ctx, session, turn, run, ids.taskId, ids.contextId, started);
-      } else if (ids.taskId !== run.taskId) {
+        await acceptTask(ctx, session, turn, run, taskId, contextIdOf(event), started);
+      } else if (taskId !== run.taskId) {
         continue; // Another task's event has nothing to say about this turn.
       }
       run.lastActivityAt = now;
-      for (const step of route.dialect.toolSteps(event)) {
-        if (turn !== null)
+      const steps = route.dialect.toolSteps(event);
+      if (steps.length > 0 && turn !== null) {
+        for (const step of steps)
           await ctx.deps.surface.showToolStep(ctx.target(session), turn.id, step).catch(() => undefined);
       }
       if (event.kind === 'artifact-update') {

@@ -34,8 +34,9 @@ export const kagentV1Dialect: Dialect = {
     return { kind: 'question', question };
   },
 
-  toolSteps(event: StreamEvent): ToolStep[] {
-    return toolStepsOf(event).filter((step) => !PLUMBING.has(step.toolName));
+  toolSteps(event: StreamEvent): readonly ToolStep[] {
+    const steps = toolStepsOf(event);
+    return steps.length === 0 ? steps : steps.filter((step) => !PLUMBING.has(step.toolName));
   },
 
   messageExtensions,

@@ -30,11 +30,13 @@ import {
   turnFromRow,
 } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
-import { durabilityOf, migrateDatabase, openDatabase, Statements } from './connection.js';
+import { durabilityOf, migrateDatabase, openDatabase } from './connection.js';
 import { GroupCommit } from './group-commit.js';
+import { PositionalStatements } from './positional.js';
 import { SqliteFeedbackRows } from './sqlite-feedback-rows.js';
 import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
+import { newSessionRecord, newTurnRecord, writtenSessionRecord } from './written-records.js';
 
 type Params = Record<string, SQLInputValue>;
 
@@ -61,7 +63,7 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements SessionStore {
   readonly sharedByReplicas = false;
   readonly #db: DatabaseSync;
-  readonly #statements: Statements;
+  readonly #statements: PositionalStatements;
   readonly #writes: GroupCommit;
   #claims = 0;
   #transcripts: TranscriptStore | undefined;
@@ -73,7 +75,7 @@ export class SqliteStore implements SessionStore {
     const synchronous = options.synchronous ?? 'full';
     const db = openDatabase(path, synchronous);
     this.#db = db;
-    this.#statements = new Statements(db);
+    this.#statements = new PositionalStatements(db);
     // On a file in WAL mode, FULL's fsync is done by the group commit, off the event loop.
     const onFile = synchronous === 'full' && durabilityOf(db).journalMode === 'wal';
     this.#writes = new GroupCommit(db, onFile ? { walPath: `${db.location() ?? path}-wal` } : {});
@@ -130,16 +132,15 @@ export class SqliteStore implements SessionStore {
     return this.#writes.write('openSession', () => this.#openNow(init).session);
   }
 
-  /** Inserts the session unless its key is there, then reads it: inside a group write. */
+  /** Inserts the session unless its key is there, else reads it: inside a group write. */
   #openNow(init: NewSession): { session: SessionRecord; opened: boolean } {
     const id = sessionIdOf(init.key);
     // The key is unique, so a second open of the same thread changes nothing (binding kept).
-    const inserted = this.#get(
+    const inserted = this.#run(
       `INSERT INTO sessions (id, surface, workspace_id, channel_id, thread_id, binding, version,
                              created_at, updated_at)
        VALUES (:id, :surface, :workspace_id, :channel_id, :thread_id, :binding, 1, :now, :now)
-       ON CONFLICT DO NOTHING
-       RETURNING *`,
+       ON CONFLICT DO NOTHING`,
       {
         id,
         surface: init.key.surface,
@@ -150,9 +151,11 @@ export class SqliteStore implements SessionStore {
         now: init.now,
       },
     );
-    const row = inserted ?? this.#get('SELECT * FROM sessions WHERE id = :id', { id });
+    // Inserted: the row is what was just written, so it is not read back.
+    if (Number(inserted.changes) === 1) return { session: newSessionRecord(id, init), opened: true };
+    const row = this.#get('SELECT * FROM sessions WHERE id = :id', { id });
     if (row === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
-    return { session: sessionFromRow(row, parseJsonText), opened: inserted !== undefined };
+    return { session: sessionFromRow(row, parseJsonText), opened: false };
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -179,25 +182,29 @@ export class SqliteStore implements SessionStore {
     // One savepoint of one group write: a failure of the add leaves no session behind either.
     return this.#writes.write('openSessionAndAddTurn', () => {
       const { session, opened } = this.#openNow(init);
-      return { session, ...this.#addNow(build(session, opened), options) };
+      // A session this write inserted has no turn yet: its counter is known to be 0.
+      return { session, ...this.#addNow(build(session, opened), options, opened ? 0 : undefined) };
     });
   }
 
-  /** addTurn's steps, inside a group write. */
-  #addNow(turn: NewTurn, options: AddTurnOptions): { turn: TurnRecord; created: boolean } {
+  /** addTurn's steps, inside a group write; `lastSeq`: the session's counter, when known. */
+  #addNow(turn: NewTurn, options: AddTurnOptions, lastSeq?: number): { turn: TurnRecord; created: boolean } {
     if (options.inboundEvent !== undefined) this.#claim(options.inboundEvent, turn.now);
-    const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
-    if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
-    const seq = Number(counter.turn_seq) + 1;
-    const inserted = this.#get(
+    let last = lastSeq;
+    if (last === undefined) {
+      const counter = this.#get('SELECT turn_seq FROM sessions WHERE id = :id', { id: turn.sessionId });
+      if (counter === undefined) throw new StoreError(`session ${turn.sessionId} does not exist`);
+      last = Number(counter.turn_seq);
+    }
+    const seq = last + 1;
+    const inserted = this.#run(
       `INSERT INTO turns (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                             outcome, attempts, first_sent_at, busy_notice_at, answer_ref,
                             created_at, updated_at, trace_context, label)
          VALUES (:id, :session_id, :seq, :kind, :chat_message_id, :text, :metadata, :task_id, :state,
                  :outcome, :attempts, :first_sent_at, :busy_notice_at, :answer_ref, :now, :now,
                  :trace_context, :label)
-         ON CONFLICT DO NOTHING
-         RETURNING *`,
+         ON CONFLICT DO NOTHING`,
       {
         ...turnParams(turn),
         session_id: turn.sessionId,
@@ -209,10 +216,11 @@ export class SqliteStore implements SessionStore {
         label: turn.label,
       },
     );
-    if (inserted !== undefined) {
+    if (Number(inserted.changes) === 1) {
       // Moved only when a turn was added, so a repeat does not use up a number.
       this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
-      return { turn: turnFromRow(inserted, parseJsonText), created: true };
+      // The row is what was just written: it is not read back.
+      return { turn: newTurnRecord(turn, seq), created: true };
     }
     const existing = this.#get(
       `SELECT * FROM turns
@@ -255,25 +263,39 @@ export class SqliteStore implements SessionStore {
       let written: SessionRecord | undefined;
       if (commit.session !== undefined) {
         const session = commit.session;
-        const row = this.#get(
+        const params = {
+          id: session.id,
+          version: session.version,
+          binding: session.binding,
+          context_id: session.contextId,
+          task: toJson(session.task),
+          question: toJson(session.question),
+          last_question_key: session.lastQuestionKey,
+          now: commit.now,
+        };
+        // The binding changes only when a thread is handed over: every other write leaves the
+        // column, and its index entry, as they are. A write that matches no row either way has
+        // a stale version (or binding) and is refused as before.
+        let result = this.#run(
           `UPDATE sessions
-             SET binding = :binding, context_id = :context_id, task = :task, question = :question,
+             SET context_id = :context_id, task = :task, question = :question,
                  last_question_key = :last_question_key, version = version + 1, updated_at = :now
-             WHERE id = :id AND version = :version
-             RETURNING *`,
-          {
-            id: session.id,
-            version: session.version,
-            binding: session.binding,
-            context_id: session.contextId,
-            task: toJson(session.task),
-            question: toJson(session.question),
-            last_question_key: session.lastQuestionKey,
-            now: commit.now,
-          },
+             WHERE id = :id AND version = :version AND binding = :binding`,
+          params,
         );
-        if (row === undefined) throw new StaleWriteError(session.id);
-        written = sessionFromRow(row, parseJsonText);
+        if (Number(result.changes) === 0) {
+          result = this.#run(
+            `UPDATE sessions
+               SET binding = :binding, context_id = :context_id, task = :task, question = :question,
+                   last_question_key = :last_question_key, version = version + 1, updated_at = :now
+               WHERE id = :id AND version = :version`,
+            params,
+          );
+        }
+        if (Number(result.changes) === 0) throw new StaleWriteError(session.id);
+        // Written from this record, whose other columns (key, creation) never change: it is
+        // what a read would return, without reading and parsing the row back.
+        written = writtenSessionRecord(session, commit.now);
       }
       for (const turn of commit.turns ?? []) {
         const result = this.#run(
@@ -380,15 +402,15 @@ export class SqliteStore implements SessionStore {
   }
 
   #get(sql: string, params: Params): Row | undefined {
-    return this.#statements.get(sql).get(params);
+    return this.#statements.get(sql, params);
   }
 
   #all(sql: string, params: Params): Row[] {
-    return this.#statements.get(sql).all(params);
+    return this.#statements.all(sql, params);
   }
 
   #run(sql: string, params: Params): { changes: number | bigint } {
-    return this.#statements.get(sql).run(params);
+    return this.#statements.run(sql, params);
   }
 
   #guard<T>(operation: string, body: () => T): T {

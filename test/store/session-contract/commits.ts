@@ -67,6 +67,31 @@ export function commitsContract(c: ContractContext): void {
       expect(await c.store.getTurn('m1')).toStrictEqual(m1);
     });
 
+    it('writes a new binding (a thread handed over), and keeps it through later writes', async () => {
+      const s = await session('t1');
+      const moved = await c.store.commit({
+        session: { ...s, binding: 'team-b/other', contextId: null },
+        now: T0 + 1,
+      });
+      expect(moved).toStrictEqual({ ...s, binding: 'team-b/other', version: 2, updatedAt: T0 + 1 });
+      expect(await c.store.getSession(s.id)).toStrictEqual(moved);
+      if (moved === undefined) throw new Error('commit returned no session');
+      const later = await c.store.commit({ session: { ...moved, contextId: 'ctx-b' }, now: T0 + 2 });
+      expect(await c.store.getSession(s.id)).toStrictEqual(later);
+      expect(later).toMatchObject({ binding: 'team-b/other', contextId: 'ctx-b', version: 3 });
+    });
+
+    it('refuses a stale version with StaleWriteError whether or not the binding changes', async () => {
+      const s = await session('t1');
+      const v2 = await c.store.commit({ session: { ...s, contextId: 'winner' }, now: T0 + 1 });
+      for (const binding of [s.binding, 'team-b/other']) {
+        const stale = c.store.commit({ session: { ...s, binding, contextId: 'loser' }, now: T0 + 2 });
+        await expect(stale).rejects.toMatchObject({ code: 'stale_write' });
+        await expect(stale).rejects.toBeInstanceOf(StaleWriteError);
+      }
+      expect(await c.store.getSession(s.id)).toStrictEqual(v2);
+    });
+
     it('lets exactly one of several concurrent commits of the same version win', async () => {
       const s = await session('t1');
       const results = await Promise.allSettled(
