@@ -297,11 +297,14 @@ async function benchLatency(server: AgentServer): Promise<void> {
     "\nLatency: from the agent writing its first artifact event to the socket to the surface's update" +
       ' call (the system-wide monotonic clock, read in both processes)',
   );
-  for (const [sessions, samples] of [
-    [1, 300],
-    [SESSIONS, SESSIONS * 2],
+  for (const [sessions, samples, settled] of [
+    [1, 300, false],
+    [SESSIONS, SESSIONS * 2, false],
+    // Beside the goal, not instead of it: the same, their start-up state collected first.
+    [SESSIONS, SESSIONS * 2, true],
   ] as const) {
-    const child = runChild(['latency', server.endpoint, String(sessions), String(samples)], (m) => {
+    const args = ['latency', server.endpoint, String(sessions), String(samples)];
+    const child = runChild(settled ? [...args, 'settled'] : args, (m) => {
       if (m.type === 'release-stamped') server.releaseStamped(m.spreadMs as number);
       if (m.type === 'release') server.release();
     });
@@ -309,24 +312,26 @@ async function benchLatency(server: AgentServer): Promise<void> {
     await child.exited;
     const p50 = message.p50 as number;
     const p99 = message.p99 as number;
-    figure(
-      `latency.p50.${sessions}`,
-      `first artifact → surface call, p50, ${fmt(sessions)} sessions`,
-      p50,
-      'ms',
-    );
+    const key = `${sessions}${settled ? '.settled' : ''}`;
+    const which = `${fmt(sessions)} sessions${settled ? ', start-up state collected first' : ''}`;
+    figure(`latency.p50.${key}`, `first artifact → surface call, p50, ${which}`, p50, 'ms');
     const verdictText = figure(
-      `latency.p99.${sessions}`,
-      `first artifact → surface call, p99, ${fmt(sessions)} sessions`,
+      `latency.p99.${key}`,
+      `first artifact → surface call, p99, ${which}`,
       p99,
       'ms',
-      { op: '<', value: 5 },
+      // The goal is the burst's: the settled figure says how much of it is the start-up state.
+      settled ? undefined : { op: '<', value: 5 },
     );
     const spread =
-      sessions === 1 ? 'one turn at a time' : 'all open at once, their first chunks spread over 1 s';
+      sessions === 1
+        ? 'one turn at a time'
+        : settled
+          ? 'as above, after a full collection of the sessions just opened'
+          : 'all open at once, their first chunks spread over 1 s';
     console.log(
       `  ${fmt(sessions)} session${sessions === 1 ? '' : 's'} (${spread}; ${fmt(message.samples as number)} turns):` +
-        ` p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms ${verdictText}, max ${(message.max as number).toFixed(2)} ms`,
+        ` p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms${verdictText === '' ? '' : ` ${verdictText}`}, max ${(message.max as number).toFixed(2)} ms`,
     );
     const stalls = message.stalls as StallReport;
     const by = Object.entries(stalls.lateBy)

@@ -37,6 +37,7 @@ export interface StallReport {
 export class StallRecorder {
   readonly #spans: Span[] = [];
   readonly #observer: PerformanceObserver;
+  #since = 0n;
   readonly #offsetNs: bigint;
   #recording = false;
   readonly #restoreExec: () => void;
@@ -49,11 +50,10 @@ export class StallRecorder {
       for (const entry of list.getEntries()) {
         const detail = (entry as unknown as { detail?: { kind?: number } }).detail;
         const from = this.#offsetNs + BigInt(Math.round(entry.startTime * 1e6));
-        this.#spans.push({
-          from,
-          to: from + BigInt(Math.round(entry.duration * 1e6)),
-          kind: GC_KINDS[detail?.kind ?? -1] ?? 'gc.other',
-        });
+        const to = from + BigInt(Math.round(entry.duration * 1e6));
+        // Entries arrive after the fact: one that ended before the recording began is not its.
+        if (to < this.#since) continue;
+        this.#spans.push({ from, to, kind: GC_KINDS[detail?.kind ?? -1] ?? 'gc.other' });
       }
     });
     this.#observer.observe({ entryTypes: ['gc'] });
@@ -81,6 +81,7 @@ export class StallRecorder {
   }
 
   start(): void {
+    this.#since = process.hrtime.bigint();
     this.#recording = true;
   }
 
