@@ -1,6 +1,7 @@
 import { KourierError, StoreError } from '../core/errors.js';
 import type {
   Commit,
+  NewSession,
   PendingQuestion,
   RecordedTask,
   SessionRecord,
@@ -29,6 +30,27 @@ const TURN_KINDS: Record<TurnKind, true> = { message: true, answer: true, trigge
 /** JSON for a column: SQL NULL for null, so `IS NOT NULL` in the work queries means "has one". */
 export function toJson(value: unknown): string | null {
   return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+/** A session as either store's open inserts it: what a read of the new row returns, in sessionFromRow's order. */
+export function newSessionRecord(id: string, init: NewSession): SessionRecord {
+  return {
+    id,
+    key: {
+      surface: init.key.surface,
+      workspaceId: init.key.workspaceId,
+      channelId: init.key.channelId,
+      threadId: init.key.threadId,
+    },
+    binding: init.binding,
+    contextId: null,
+    task: null,
+    question: null,
+    lastQuestionKey: null,
+    version: 1,
+    createdAt: init.now,
+    updatedAt: init.now,
+  };
 }
 
 export function sessionFromRow(row: Row, json: JsonReader): SessionRecord {

@@ -8,6 +8,7 @@ import {
   type SessionStore,
   sessionIdOf,
 } from '../../src/core/store.js';
+import { newSessionRecord } from '../../src/store/rows.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
 
@@ -82,18 +83,7 @@ function openedElsewhereThenBlip(store: SessionStore): SessionStore {
           build: (s: SessionRecord, opened: boolean) => NewTurn,
           options?: object,
         ) => {
-          const fresh: SessionRecord = {
-            id: sessionIdOf(init.key),
-            key: init.key,
-            binding: init.binding,
-            contextId: null,
-            task: null,
-            question: null,
-            lastQuestionKey: null,
-            version: 1,
-            createdAt: init.now,
-            updatedAt: init.now,
-          };
+          const fresh = newSessionRecord(sessionIdOf(init.key), init);
           const turn = build(fresh, true);
           const session = await target.openSession(init);
           const added = await target.addTurn(

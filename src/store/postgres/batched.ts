@@ -215,29 +215,15 @@ export class BatchedStatements {
     const result = await runPrepared(db, this.#sql.addTurns, [
       turns.map((t) => t.id),
       turns.map((t) => t.sessionId),
-      turns.map((t) => t.kind),
-      turns.map((t) => t.chatMessageId),
-      turns.map((t) => textColumn(t)),
-      turns.map((t) => toJson(t.metadata)),
-      turns.map((t) => t.taskId),
-      turns.map((t) => t.state),
-      turns.map((t) => t.outcome),
-      turns.map((t) => t.attempts),
-      turns.map((t) => t.firstSentAt),
-      turns.map((t) => t.busyNoticeAt),
-      turns.map((t) => t.answerRef),
-      turns.map((t) => toJson(t.traceContext)),
-      turns.map((t) => t.now),
-      turns.map((t) => t.label),
+      ...turnColumns(turns),
       adds.map((a) => a.event),
       INBOUND_EVENT_TTL_MS,
     ]);
-    const rows = new Map(result.rows.map((row) => [String(row.asked), row]));
-    return turns.map((t) => {
-      const row = rows.get(t.id);
-      if (row === undefined) throw new StoreError(`turn ${t.id}: no answer from the batch`);
-      return row;
-    });
+    return answersFor(
+      result.rows,
+      turns.map((t) => t.id),
+      'turn',
+    );
   }
 
   async #openSessionsWithTurns(opens: OpenWithTurn[]): Promise<Row[]> {
@@ -251,29 +237,15 @@ export class BatchedStatements {
       opens.map((o) => o.init.binding),
       opens.map((o) => o.init.now),
       turns.map((t) => t.id),
-      turns.map((t) => t.kind),
-      turns.map((t) => t.chatMessageId),
-      turns.map((t) => textColumn(t)),
-      turns.map((t) => toJson(t.metadata)),
-      turns.map((t) => t.taskId),
-      turns.map((t) => t.state),
-      turns.map((t) => t.outcome),
-      turns.map((t) => t.attempts),
-      turns.map((t) => t.firstSentAt),
-      turns.map((t) => t.busyNoticeAt),
-      turns.map((t) => t.answerRef),
-      turns.map((t) => toJson(t.traceContext)),
-      turns.map((t) => t.now),
-      turns.map((t) => t.label),
+      ...turnColumns(turns),
       opens.map((o) => o.event),
       INBOUND_EVENT_TTL_MS,
     ]);
-    const rows = new Map(result.rows.map((row) => [String(row.asked), row]));
-    return turns.map((t) => {
-      const row = rows.get(t.sessionId);
-      if (row === undefined) throw new StoreError(`session ${t.sessionId}: no answer from the batch`);
-      return row;
-    });
+    return answersFor(
+      result.rows,
+      turns.map((t) => t.sessionId),
+      'session',
+    );
   }
 
   async #writeCommits(commits: Commit[]): Promise<Row[]> {
@@ -343,4 +315,37 @@ export class BatchedStatements {
     }
     return batcher;
   }
+}
+
+/**
+ * A new turn's columns after its id (and session id), as arrays for a batched insert: the same
+ * order in addTurns and openSessionsWithTurns, whose SQL reads them by position.
+ */
+function turnColumns(turns: readonly NewTurn[]): unknown[] {
+  return [
+    turns.map((t) => t.kind),
+    turns.map((t) => t.chatMessageId),
+    turns.map((t) => textColumn(t)),
+    turns.map((t) => toJson(t.metadata)),
+    turns.map((t) => t.taskId),
+    turns.map((t) => t.state),
+    turns.map((t) => t.outcome),
+    turns.map((t) => t.attempts),
+    turns.map((t) => t.firstSentAt),
+    turns.map((t) => t.busyNoticeAt),
+    turns.map((t) => t.answerRef),
+    turns.map((t) => toJson(t.traceContext)),
+    turns.map((t) => t.now),
+    turns.map((t) => t.label),
+  ];
+}
+
+/** A batch's answer rows (`asked` names the call) in the order of `asked`; a missing one fails. */
+function answersFor(rows: readonly Row[], asked: readonly string[], what: string): Row[] {
+  const by = new Map(rows.map((row) => [String(row.asked), row]));
+  return asked.map((id) => {
+    const row = by.get(id);
+    if (row === undefined) throw new StoreError(`${what} ${id}: no answer from the batch`);
+    return row;
+  });
 }

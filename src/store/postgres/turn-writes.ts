@@ -7,7 +7,7 @@ import {
   sessionIdOf,
   type TurnRecord,
 } from '../../core/store.js';
-import { parsedJson, type Row, sessionFromRow, turnFromRow } from '../rows.js';
+import { newSessionRecord, parsedJson, type Row, sessionFromRow, turnFromRow } from '../rows.js';
 import type { BatchedStatements } from './batched.js';
 import { type PreparedSql, type Queryable, runPrepared } from './prepared.js';
 
@@ -153,22 +153,6 @@ export class TurnWrites {
       if (this.#opening.get(key) === tail) this.#opening.delete(key);
     }
   }
-}
-
-/** The record of a session as openSessionsWithTurns inserts it. */
-function newSessionRecord(id: string, init: NewSession): SessionRecord {
-  return {
-    id,
-    key: init.key,
-    binding: init.binding,
-    contextId: null,
-    task: null,
-    question: null,
-    lastQuestionKey: null,
-    version: 1,
-    createdAt: init.now,
-    updatedAt: init.now,
-  };
 }
 
 /** The columns of `row` named `<prefix>…`, without the prefix. */

@@ -20,6 +20,7 @@ import type { FeedbackRows } from '../feedback-rows.js';
 import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
+  newSessionRecord,
   parseJsonText,
   type Row,
   sessionFromRow,
@@ -36,7 +37,7 @@ import { PositionalStatements } from './positional.js';
 import { SqliteFeedbackRows } from './sqlite-feedback-rows.js';
 import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
-import { newSessionRecord, newTurnRecord, writtenSessionRecord } from './written-records.js';
+import { newTurnRecord, writtenSessionRecord } from './written-records.js';
 
 type Params = Record<string, SQLInputValue>;
 

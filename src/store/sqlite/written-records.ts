@@ -1,4 +1,4 @@
-import type { NewSession, NewTurn, SessionRecord, TurnRecord } from '../../core/store.js';
+import type { NewTurn, SessionRecord, TurnRecord } from '../../core/store.js';
 
 /**
  * The records of rows the SQLite store has just written, built from what it wrote instead of
@@ -7,27 +7,6 @@ import type { NewSession, NewTurn, SessionRecord, TurnRecord } from '../../core/
  * its members in the order rows.ts gives them. The JSON members (a turn's metadata, a session's
  * task and question) are the caller's own values, which the store wrote as their JSON.
  */
-
-/** A session as SqliteStore's open inserts it: what a read of the new row returns, in sessionFromRow's order. */
-export function newSessionRecord(id: string, init: NewSession): SessionRecord {
-  return {
-    id,
-    key: {
-      surface: init.key.surface,
-      workspaceId: init.key.workspaceId,
-      channelId: init.key.channelId,
-      threadId: init.key.threadId,
-    },
-    binding: init.binding,
-    contextId: null,
-    task: null,
-    question: null,
-    lastQuestionKey: null,
-    version: 1,
-    createdAt: init.now,
-    updatedAt: init.now,
-  };
-}
 
 /**
  * The record of a turn as SqliteStore's add inserts it with `seq`: what a read of the new row returns,
