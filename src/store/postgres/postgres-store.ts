@@ -18,6 +18,7 @@ import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import { parsedJson, type Row, sessionFromRow, storeFailure, turnFromRow } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
+import { writtenSessionRecord } from '../written-records.js';
 import { BatchedStatements } from './batched.js';
 import { PostgresFeedbackRows } from './postgres-feedback-rows.js';
 import { PostgresInstallationRows } from './postgres-installation-rows.js';
@@ -240,7 +241,8 @@ export class PostgresStore implements SessionStore {
       }
       if (commit.session === undefined) return undefined;
       if (row.id === null || row.id === undefined) throw new StaleWriteError(commit.session.id);
-      return sessionFromRow(row, parsedJson);
+      // Written as the commit gave it, its version bumped: the record is built, not read back.
+      return writtenSessionRecord(commit.session, commit.now);
     });
   }
 

@@ -74,7 +74,9 @@ export function postgresSql(schema: string) {
      * could not be stored; inserts each turn unless its id or chat message is already there;
      * moves a counter only when its turn went in, so a repeat does not use up a number. Per
      * turn asked for: session_found false when its session does not exist (nothing written for
-     * it); no turn columns for a repeat (the caller reads the one it hit, selectDuplicateTurn).
+     * it); the new turn's id and seq when it went in, no id for a repeat (the caller reads the
+     * one it hit, selectDuplicateTurn). Only what the statement decided comes back: the caller
+     * builds the rest of the record from what it wrote (written-records.ts).
      */
     addTurns: `
       WITH wanted AS (
@@ -101,12 +103,12 @@ export function postgresSql(schema: string) {
                w.now, w.now, w.trace_context::jsonb, w.label
         FROM wanted AS w JOIN counter AS c ON c.id = w.session_id
         ON CONFLICT DO NOTHING
-        RETURNING ${turnColumns}
+        RETURNING id, session_id, seq
       ), counted AS (
         UPDATE ${sessions} AS s SET turn_seq = inserted.seq FROM inserted WHERE s.id = inserted.session_id
       )
       SELECT w.id AS asked, c.id IS NOT NULL AS session_found, (SELECT count(*) FROM claimed) AS claimed,
-             inserted.*
+             inserted.id, inserted.seq
       FROM wanted AS w
       LEFT JOIN counter AS c ON c.id = w.session_id
       LEFT JOIN inserted ON inserted.id = w.id`,
@@ -116,11 +118,12 @@ export function postgresSql(schema: string) {
      * seq 1 (the counter at 1), its inbound event ($23, when not null; $24 the TTL) claimed.
      * Meant for sessions the caller found missing: a session that is there (or inserted by a
      * concurrent statement meanwhile, which DO NOTHING waited for) stops its call, and nothing
-     * of that call is written — `opened` false, no turn columns — so the caller reads the
+     * of that call is written — `opened` false, no turn id — so the caller reads the
      * session and adds its turn the ordinary way. A turn whose id is taken (by another
      * session's turn: this one is new) is not inserted and uses up no number, as addTurns
-     * would: `opened` true, no turn columns, and the caller reads the turn that holds the id.
-     * The session's columns come back prefixed `s_` (both tables have id, created_at, updated_at).
+     * would: `opened` true, no turn id, and the caller reads the turn that holds the id. An
+     * opened call's session and turn are what the caller wrote (version 1, seq 1): only the
+     * turn's id comes back, and the caller builds both records (written-records.ts, rows.ts).
      */
     openSessionsWithTurns: `
       WITH wanted AS (
@@ -140,7 +143,7 @@ export function postgresSql(schema: string) {
                CASE WHEN sid IN (SELECT sid FROM taken) THEN 0 ELSE 1 END, opened_at, opened_at
         FROM wanted ORDER BY sid
         ON CONFLICT DO NOTHING
-        RETURNING ${sessionColumns}
+        RETURNING id
       ), claimed AS (
         INSERT INTO ${events} AS seen (event_key, created_at)
         SELECT w.event, w.now FROM wanted AS w JOIN opened AS o ON o.id = w.sid
@@ -158,10 +161,9 @@ export function postgresSql(schema: string) {
         FROM wanted AS w JOIN opened AS o ON o.id = w.sid
         WHERE w.sid NOT IN (SELECT sid FROM taken)
         ON CONFLICT DO NOTHING
-        RETURNING ${turnColumns}
+        RETURNING id, session_id
       )
-      SELECT w.sid AS asked, o.id IS NOT NULL AS opened, (SELECT count(*) FROM claimed) AS claimed,
-             ${sessionColumns.replace(/(\w+)/g, 'o.$1 AS s_$1')}, added.*
+      SELECT w.sid AS asked, o.id IS NOT NULL AS opened, (SELECT count(*) FROM claimed) AS claimed, added.id
       FROM wanted AS w
       LEFT JOIN opened AS o ON o.id = w.sid
       LEFT JOIN added ON added.session_id = w.sid`,
@@ -193,7 +195,9 @@ export function postgresSql(schema: string) {
      *   was written or it gives none.
      *
      * The caller reads each commit's outcome: `lost` → LeaseLostError, `missing` → StoreError,
-     * no session columns while it gave one → StaleWriteError (the version moved on).
+     * no session id while it gave one → StaleWriteError (the version moved on). A written
+     * session is the caller's with its version bumped and its update time: only its id comes
+     * back, and the caller builds the record (written-records.ts).
      *
      * The fence and the locked sessions are joins with the commits, not `EXISTS`/`IN` over a
      * CTE: the planner estimates those as one row and ran them as a scan of the CTE per lease
@@ -239,7 +243,7 @@ export function postgresSql(schema: string) {
             last_question_key = i.last_question_key, version = s.version + 1, updated_at = i.now
         FROM locked AS k JOIN items AS i ON i.ord = k.ord
         WHERE s.id = k.id AND s.version = i.version
-        RETURNING i.ord AS written_ord, ${sessionColumns.replace(/(\w+)/g, 's.$1')}
+        RETURNING i.ord AS written_ord, s.id
       ), turns_written AS (
         UPDATE ${turns} AS t
         SET kind = w.kind, text = w.text, metadata = w.metadata::jsonb, task_id = w.task_id, state = w.state,
@@ -252,7 +256,7 @@ export function postgresSql(schema: string) {
         RETURNING t.id
       )
       SELECT i.ord AS asked, lost.ids AS lost, missing.ids AS missing,
-             (SELECT count(*) FROM turns_written) AS turns_written, written.*
+             (SELECT count(*) FROM turns_written) AS turns_written, written.id
       FROM items AS i
       LEFT JOIN lost ON lost.ord = i.ord
       LEFT JOIN missing ON missing.ord = i.ord

@@ -8,6 +8,7 @@ import {
   type TurnRecord,
 } from '../../core/store.js';
 import { newSessionRecord, parsedJson, type Row, sessionFromRow, turnFromRow } from '../rows.js';
+import { newTurnRecord } from '../written-records.js';
 import type { BatchedStatements } from './batched.js';
 import { type PreparedSql, type Queryable, runPrepared } from './prepared.js';
 
@@ -42,7 +43,8 @@ export class TurnWrites {
   async add(turn: NewTurn, event: string | null): Promise<Added> {
     const row = await this.#batched.addTurn(turn, event);
     if (row.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
-    if (row.id !== null && row.id !== undefined) return { turn: turnFromRow(row, parsedJson), created: true };
+    if (row.id !== null && row.id !== undefined)
+      return { turn: newTurnRecord(turn, Number(row.seq)), created: true };
     // A conflict: the row it hit is committed by now (DO NOTHING waits), and this statement's
     // new snapshot sees it.
     return { turn: await this.#duplicateOf(this.#pool, turn), created: false };
@@ -79,16 +81,17 @@ export class TurnWrites {
       const session = sessionFromRow(found, parsedJson);
       return { session, ...(await this.add(build(session, false), event)) };
     }
-    const turn = build(newSessionRecord(id, init), true);
+    const opened = newSessionRecord(id, init);
+    const turn = build(opened, true);
     // A turn of another session (the port allows it): the session and it in one transaction.
     if (turn.sessionId !== id) return this.#openAndAddInTransaction(init, turn, event);
     const row = await this.#batched.openSessionWithTurn({ init, turn, event });
     if (row.opened === true) {
-      const session = sessionFromRow(unprefixed(row, 's_'), parsedJson);
+      // The statement wrote the session as `opened` and the turn as its first (seq 1).
       if (row.id !== null && row.id !== undefined)
-        return { session, turn: turnFromRow(row, parsedJson), created: true };
+        return { session: opened, turn: newTurnRecord(turn, 1), created: true };
       // Its id is another turn's: that one is the answer, as addTurn gives it.
-      return { session, turn: await this.#duplicateOf(this.#pool, turn), created: false };
+      return { session: opened, turn: await this.#duplicateOf(this.#pool, turn), created: false };
     }
     const there = await this.#one(this.#pool, this.#sql.selectSession, [id]);
     if (there === undefined) throw new StoreError(`session ${id} vanished right after it was opened`);
@@ -114,7 +117,7 @@ export class TurnWrites {
       const added = await this.#batched.addTurnOn(client, turn, event);
       if (added.session_found !== true) throw new StoreError(`session ${turn.sessionId} does not exist`);
       if (added.id !== null && added.id !== undefined)
-        return { session, turn: turnFromRow(added, parsedJson), created: true };
+        return { session, turn: newTurnRecord(turn, Number(added.seq)), created: true };
       return { session, turn: await this.#duplicateOf(client, turn), created: false };
     });
   }
@@ -153,13 +156,4 @@ export class TurnWrites {
       if (this.#opening.get(key) === tail) this.#opening.delete(key);
     }
   }
-}
-
-/** The columns of `row` named `<prefix>…`, without the prefix. */
-function unprefixed(row: Row, prefix: string): Row {
-  const out: Row = {};
-  for (const [column, value] of Object.entries(row)) {
-    if (column.startsWith(prefix)) out[column.slice(prefix.length)] = value;
-  }
-  return out;
 }

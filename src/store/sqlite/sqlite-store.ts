@@ -31,13 +31,13 @@ import {
   turnFromRow,
 } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
+import { newTurnRecord, writtenSessionRecord } from '../written-records.js';
 import { durabilityOf, migrateDatabase, openDatabase } from './connection.js';
 import { GroupCommit } from './group-commit.js';
 import { PositionalStatements } from './positional.js';
 import { SqliteFeedbackRows } from './sqlite-feedback-rows.js';
 import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
-import { newTurnRecord, writtenSessionRecord } from './written-records.js';
 
 type Params = Record<string, SQLInputValue>;
 

@@ -1,15 +1,18 @@
-import type { NewTurn, SessionRecord, TurnRecord } from '../../core/store.js';
+import type { NewTurn, SessionRecord, TurnRecord } from '../core/store.js';
 
 /**
- * The records of rows the SQLite store has just written, built from what it wrote instead of
- * reading the row back and parsing it (RETURNING * and rows.ts, a read's work: every column
- * turned into a value, its JSON parsed, checked). Each is what a read of the row returns, with
- * its members in the order rows.ts gives them. The JSON members (a turn's metadata, a session's
- * task and question) are the caller's own values, which the store wrote as their JSON.
+ * The records of rows a store has just written, built from what it wrote instead of reading
+ * the row back and parsing it (RETURNING * and rows.ts, a read's work: every column turned into
+ * a value, its JSON parsed, checked). Both stores use them: SQLite returns nothing from its
+ * writes, PostgreSQL only the id and number a statement decided. Each is what a read of the
+ * row returns, with its members in the order rows.ts gives them. The JSON members (a turn's
+ * metadata and trace context, a session's task and question) are the caller's own values,
+ * which the store wrote as their JSON (PostgreSQL's jsonb may keep an object's keys in another
+ * order; a read gives the same values).
  */
 
 /**
- * The record of a turn as SqliteStore's add inserts it with `seq`: what a read of the new row returns,
+ * The record of a turn as a store's add inserts it with `seq`: what a read of the new row returns,
  * its members in the order turnFromRow gives them.
  */
 export function newTurnRecord(turn: NewTurn, seq: number): TurnRecord {
