@@ -12,7 +12,9 @@
  * settled (each answer's final text shown in Slack: `finish` resolves before a turn settles),
  * then waits for the running indicators and session statuses to catch up (untimed) and says
  * `slack-done-<round>`. Between Slack rounds it runs the engine throughput round that
- * bench/engine.ts times (the engine alone, the same agent, the same turns), interleaved.
+ * bench/engine.ts times (the engine alone, the same agent, the same turns) and the floor's
+ * round (bench/slack-floor.ts: the same signed events on a bare HTTP server, the engine, and as
+ * many bare Web API calls per turn), interleaved.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,6 +31,7 @@ import { openStore } from '../src/store/open.js';
 import { DEFAULT_ACTIVITY_OPTIONS } from '../src/surfaces/slack/activity.js';
 import type { MethodBudget } from '../src/surfaces/slack/budget.js';
 import { DEFAULT_SESSION_STATUS_OPTIONS } from '../src/surfaces/slack/session-status.js';
+import { floorRound } from './slack-floor.js';
 
 export const SLACK_PATH_BINDING = 'bench/slack';
 export const SLACK_PATH_CHANNEL = 'C0BENCH';
@@ -188,10 +191,24 @@ export async function slackPath(a: SlackPathArgs, tempDb: () => { path: string; 
   const warm = Math.min(a.sessions, 200);
   await a.engineRound(a.endpoint, warm, a.chunks, 'warm');
   await runSlack('warm', warm);
+  const runFloor = async (round: string, n: number) => {
+    const db = tempDb();
+    try {
+      const r = await floorRound(a, round, n, db.path);
+      a.say({ type: `slack-done-${round}`, ...r });
+      return r;
+    } finally {
+      db.remove();
+    }
+  };
+  await runFloor('floor-warm', warm);
   const engine: number[] = [];
   const slack: number[] = [];
   const slackCpu: number[] = [];
   const engineCpu: number[] = [];
+  const floor: number[] = [];
+  const floorCpu: number[] = [];
+  const floorCalls: number[] = [];
   for (let i = 0; i < a.rounds; i++) {
     a.gc();
     const cpu = process.cpuUsage();
@@ -199,6 +216,11 @@ export async function slackPath(a: SlackPathArgs, tempDb: () => { path: string; 
     const used = process.cpuUsage(cpu);
     engine.push(e.ms);
     engineCpu.push((used.user + used.system) / 1000);
+    a.gc();
+    const f = await runFloor(`floor${i}`, a.sessions);
+    floor.push(f.ms);
+    floorCpu.push(f.cpuMs);
+    floorCalls.push(f.calls);
     a.gc();
     const s = await runSlack(String(i), a.sessions);
     slack.push(s.ms);
@@ -213,5 +235,8 @@ export async function slackPath(a: SlackPathArgs, tempDb: () => { path: string; 
     engineCpu,
     slack,
     slackCpu,
+    floor,
+    floorCpu,
+    floorCalls,
   });
 }
