@@ -34,7 +34,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { trace } from '@opentelemetry/api';
 import { A2AClient } from '../src/a2a/client.js';
 import { endCallSpan, serverAddress, startCallSpan } from '../src/a2a/telemetry.js';
@@ -633,12 +633,22 @@ async function latency(endpoint: string, n: number, samples: number, settled = f
     await r.events.until('turn.settled', Math.min(n, 200));
     r.events.reset();
     let round = 0;
+    const snapshots = process.env.BENCH_HEAP_SNAPSHOT !== undefined && n > 1;
     while (taken.length < samples) {
       // n sessions accepted and held open; then their first chunks arrive, spread over a
       // second (at once for one session), while all n stay open; then all are finished.
       const before = taken.length;
+      if (snapshots && round === 0) {
+        gc();
+        snapshot('latency-before');
+      }
       await receiveAll(r.engine, `lat${round}`, n, text);
       await r.events.until('turn.accepted', n * (round + 1));
+      if (snapshots && round === 0) {
+        // What the n sessions hold when the window opens (collected here, so not the figure's run).
+        gc();
+        snapshot('latency-held');
+      }
       // 'settled': the sessions' start-up state is collected (and so promoted) before the
       // window, as it would have been by the time a broker holds n sessions in a steady stream of
       // them, instead of all n opened in the moment before the first chunks.
@@ -691,6 +701,15 @@ function memory(): Record<string, number> {
   };
 }
 
+/**
+ * BENCH_HEAP_SNAPSHOT=<dir> (diagnosis): a heap snapshot at each of the memory benchmark's two
+ * readings under load, so `bench/heap-diff.ts` can list what the sessions added in between.
+ */
+function snapshot(name: string): void {
+  const dir = process.env.BENCH_HEAP_SNAPSHOT;
+  if (dir !== undefined && dir !== '') writeHeapSnapshot(join(dir, `${name}.heapsnapshot`));
+}
+
 /** Waits (polling) until `done()` holds; the parent's server holds the streams meanwhile. */
 async function waitUntil(done: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -735,10 +754,12 @@ async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter
   );
   gc();
   const halfway = memory();
+  snapshot('bare-halfway');
   open(n - half);
   await waitUntil(() => events >= n * (2 + holdAfter), 'the bare streams to reach the hold');
   gc();
   const during = memory();
+  snapshot('bare-during');
   say({ type: 'release' });
   await Promise.all(streams);
   gc();
@@ -781,6 +802,7 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
     );
     gc();
     const halfway = memory();
+    snapshot('engine-halfway');
     await receiveAll(r.engine, 'held-b', n - half, text);
     await r.events.until('turn.accepted', n);
     await waitUntil(
@@ -789,6 +811,7 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
     );
     gc();
     const during = memory();
+    snapshot('engine-during');
     say({ type: 'release' });
     await r.events.until('turn.settled', n);
     await r.engine.idle();
