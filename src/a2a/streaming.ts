@@ -321,8 +321,16 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
       if (outcome === 'ok') {
         // Agents usually close the stream right after the consumer has what it needs: drain a
         // little, briefly, so the connection can be reused; one that keeps talking is cut.
-        res.body.on('error', () => undefined);
-        res.body.dump({ limit: 64 * 1024, signal: AbortSignal.timeout(250) }).catch(() => undefined);
+        // The 250 ms bound is a plain timer, cleared when the drain ends: AbortSignal.timeout
+        // would cost every stream a weak reference and a finalizer on top of its timer.
+        const body = res.body;
+        body.on('error', () => undefined);
+        const bound = setTimeout(() => body.destroy(), 250);
+        bound.unref();
+        body
+          .dump({ limit: 64 * 1024 })
+          .catch(() => undefined)
+          .finally(() => clearTimeout(bound));
       } else {
         res.abort(new Error('stream closed by the client'));
       }
