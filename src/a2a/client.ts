@@ -231,7 +231,13 @@ export class A2AClient {
 
   /** The card and codec for a call; a call whose signal aborts stops waiting for the card. */
   async #wire(signal?: AbortSignal): Promise<{ codec: WireCodec; card: AgentCardInfo }> {
-    const card = await untilAborted(this.card(), signal);
+    // A card already read is not waited for: no abort listener, added and removed, per call.
+    const held = this.#card;
+    let card: AgentCardInfo;
+    if (held !== undefined && !held.pending) {
+      if (signal?.aborted) throw signal.reason;
+      card = await held.promise;
+    } else card = await untilAborted(this.card(), signal);
     return { codec: card.protocolVersion === '1.0' ? v1_0 : v0_3, card };
   }
 }

@@ -79,6 +79,8 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
   #seen = 0;
   /** The body was read to its end (or held the one event of a plain JSON answer). */
   #finished = false;
+  /** Bytes of the body read so far (the drain's bound counts them: see #close). */
+  #bytesRead = 0;
   // one timer for the whole stream. Events only stamp the time; when the timer fires it
   // re-arms for the rest of the window, so the per-event cost is a clock read, not a timer.
   #lastEventAt = 0;
@@ -204,7 +206,9 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
           parser.end();
           this.#finished = true;
         } else {
-          this.#frames = parser.push(read.value as Buffer);
+          const chunk = read.value as Buffer;
+          this.#bytesRead += chunk.length;
+          this.#frames = parser.push(chunk);
           this.#nextFrame = 0;
         }
       }
@@ -338,8 +342,19 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
       if (outcome === 'ok') {
         // Agents usually close the stream right after the consumer has what it needs: drain a
         // little, briefly, so the connection can be reused; one that keeps talking is cut.
-        res.body.on('error', () => undefined);
-        res.body.dump({ limit: 64 * 1024, signal: AbortSignal.timeout(250) }).catch(() => undefined);
+        // The 250 ms bound is a plain timer, cleared when the drain ends: AbortSignal.timeout
+        // would cost every stream a weak reference and a finalizer on top of its timer.
+        const body = res.body;
+        body.on('error', () => undefined);
+        const bound = setTimeout(() => body.destroy(), 250);
+        bound.unref();
+        // undici's limit counts the whole body, what was read before included: 64 KiB more than
+        // that. (With the limit alone, every answer over 64 KiB cut its connection, though only
+        // the stream's last bytes were left, and built an error with its stack to do it.)
+        body
+          .dump({ limit: this.#bytesRead + 64 * 1024 })
+          .catch(() => undefined)
+          .finally(() => clearTimeout(bound));
       } else {
         res.abort(new Error('stream closed by the client'));
       }

@@ -102,4 +102,35 @@ describe('AnswerBuffer', () => {
     expect(answer.replaceAll([])).toBe(false);
     expect(answer.text()).toBe('!ONE');
   });
+
+  it('[R-4] compares a streamed answer of many chunks with the final Task: the same, grown, or rewritten', () => {
+    const chunks = Array.from({ length: 50 }, (_, i) => `token ${i}, `);
+    const streamed = (): AnswerBuffer => {
+      const answer = new AnswerBuffer();
+      chunks.forEach((chunk, i) => {
+        answer.apply(update('a', [text(chunk)], i > 0));
+      });
+      return answer;
+    };
+    const whole = chunks.join('');
+    // The final Task holds what was streamed: nothing changes, the surface is not told again.
+    const same = streamed();
+    const version = same.version;
+    expect(same.replaceAll([{ artifactId: 'a', parts: [text(whole)] }])).toBe(false);
+    expect(same.version).toBe(version);
+    expect(same.text()).toBe(whole);
+    // Then more of it streams: appended after what was held.
+    same.apply(update('a', [text('and more')], true));
+    expect(same.text()).toBe(`${whole}and more`);
+    // It holds more than was streamed: only the rest is added.
+    const grown = streamed();
+    expect(grown.replaceAll([{ artifactId: 'a', parts: [text(`${whole}the end`)] }])).toBe(true);
+    expect(grown.text()).toBe(`${whole}the end`);
+    expect(grown.length).toBe(whole.length + 'the end'.length);
+    // A chunk in the middle differs: the Task's text replaces the streamed one.
+    const rewritten = streamed();
+    const other = whole.replace('token 25,', 'TOKEN 25,');
+    expect(rewritten.replaceAll([{ artifactId: 'a', parts: [text(other)] }])).toBe(true);
+    expect(rewritten.text()).toBe(other);
+  });
 });

@@ -101,53 +101,73 @@ describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%
 // TCP connections, and an answer whose end comes a moment after its last event.
 describe('a streaming call the consumer leaves early', () => {
   it('drains the rest of a short stream, so the next call reuses the connection', async () => {
-    let endpoint = '';
-    let connections = 0;
-    const server = createServer((req, res) => {
-      if (req.method === 'GET') {
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify(drainCard(endpoint)));
-        return;
-      }
-      let body = '';
-      req.on('data', (c: Buffer) => {
-        body += c.toString();
-      });
-      req.on('end', () => {
-        const id = (JSON.parse(body) as { id: string }).id;
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (const text of ['a', 'b', 'c']) {
-          const result = {
-            artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'x', parts: [{ text }] } },
-          };
-          res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
-        }
-        // The agent closes its stream a moment after the event the consumer stops at.
-        setTimeout(() => res.end(), 30);
-      });
-    });
-    server.on('connection', () => {
-      connections++;
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a`;
-    try {
-      const client = new A2AClient({ endpoint, identity: { kind: 'user-id', userId: 'u' } });
-      const afterTurn: number[] = [];
-      for (let turn = 0; turn < 3; turn++) {
-        for await (const _event of client.sendStreamingMessage({ messageId: `m${turn}`, text: 'hi' })) break;
-        // The drain runs after the consumer has left; give it the agent's 30 ms and a little.
-        await new Promise((resolve) => setTimeout(resolve, 80));
-        afterTurn.push(connections);
-      }
-      // The first turn may open a second connection beside the card's; the later ones open none.
-      expect(afterTurn[2]).toBe(afterTurn[0]);
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    const afterTurn = await turnsOnOneServer(['a', 'b', 'c'], 1);
+    // The first turn may open a second connection beside the card's; the later ones open none.
+    expect(afterTurn[2]).toBe(afterTurn[0]);
+  });
+
+  it('drains the end of a long answer too: the bound is on what is left, not on the whole body', async () => {
+    // 300 events of about 500 bytes: the consumer has read some 150 KiB when it stops at the
+    // last one, and only the stream's end is left to drain.
+    const texts = Array.from({ length: 300 }, (_, i) => `${i} `.padEnd(400, 'x'));
+    const afterTurn = await turnsOnOneServer(texts, texts.length);
+    expect(afterTurn[2]).toBe(afterTurn[0]);
   });
 });
+
+/**
+ * Three turns against one server whose streams send `texts` as artifact events and end 30 ms
+ * later; the consumer stops after `readEvents` events. Returns the server's count of TCP
+ * connections after each turn.
+ */
+async function turnsOnOneServer(texts: string[], readEvents: number): Promise<number[]> {
+  let endpoint = '';
+  let connections = 0;
+  const server = createServer((req, res) => {
+    if (req.method === 'GET') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(drainCard(endpoint)));
+      return;
+    }
+    let body = '';
+    req.on('data', (c: Buffer) => {
+      body += c.toString();
+    });
+    req.on('end', () => {
+      const id = (JSON.parse(body) as { id: string }).id;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const text of texts) {
+        const result = {
+          artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'x', parts: [{ text }] } },
+        };
+        res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
+      }
+      // The agent closes its stream a moment after the event the consumer stops at.
+      setTimeout(() => res.end(), 30);
+    });
+  });
+  server.on('connection', () => {
+    connections++;
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a`;
+  try {
+    const client = new A2AClient({ endpoint, identity: { kind: 'user-id', userId: 'u' } });
+    const afterTurn: number[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      let read = 0;
+      for await (const _event of client.sendStreamingMessage({ messageId: `m${turn}`, text: 'hi' }))
+        if (++read === readEvents) break;
+      // The drain runs after the consumer has left; give it the agent's 30 ms and a little.
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      afterTurn.push(connections);
+    }
+    return afterTurn;
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
 
 function drainCard(url: string): Record<string, unknown> {
   return {
