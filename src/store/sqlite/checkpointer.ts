@@ -1,0 +1,252 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
+import { KourierError } from '../../core/errors.js';
+import type {
+  CheckpointerSettings,
+  CheckpointReport,
+  FromCheckpointer,
+  ToCheckpointer,
+} from './checkpoint-protocol.js';
+
+/**
+ * SQLite's WAL checkpoints, moved off the event loop. By default SQLite checkpoints inside the
+ * COMMIT that takes the log past 1,000 pages: it syncs the log, copies the pages into the
+ * database file and syncs that, on the thread that committed, so the broker's event loop (and
+ * every session's stream) stood still for 3–46 ms a few times a second under load. Here the
+ * store's connection has `wal_autocheckpoint = 0`, and a worker thread with its own connection
+ * to the same file (./checkpoint-worker.ts) checkpoints instead, in PASSIVE mode, when the log
+ * has grown past a threshold or has been quiet a while, and restarts a log that grew past a
+ * ceiling. `journal_size_limit` cuts the file back when the log starts over, so its size stays
+ * bounded over time.
+ *
+ * A thread, not a second connection on the main thread: node:sqlite is synchronous, so a
+ * checkpoint run from this thread would block it just the same. The worker watches the log
+ * itself (one pread of the wal-index per poll) rather than being told by the store: the store
+ * does not know how many pages its commits wrote (node:sqlite has no WAL hook), and the trigger
+ * store and the other rows write on the same connection outside the group commit.
+ *
+ * Durability is unchanged, whatever the worker does while the group commit's fsync of the WAL
+ * (./group-commit.ts) is in flight:
+ * - A write's caller is answered after an fsync of the WAL file that began after the write's
+ *   COMMIT. A checkpoint never removes or rewrites a frame: a PASSIVE one copies frames into
+ *   the database file (the log is untouched), and before it copies it fsyncs the log itself
+ *   (SQLite does so at any `synchronous` but OFF; the worker's connection is FULL), so every
+ *   frame it copies is already on disk in the log, acknowledged or not.
+ * - The log is only overwritten from its start (a restart, by the next writer) or truncated
+ *   (journal_size_limit, at the commit after a restart) once every frame of it is in the
+ *   database file and the database file has been fsynced: SQLite publishes "all frames
+ *   copied" (nBackfill = mxFrame) only after that fsync, and restarts only then. So a frame
+ *   whose caller was told it is durable is on disk either in the log or, before the log can
+ *   lose it, in the database file. An fsync of ours in flight during a restart or truncation
+ *   syncs the same file (the group commit keeps one descriptor; the -wal file is never
+ *   deleted while the store's connection is open), and covers the frames written before it
+ *   began, as before.
+ * - A restart writes a new log header, which SQLite fsyncs in that COMMIT before the first new
+ *   frame (so a crash cannot pair the old header with frames of the new log). That one fsync
+ *   stays on the event loop, once per restart; the group commit's synchronous=NORMAL does not
+ *   skip it (OFF would, and is not used).
+ *
+ * If the worker fails (it cannot start, throws, exits), the store's connection goes back to
+ * SQLite's own checkpoints (`wal_autocheckpoint = 1000`) and the failure is reported once as a
+ * CheckpointerError: the log keeps being checkpointed, on the event loop again, rather than
+ * growing without end. A checkpoint that fails in a live worker (a full disk) is reported and
+ * tried again later; it loses nothing (the log still holds what the database does not).
+ */
+
+/** SQLite's default autocheckpoint, the fallback when the worker is gone. */
+const FALLBACK_AUTOCHECKPOINT_PAGES = 1000;
+
+const DEFAULTS: Omit<CheckpointerSettings, 'path'> = {
+  // SQLite's own threshold: about 4 MiB of 4 KiB pages.
+  thresholdFrames: 1000,
+  // About 40 MiB: a log that has not been able to start over for this long is restarted.
+  ceilingFrames: 10_000,
+  pollMs: 50,
+  idleMs: 1000,
+  restartBusyMs: 20,
+  retryMs: 1000,
+};
+
+/** What the log is cut back to when it starts over (bytes): twice the threshold's size. */
+const DEFAULT_JOURNAL_SIZE_LIMIT = 8 * 1024 * 1024;
+
+const DEFAULT_START_DELAY_MS = 1000;
+
+/** How long close waits for the worker to finish a checkpoint and stop before ending it. */
+const STOP_TIMEOUT_MS = 10_000;
+
+export interface CheckpointerOptions extends Partial<Omit<CheckpointerSettings, 'path'>> {
+  /** `journal_size_limit` of the store's connection, in bytes. */
+  journalSizeLimit?: number;
+  /**
+   * How long after the store opens the worker starts, in ms (default 1 s): a store open for
+   * less (a test, a one-off tool) costs no thread, and a broker's log grows at most a second
+   * longer before its first checkpoint.
+   */
+  startDelayMs?: number;
+  /** The worker's script (a seam for tests; default ./checkpoint-worker, .ts or .js as this file). */
+  script?: URL;
+}
+
+/** The checkpointer failed ('sqlite_checkpointer_failed') or one of its checkpoints did ('sqlite_checkpoint_failed'). */
+export class CheckpointerError extends KourierError {
+  constructor(
+    code: 'sqlite_checkpointer_failed' | 'sqlite_checkpoint_failed',
+    message: string,
+    cause?: unknown,
+  ) {
+    super(code, message, cause === undefined ? {} : { cause });
+  }
+}
+
+export interface CheckpointObserver {
+  /** Each checkpoint the worker ran. */
+  checkpointed?(report: CheckpointReport): void;
+  /** A checkpoint that failed (retried later), or the worker itself (checkpoints are back on the connection). */
+  failed?(error: CheckpointerError): void;
+}
+
+/** 'waiting': not started yet (startDelayMs); 'fallen-back': SQLite checkpoints on the connection again. */
+export type CheckpointerState = 'waiting' | 'starting' | 'running' | 'fallen-back' | 'closed';
+
+export class WalCheckpointer {
+  readonly #db: DatabaseSync;
+  readonly #settings: CheckpointerSettings;
+  readonly #script: URL;
+  #worker: Worker | undefined;
+  #exited: Promise<void> = Promise.resolve();
+  #startTimer: NodeJS.Timeout | undefined;
+  #state: CheckpointerState = 'waiting';
+  #stopping = false;
+  #observers: CheckpointObserver[] = [];
+  /** A worker failure seen before anyone observed: told to the first observer. */
+  #unreported: CheckpointerError | undefined;
+
+  constructor(db: DatabaseSync, path: string, options: CheckpointerOptions = {}) {
+    this.#db = db;
+    const { journalSizeLimit, script, startDelayMs, ...rest } = options;
+    this.#settings = { ...DEFAULTS, ...rest, path };
+    this.#script = script ?? defaultScript();
+    db.exec('PRAGMA wal_autocheckpoint = 0');
+    db.exec(`PRAGMA journal_size_limit = ${Math.trunc(journalSizeLimit ?? DEFAULT_JOURNAL_SIZE_LIMIT)}`);
+    const delay = startDelayMs ?? DEFAULT_START_DELAY_MS;
+    if (delay <= 0) this.#start();
+    else {
+      this.#startTimer = setTimeout(() => this.#start(), delay);
+      this.#startTimer.unref();
+    }
+  }
+
+  #start(): void {
+    this.#startTimer = undefined;
+    if (this.#state !== 'waiting') return;
+    this.#state = 'starting';
+    let worker: Worker;
+    try {
+      worker = new Worker(this.#script, {
+        workerData: { kind: 'ak-checkpointer', settings: this.#settings },
+        // The worker needs no flag of the broker's (a loader, --cpu-prof, --expose-gc).
+        execArgv: [],
+      });
+    } catch (error) {
+      this.#fail(error);
+      return;
+    }
+    this.#worker = worker;
+    worker.on('message', (message: FromCheckpointer) => this.#receive(message));
+    worker.on('error', (error) => this.#fail(error));
+    this.#exited = new Promise((resolve) => {
+      worker.once('exit', (code) => {
+        if (!this.#stopping) this.#fail(new Error(`the checkpointer thread exited (code ${code})`));
+        resolve();
+      });
+    });
+    // Never what keeps a process alive: close() stops it, and a process that ends stops it too
+    // (after the listeners: adding one takes a reference again).
+    worker.unref();
+  }
+
+  /** 'running' once the worker is up; 'fallen-back' when SQLite checkpoints on the connection again. */
+  get state(): CheckpointerState {
+    return this.#state;
+  }
+
+  observe(observer: CheckpointObserver): void {
+    this.#observers.push(observer);
+    if (this.#unreported !== undefined) {
+      observer.failed?.(this.#unreported);
+      this.#unreported = undefined;
+    }
+  }
+
+  /**
+   * Stops the worker (before the connection closes): a running one is asked to stop and waited
+   * for, so a checkpoint it is running finishes; one still loading has run none and is ended.
+   */
+  async close(): Promise<void> {
+    if (this.#state === 'closed') return;
+    const was = this.#state;
+    this.#stopping = true;
+    this.#state = 'closed';
+    if (this.#startTimer !== undefined) clearTimeout(this.#startTimer);
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    if (was === 'starting') {
+      await worker.terminate();
+    } else {
+      const stop: ToCheckpointer = { kind: 'stop' };
+      worker.postMessage(stop);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS);
+      });
+      if ((await Promise.race([this.#exited, late])) === 'late') await worker.terminate();
+      clearTimeout(timer);
+    }
+    await this.#exited;
+  }
+
+  #receive(message: FromCheckpointer): void {
+    if (message.kind === 'ready') {
+      if (this.#state === 'starting') this.#state = 'running';
+    } else if (message.kind === 'checkpoint') {
+      const { kind: _, ...report } = message;
+      for (const o of this.#observers) o.checkpointed?.(report);
+    } else {
+      const detail =
+        message.sqlite === undefined ? message.message : `${message.message} (${message.sqlite})`;
+      this.#report(
+        new CheckpointerError(
+          'sqlite_checkpoint_failed',
+          `sqlite ${message.mode} checkpoint failed: ${detail}`,
+        ),
+      );
+    }
+  }
+
+  #fail(cause: unknown): void {
+    if (this.#stopping || this.#state === 'fallen-back') return;
+    this.#state = 'fallen-back';
+    // Back to SQLite's own checkpoints, on the connection: the log must not grow forever.
+    if (this.#db.isOpen) this.#db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+    void this.#worker?.terminate();
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    const error = new CheckpointerError(
+      'sqlite_checkpointer_failed',
+      `the sqlite checkpointer failed, checkpoints run on the store's connection again: ${detail.slice(0, 300)}`,
+      cause,
+    );
+    if (this.#observers.length === 0) this.#unreported = error;
+    this.#report(error);
+  }
+
+  #report(error: CheckpointerError): void {
+    for (const o of this.#observers) o.failed?.(error);
+  }
+}
+
+/** The worker beside this module: .ts when run from the sources (Node strips the types), .js from dist/. */
+function defaultScript(): URL {
+  const extension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
+  return new URL(`./checkpoint-worker.${extension}`, import.meta.url);
+}
