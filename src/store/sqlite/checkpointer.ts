@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { KourierError } from '../../core/errors.js';
 import type {
   CheckpointerSettings,
+  CheckpointMode,
   CheckpointReport,
   FromCheckpointer,
   ToCheckpointer,
@@ -90,12 +91,16 @@ export interface CheckpointerOptions extends Partial<Omit<CheckpointerSettings, 
 
 /** The checkpointer failed ('sqlite_checkpointer_failed') or one of its checkpoints did ('sqlite_checkpoint_failed'). */
 export class CheckpointerError extends KourierError {
+  /** The checkpoint's mode, for a failed checkpoint. */
+  readonly mode: CheckpointMode | undefined;
+
   constructor(
     code: 'sqlite_checkpointer_failed' | 'sqlite_checkpoint_failed',
     message: string,
-    cause?: unknown,
+    options: { cause?: unknown; mode?: CheckpointMode } = {},
   ) {
-    super(code, message, cause === undefined ? {} : { cause });
+    super(code, message, options.cause === undefined ? {} : { cause: options.cause });
+    this.mode = options.mode;
   }
 }
 
@@ -219,6 +224,7 @@ export class WalCheckpointer {
         new CheckpointerError(
           'sqlite_checkpoint_failed',
           `sqlite ${message.mode} checkpoint failed: ${detail}`,
+          { mode: message.mode },
         ),
       );
     }
@@ -234,7 +240,7 @@ export class WalCheckpointer {
     const error = new CheckpointerError(
       'sqlite_checkpointer_failed',
       `the sqlite checkpointer failed, checkpoints run on the store's connection again: ${detail.slice(0, 300)}`,
-      cause,
+      { cause },
     );
     if (this.#observers.length === 0) this.#unreported = error;
     this.#report(error);
