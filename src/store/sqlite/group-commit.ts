@@ -28,7 +28,8 @@ import { storeFailure } from '../rows.js';
  * covers every frame written before it began, so batches committed while one runs wait for the
  * next (which also covers them all). The WAL is append-only between checkpoints, and SQLite
  * syncs it before each checkpoint, so nothing a caller was told is durable can be overwritten
- * before it is on disk. A failed fsync fails its batches and every write after it: after a
+ * before it is on disk; checkpoints run on a thread of their own, concurrently with this fsync
+ * (./checkpointer.ts says why that holds there too). A failed fsync fails its batches and every write after it: after a
  * failed fsync the kernel may have dropped the pages, so nothing written since can be trusted
  * to be on disk (the broker must restart).
  */
