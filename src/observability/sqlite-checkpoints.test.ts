@@ -70,7 +70,7 @@ describe('sqliteCheckpointObserver', () => {
     const metrics = new BrokerMetrics(new Registry(), { version: 't' });
     const { logger, lines } = logLines();
     const observer = sqliteCheckpointObserver(logger, metrics);
-    observer.failed?.(new CheckpointerError('sqlite_checkpoint_failed', 'disk full', { mode: 'RESTART' }));
+    observer.failed?.(new CheckpointerError('sqlite_checkpoint_failed', 'disk full', { mode: 'restart' }));
     observer.failed?.(new CheckpointerError('sqlite_checkpointer_failed', 'thread gone'));
     expect(lines().map((l) => [l.level, (l.err as { code?: string }).code])).toEqual([
       [40, 'sqlite_checkpoint_failed'],

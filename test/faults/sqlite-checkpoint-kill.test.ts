@@ -57,7 +57,7 @@ describe('SIGKILL during WAL checkpoints', () => {
       await killed;
       await new Promise((resolve) => child.once('exit', resolve));
       expect(failures).toEqual([]);
-      expect(checkpoints.some((c) => c.startsWith('CKPT RESTART'))).toBe(true);
+      expect(checkpoints.some((c) => c.startsWith('CKPT restart'))).toBe(true);
 
       const check = new DatabaseSync(path);
       try {

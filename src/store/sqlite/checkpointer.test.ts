@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -114,7 +114,7 @@ describe('WalCheckpointer: WAL checkpoints on a thread of their own', () => {
     expect(failures).toEqual([]);
   });
 
-  it('restarts a log that grew past its ceiling and cuts the -wal file back to journal_size_limit', async () => {
+  it('starts a log that grew past its ceiling over and cuts the -wal file back to journal_size_limit', async () => {
     const path = freshPath();
     const limit = 256 * 1024;
     const { store, reports } = await migrated(path, {
@@ -128,14 +128,63 @@ describe('WalCheckpointer: WAL checkpoints on a thread of their own', () => {
         startDelayMs: 0,
       },
     });
-    await writeSessions(store, 0, 300);
-    const restart = await until('a RESTART', () => reports.find((r) => r.mode === 'RESTART'));
+    let largest = 0;
+    for (let i = 0; i < 300; i += 10) {
+      await writeSessions(store, i, 10);
+      largest = Math.max(largest, statSync(`${path}-wal`).size);
+    }
+    expect(largest).toBeGreaterThan(limit);
+    const restart = await until('a restart', () => reports.find((r) => r.mode === 'restart'));
     expect(restart).toMatchObject({ reason: 'ceiling', busy: false });
+    expect(restart.logFrames).toBeGreaterThanOrEqual(400);
     expect(restart.checkpointedFrames).toBe(restart.logFrames);
-    expect(statSync(`${path}-wal`).size).toBeGreaterThan(limit);
     await writeSessions(store, 300, 1);
     expect(walIndex(path).mxFrame).toBeLessThan(20);
     expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(limit);
+  });
+
+  it("starts a fully copied log over on its own thread, never in the store's commits (their fsync would be on the loop)", async () => {
+    const path = freshPath();
+    // Every COMMIT of this thread's connections (the store's only), with the log's last frame before and after.
+    const commits: Array<[number, number]> = [];
+    const proto = DatabaseSync.prototype;
+    const exec = proto.exec;
+    proto.exec = function (this: DatabaseSync, sql: string): void {
+      if (sql !== 'COMMIT' || !existsSync(`${path}-shm`)) return exec.call(this, sql);
+      const before = walIndex(path).mxFrame;
+      exec.call(this, sql);
+      commits.push([before, walIndex(path).mxFrame]);
+    };
+    try {
+      const { store, reports } = await migrated(path, { checkpoints: { ...QUICK, thresholdFrames: 100 } });
+      let next = 0;
+      while (reports.filter((r) => r.mode === 'restart' && !r.busy).length < 3) {
+        await Promise.all(Array.from({ length: 8 }, () => writeSessions(store, next++ * 1000, 1)));
+        if (next > 40_000) throw new Error('no restarts');
+      }
+    } finally {
+      proto.exec = exec;
+    }
+    expect(commits.length).toBeGreaterThan(20);
+    // A commit that started the log over would end with fewer frames than it began with.
+    expect(commits.filter(([before, after]) => after < before)).toEqual([]);
+  });
+
+  it('lets the writes go when the worker does not answer a hold', async () => {
+    const path = freshPath();
+    // A worker that asks for a hold and never releases it.
+    const silent = new URL(
+      `data:text/javascript,${encodeURIComponent(
+        "import { parentPort } from 'node:worker_threads'; parentPort.postMessage({ kind: 'ready' }); parentPort.postMessage({ kind: 'hold' }); parentPort.on('message', (m) => { if (m.kind === 'stop') parentPort.close(); });",
+      )}`,
+    );
+    const { store } = await migrated(path, {
+      synchronous: 'normal',
+      checkpoints: { ...NEVER, script: silent },
+    });
+    await until('the worker', () => (store.checkpointer === 'running' ? true : undefined));
+    await writeSessions(store, 0, 3);
+    expect((await store.openSession({ key: key(2), binding: 'other', now: 0 })).binding).toContain('-2');
   });
 
   it('keeps what was written before and after checkpoints: all of it reads back after a reopen, the file intact', async () => {

@@ -1,3 +1,4 @@
+import { closeSync, openSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { KourierError } from '../../core/errors.js';
@@ -8,50 +9,60 @@ import type {
   FromCheckpointer,
   ToCheckpointer,
 } from './checkpoint-protocol.js';
+import { readWalIndex } from './checkpoint-worker.js';
 
 /**
  * SQLite's WAL checkpoints, moved off the event loop. By default SQLite checkpoints inside the
  * COMMIT that takes the log past 1,000 pages: it syncs the log, copies the pages into the
- * database file and syncs that, on the thread that committed, so the broker's event loop (and
- * every session's stream) stood still for 3–46 ms a few times a second under load. Here the
- * store's connection has `wal_autocheckpoint = 0`, and a worker thread with its own connection
- * to the same file (./checkpoint-worker.ts) checkpoints instead, in PASSIVE mode, when the log
- * has grown past a threshold or has been quiet a while, and restarts a log that grew past a
- * ceiling. `journal_size_limit` cuts the file back when the log starts over, so its size stays
- * bounded over time.
+ * database file and syncs that, on the thread that committed; and the next commit, finding the
+ * log fully copied, starts it over and fsyncs its new header first. So the broker's event loop
+ * (and every session's stream) stood still for 3–46 ms a few times a second under load. Here
+ * the store's connection has `wal_autocheckpoint = 0`, and a worker thread with its own
+ * connection to the same file (./checkpoint-worker.ts) checkpoints instead, in PASSIVE mode,
+ * when the log has grown past a threshold or has been quiet a while, and starts a fully copied
+ * log over itself, with one page written while the store holds its writes (the hold: new
+ * transactions wait, the event loop runs on). `journal_size_limit` cuts the -wal file back
+ * when the log starts over, so its size stays bounded over time.
  *
  * A thread, not a second connection on the main thread: node:sqlite is synchronous, so a
  * checkpoint run from this thread would block it just the same. The worker watches the log
  * itself (one pread of the wal-index per poll) rather than being told by the store: the store
  * does not know how many pages its commits wrote (node:sqlite has no WAL hook), and the trigger
- * store and the other rows write on the same connection outside the group commit.
+ * store and the other rows write on the same connection outside the group commit. The store
+ * reads the same header before each group commit (beforeCommit) to hold a commit that would
+ * start the log over itself.
  *
  * Durability is unchanged, whatever the worker does while the group commit's fsync of the WAL
  * (./group-commit.ts) is in flight:
  * - A write's caller is answered after an fsync of the WAL file that began after the write's
  *   COMMIT. A checkpoint never removes or rewrites a frame: a PASSIVE one copies frames into
  *   the database file (the log is untouched), and before it copies it fsyncs the log itself
- *   (SQLite does so at any `synchronous` but OFF; the worker's connection is FULL), so every
- *   frame it copies is already on disk in the log, acknowledged or not.
- * - The log is only overwritten from its start (a restart, by the next writer) or truncated
- *   (journal_size_limit, at the commit after a restart) once every frame of it is in the
- *   database file and the database file has been fsynced: SQLite publishes "all frames
- *   copied" (nBackfill = mxFrame) only after that fsync, and restarts only then. So a frame
- *   whose caller was told it is durable is on disk either in the log or, before the log can
- *   lose it, in the database file. An fsync of ours in flight during a restart or truncation
- *   syncs the same file (the group commit keeps one descriptor; the -wal file is never
- *   deleted while the store's connection is open), and covers the frames written before it
- *   began, as before.
- * - A restart writes a new log header, which SQLite fsyncs in that COMMIT before the first new
- *   frame (so a crash cannot pair the old header with frames of the new log). That one fsync
- *   stays on the event loop, once per restart; the group commit's synchronous=NORMAL does not
- *   skip it (OFF would, and is not used).
+ *   (SQLite does so at any `synchronous` but OFF), so every frame it copies is already on disk
+ *   in the log, acknowledged or not.
+ * - The log is only overwritten from its start (a restart, by whichever connection writes next)
+ *   or truncated (journal_size_limit, in the commit that restarted it) once every frame of it
+ *   is in the database file and the database file has been fsynced: SQLite publishes "all
+ *   frames copied" (nBackfill = mxFrame) only after that fsync, and restarts only then, in
+ *   either connection. So a frame whose caller was told it is durable is on disk either in the
+ *   log or, before the log can lose it, in the database file. An fsync of ours in flight during
+ *   a restart or truncation syncs the same file (the group commit keeps one descriptor; the
+ *   -wal file is never deleted while the store's connection is open), and covers the frames
+ *   written before it began, as before.
+ * - A restart writes a new log header, which SQLite fsyncs in that commit before the first new
+ *   frame (so a crash cannot pair the old header with frames of the new log and replay a stale
+ *   prefix of the old one). The worker's connection runs at NORMAL, which keeps that fsync (only
+ *   OFF skips it; nothing here uses OFF). Its commit's own frame (user_version, rewritten
+ *   unchanged) is not synced before the hold ends: losing it loses nothing, and a frame the
+ *   store commits after it is answered only after an fsync that covers both.
  *
- * If the worker fails (it cannot start, throws, exits), the store's connection goes back to
- * SQLite's own checkpoints (`wal_autocheckpoint = 1000`) and the failure is reported once as a
- * CheckpointerError: the log keeps being checkpointed, on the event loop again, rather than
- * growing without end. A checkpoint that fails in a live worker (a full disk) is reported and
- * tried again later; it loses nothing (the log still holds what the database does not).
+ * The hold is bounded (HOLD_TIMEOUT_MS), and a hold that did not start the log over is not
+ * repeated at once: the store's commit then lets SQLite start it over on the connection, with
+ * the header's fsync on the event loop, as without a worker. If the worker fails (it cannot
+ * start, throws, exits), the store's connection goes back to SQLite's own checkpoints
+ * (`wal_autocheckpoint = 1000`) and the failure is reported once as a CheckpointerError: the log
+ * keeps being checkpointed, on the event loop again, rather than growing without end. A
+ * checkpoint that fails in a live worker (a full disk) is reported and tried again later; it
+ * loses nothing (the log still holds what the database does not).
  */
 
 /** SQLite's default autocheckpoint, the fallback when the worker is gone. */
@@ -64,21 +75,25 @@ const DEFAULTS: Omit<CheckpointerSettings, 'path'> = {
   ceilingFrames: 10_000,
   pollMs: 50,
   idleMs: 1000,
-  restartBusyMs: 20,
+  // Twice the threshold's size.
+  journalSizeLimit: 8 * 1024 * 1024,
+  restartBusyMs: 100,
   retryMs: 1000,
 };
 
-/** What the log is cut back to when it starts over (bytes): twice the threshold's size. */
-const DEFAULT_JOURNAL_SIZE_LIMIT = 8 * 1024 * 1024;
-
 const DEFAULT_START_DELAY_MS = 1000;
+
+/**
+ * How long the store holds its writes for the worker at most: a hold costs about one fsync (the
+ * new log header's); past this the writes go on, and SQLite starts the log over in the store's
+ * next commit, its header's fsync on the event loop, as without a worker.
+ */
+const HOLD_TIMEOUT_MS = 250;
 
 /** How long close waits for the worker to finish a checkpoint and stop before ending it. */
 const STOP_TIMEOUT_MS = 10_000;
 
 export interface CheckpointerOptions extends Partial<Omit<CheckpointerSettings, 'path'>> {
-  /** `journal_size_limit` of the store's connection, in bytes. */
-  journalSizeLimit?: number;
   /**
    * How long after the store opens the worker starts, in ms (default 1 s): a store open for
    * less (a test, a one-off tool) costs no thread, and a broker's log grows at most a second
@@ -118,6 +133,7 @@ export class WalCheckpointer {
   readonly #db: DatabaseSync;
   readonly #settings: CheckpointerSettings;
   readonly #script: URL;
+  readonly #path: string;
   #worker: Worker | undefined;
   #exited: Promise<void> = Promise.resolve();
   #startTimer: NodeJS.Timeout | undefined;
@@ -126,14 +142,24 @@ export class WalCheckpointer {
   #observers: CheckpointObserver[] = [];
   /** A worker failure seen before anyone observed: told to the first observer. */
   #unreported: CheckpointerError | undefined;
+  /** The store's writes held for the worker (it starts the log over meanwhile). */
+  #hold: { id: number; released: Promise<void>; release: () => void } | undefined;
+  #holds = 0;
+  /** A hold ended since the group commit last found the log not fully copied. */
+  #afterHold = false;
+  /** No hold starts from a commit before then (the last one did not start the log over). */
+  #noHoldBefore = 0;
+  /** The wal-index, read before each group commit (one pread). */
+  #shm: number | undefined;
 
   constructor(db: DatabaseSync, path: string, options: CheckpointerOptions = {}) {
     this.#db = db;
-    const { journalSizeLimit, script, startDelayMs, ...rest } = options;
+    const { script, startDelayMs, ...rest } = options;
+    this.#path = path;
     this.#settings = { ...DEFAULTS, ...rest, path };
     this.#script = script ?? defaultScript();
     db.exec('PRAGMA wal_autocheckpoint = 0');
-    db.exec(`PRAGMA journal_size_limit = ${Math.trunc(journalSizeLimit ?? DEFAULT_JOURNAL_SIZE_LIMIT)}`);
+    db.exec(`PRAGMA journal_size_limit = ${Math.trunc(this.#settings.journalSizeLimit)}`);
     const delay = startDelayMs ?? DEFAULT_START_DELAY_MS;
     if (delay <= 0) this.#start();
     else {
@@ -176,6 +202,61 @@ export class WalCheckpointer {
     return this.#state;
   }
 
+  /**
+   * Asked by the group commit before each transaction: undefined to go on, or a promise to wait
+   * for first. It waits while the store's writes are held for the worker, and starts a hold
+   * when the log is fully copied, since the commit would then start the log over itself, with
+   * the new header's fsync on the event loop. The worker starts it over instead (it usually
+   * has asked already: this covers the moment between its checkpoint and its ask).
+   */
+  beforeCommit(): Promise<void> | undefined {
+    if (this.#hold !== undefined) return this.#hold.released;
+    if (this.#state !== 'running' || performance.now() < this.#noHoldBefore) return undefined;
+    let index: ReturnType<typeof readWalIndex>;
+    try {
+      this.#shm ??= openSync(`${this.#path}-shm`, 'r');
+      index = readWalIndex(this.#shm);
+    } catch {
+      return undefined;
+    }
+    if (index === undefined || index.mxFrame === 0 || index.nBackfill !== index.mxFrame) {
+      this.#afterHold = false;
+      return undefined;
+    }
+    if (this.#afterHold) {
+      // The last hold ended with the log still fully copied (not started over): go on, and let
+      // SQLite start it over in this commit rather than hold again and again.
+      this.#afterHold = false;
+      this.#noHoldBefore = performance.now() + this.#settings.retryMs;
+      return undefined;
+    }
+    return this.#startHold();
+  }
+
+  /** Holds the store's writes until the worker releases them (or HOLD_TIMEOUT_MS passes). */
+  #startHold(): Promise<void> {
+    if (this.#hold !== undefined) return this.#hold.released;
+    const id = ++this.#holds;
+    let release = (): void => undefined;
+    const released = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        // The worker did not answer: go on, and do not hold again for a while.
+        this.#noHoldBefore = performance.now() + this.#settings.retryMs;
+        release();
+      }, HOLD_TIMEOUT_MS);
+      release = () => {
+        clearTimeout(timer);
+        if (this.#hold?.id === id) this.#hold = undefined;
+        this.#afterHold = true;
+        resolve();
+      };
+    });
+    this.#hold = { id, released, release };
+    const held: ToCheckpointer = { kind: 'held', id };
+    this.#worker?.postMessage(held);
+    return released;
+  }
+
   observe(observer: CheckpointObserver): void {
     this.#observers.push(observer);
     if (this.#unreported !== undefined) {
@@ -193,7 +274,10 @@ export class WalCheckpointer {
     const was = this.#state;
     this.#stopping = true;
     this.#state = 'closed';
+    this.#hold?.release();
     if (this.#startTimer !== undefined) clearTimeout(this.#startTimer);
+    if (this.#shm !== undefined) closeSync(this.#shm);
+    this.#shm = undefined;
     const worker = this.#worker;
     if (worker === undefined) return;
     if (was === 'starting') {
@@ -214,8 +298,15 @@ export class WalCheckpointer {
   #receive(message: FromCheckpointer): void {
     if (message.kind === 'ready') {
       if (this.#state === 'starting') this.#state = 'running';
+    } else if (message.kind === 'hold') {
+      // Granted at once: no transaction of this connection is running between two turns of the loop.
+      if (this.#state === 'running') void this.#startHold();
+    } else if (message.kind === 'release') {
+      if (this.#hold?.id === message.id) this.#hold.release();
     } else if (message.kind === 'checkpoint') {
       const { kind: _, ...report } = message;
+      if (report.mode === 'restart' && report.busy)
+        this.#noHoldBefore = performance.now() + this.#settings.retryMs;
       for (const o of this.#observers) o.checkpointed?.(report);
     } else {
       const detail =
@@ -233,6 +324,7 @@ export class WalCheckpointer {
   #fail(cause: unknown): void {
     if (this.#stopping || this.#state === 'fallen-back') return;
     this.#state = 'fallen-back';
+    this.#hold?.release();
     // Back to SQLite's own checkpoints, on the connection: the log must not grow forever.
     if (this.#db.isOpen) this.#db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
     void this.#worker?.terminate();

@@ -66,6 +66,11 @@ export interface GroupCommitOptions {
   sliceMs?: number;
   /** The clock the slice is measured with, in ms (default performance.now; a seam for tests). */
   now?: () => number;
+  /**
+   * Asked before each transaction: a promise to wait for before it begins (the WAL checkpointer
+   * holding the writes while it starts the log over, ./checkpointer.ts), or undefined.
+   */
+  gate?: () => Promise<void> | undefined;
 }
 
 export class GroupCommit {
@@ -75,6 +80,7 @@ export class GroupCommit {
   readonly #fsync: NonNullable<GroupCommitOptions['fsync']>;
   readonly #sliceMs: number;
   readonly #now: () => number;
+  readonly #gate: (() => Promise<void> | undefined) | undefined;
   #scheduled = false;
   #statements: { savepoint: StatementSync; release: StatementSync; rollbackTo: StatementSync } | undefined;
   /** The WAL file, opened after the first commit (SQLite creates it). */
@@ -93,6 +99,7 @@ export class GroupCommit {
     this.#fsync = options.fsync ?? fsync;
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#now = options.now ?? (() => performance.now());
+    this.#gate = options.gate;
   }
 
   /** Runs `body` in the next group transaction; resolves with its result once that is durable. */
@@ -120,6 +127,12 @@ export class GroupCommit {
   }
 
   #flush(): void {
+    const wait = this.#pending.length > 0 ? this.#gate?.() : undefined;
+    if (wait !== undefined) {
+      // Still scheduled: writes asked for meanwhile join the batch that runs after the wait.
+      void wait.then(() => setImmediate(() => this.#flush()));
+      return;
+    }
     this.#scheduled = false;
     this.#flushBatch();
     if (this.#pending.length > 0 && !this.#scheduled) {

@@ -84,10 +84,15 @@ export class SqliteStore implements SessionStore {
     this.#statements = new PositionalStatements(db);
     const file = db.location() ?? path;
     const wal = durabilityOf(db).journalMode === 'wal';
-    // On a file in WAL mode, FULL's fsync is done by the group commit, off the event loop.
-    this.#writes = new GroupCommit(db, wal && synchronous === 'full' ? { walPath: `${file}-wal` } : {});
-    // And so are the checkpoints, by a thread of their own (./checkpointer.ts).
-    this.#checkpoints = wal ? new WalCheckpointer(db, file, options.checkpoints) : undefined;
+    // On a file in WAL mode, the checkpoints run on a thread of their own (./checkpointer.ts),
+    // which may hold the group commit's next transaction while it starts the log over.
+    const checkpoints = wal ? new WalCheckpointer(db, file, options.checkpoints) : undefined;
+    this.#checkpoints = checkpoints;
+    // And FULL's fsync is done by the group commit, off the event loop.
+    this.#writes = new GroupCommit(db, {
+      ...(wal && synchronous === 'full' ? { walPath: `${file}-wal` } : {}),
+      ...(checkpoints === undefined ? {} : { gate: () => checkpoints.beforeCommit() }),
+    });
   }
 
   /**
