@@ -150,7 +150,10 @@ describe('WalCheckpointer: WAL checkpoints on a thread of their own', () => {
     const proto = DatabaseSync.prototype;
     const exec = proto.exec;
     proto.exec = function (this: DatabaseSync, sql: string): void {
-      if (sql !== 'COMMIT' || !existsSync(`${path}-shm`)) return exec.call(this, sql);
+      if (sql !== 'COMMIT' || !existsSync(`${path}-shm`)) {
+        exec.call(this, sql);
+        return;
+      }
       const before = walIndex(path).mxFrame;
       exec.call(this, sql);
       commits.push([before, walIndex(path).mxFrame]);
