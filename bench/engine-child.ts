@@ -617,12 +617,13 @@ async function latency(endpoint: string, n: number, samples: number, settled = f
   const pairs: Array<[bigint, bigint]> = [];
   const stalls = new StallRecorder();
   // The WAL checkpoints the store's own thread ran while the window was recorded (off the loop).
-  const checkpoints = { count: 0, frames: 0, longestMs: 0, recording: false };
+  const checkpoints = { count: 0, restarts: 0, frames: 0, longestMs: 0, recording: false };
   if (r.store instanceof SqliteStore)
     r.store.observeCheckpoints({
       checkpointed: (c) => {
         if (!checkpoints.recording) return;
-        checkpoints.count++;
+        if (c.mode === 'restart') checkpoints.restarts++;
+        else checkpoints.count++;
         checkpoints.frames += c.backfilledFrames;
         checkpoints.longestMs = Math.max(checkpoints.longestMs, c.durationMs);
       },

@@ -340,10 +340,12 @@ async function benchLatency(server: AgentServer): Promise<void> {
     console.log(
       `    over 5 ms: ${stalls.late} turns, mostly during ${by || 'nothing'}; meanwhile: ${spansOf(stalls)}`,
     );
-    const ckpt = message.checkpoints as { count: number; frames: number; longestMs: number } | undefined;
-    if (ckpt !== undefined && ckpt.count > 0)
+    const ckpt = message.checkpoints as
+      | { count: number; restarts: number; frames: number; longestMs: number }
+      | undefined;
+    if (ckpt !== undefined && ckpt.count + ckpt.restarts > 0)
       console.log(
-        `    WAL checkpoints on the store's own thread meanwhile: ${ckpt.count}, ${fmt(ckpt.frames)} frames copied, longest ${ckpt.longestMs.toFixed(1)} ms`,
+        `    on the store's checkpointer thread meanwhile: ${ckpt.count} checkpoints (${fmt(ckpt.frames)} frames copied), ${ckpt.restarts} log restarts, longest ${ckpt.longestMs.toFixed(1)} ms`,
       );
   }
 }
