@@ -260,7 +260,7 @@ export function defineMetrics(registry: Registry) {
     ),
     sqliteCheckpoints: counter(
       'agentkourier_sqlite_checkpoints_total',
-      "SQLite WAL checkpoints run by the store's checkpointer thread, by mode (PASSIVE, RESTART) and result (ok, busy, error).",
+      "SQLite WAL checkpoints run by the store's checkpointer thread, by mode (PASSIVE; restart: the log started over by the thread's own write) and result (ok, busy, error).",
       ['mode', 'result'],
     ),
     sqliteCheckpointDuration: histogram(

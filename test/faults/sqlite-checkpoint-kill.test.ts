@@ -38,7 +38,7 @@ describe('SIGKILL during WAL checkpoints', () => {
       const acked: number[] = [];
       const checkpoints: string[] = [];
       const failures: string[] = [];
-      // Kill after 2 + seed × 3 checkpoints, RESTARTs included, and at least 300 acknowledged writes.
+      // Kill after 2 + seed × 3 checkpoints, log restarts included, and at least 300 acknowledged writes.
       const killAfter = 2 + seed * 3;
       const killed = new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`only ${checkpoints.length} checkpoints`)), 40_000);
