@@ -159,7 +159,11 @@ describe('WalCheckpointer: WAL checkpoints on a thread of their own', () => {
       commits.push([before, walIndex(path).mxFrame]);
     };
     try {
-      const { store, reports } = await migrated(path, { checkpoints: { ...QUICK, thresholdFrames: 100 } });
+      // A hold that never times out: on a loaded machine the worker may answer late, and the
+      // store's commit would then (rightly) start the log over itself.
+      const { store, reports } = await migrated(path, {
+        checkpoints: { ...QUICK, thresholdFrames: 100, holdTimeoutMs: 60_000 },
+      });
       let next = 0;
       while (reports.filter((r) => r.mode === 'restart' && !r.busy).length < 3) {
         await Promise.all(Array.from({ length: 8 }, () => writeSessions(store, next++ * 1000, 1)));

@@ -55,7 +55,7 @@ import { readWalIndex } from './checkpoint-worker.js';
  *   unchanged) is not synced before the hold ends: losing it loses nothing, and a frame the
  *   store commits after it is answered only after an fsync that covers both.
  *
- * The hold is bounded (HOLD_TIMEOUT_MS), and a hold that did not start the log over is not
+ * The hold is bounded (holdTimeoutMs), and a hold that did not start the log over is not
  * repeated at once: the store's commit then lets SQLite start it over on the connection, with
  * the header's fsync on the event loop, as without a worker. If the worker fails (it cannot
  * start, throws, exits), the store's connection goes back to SQLite's own checkpoints
@@ -88,7 +88,7 @@ const DEFAULT_START_DELAY_MS = 1000;
  * new log header's); past this the writes go on, and SQLite starts the log over in the store's
  * next commit, its header's fsync on the event loop, as without a worker.
  */
-const HOLD_TIMEOUT_MS = 250;
+const DEFAULT_HOLD_TIMEOUT_MS = 250;
 
 /** How long close waits for the worker to finish a checkpoint and stop before ending it. */
 const STOP_TIMEOUT_MS = 10_000;
@@ -100,6 +100,8 @@ export interface CheckpointerOptions extends Partial<Omit<CheckpointerSettings, 
    * longer before its first checkpoint.
    */
   startDelayMs?: number;
+  /** How long the store holds its writes for the worker at most, in ms (default 250). */
+  holdTimeoutMs?: number;
   /** The worker's script (a seam for tests; default ./checkpoint-worker, .ts or .js as this file). */
   script?: URL;
 }
@@ -134,6 +136,7 @@ export class WalCheckpointer {
   readonly #settings: CheckpointerSettings;
   readonly #script: URL;
   readonly #path: string;
+  readonly #holdTimeoutMs: number;
   #worker: Worker | undefined;
   #exited: Promise<void> = Promise.resolve();
   #startTimer: NodeJS.Timeout | undefined;
@@ -154,7 +157,8 @@ export class WalCheckpointer {
 
   constructor(db: DatabaseSync, path: string, options: CheckpointerOptions = {}) {
     this.#db = db;
-    const { script, startDelayMs, ...rest } = options;
+    const { script, startDelayMs, holdTimeoutMs, ...rest } = options;
+    this.#holdTimeoutMs = holdTimeoutMs ?? DEFAULT_HOLD_TIMEOUT_MS;
     this.#path = path;
     this.#settings = { ...DEFAULTS, ...rest, path };
     this.#script = script ?? defaultScript();
@@ -233,7 +237,7 @@ export class WalCheckpointer {
     return this.#startHold();
   }
 
-  /** Holds the store's writes until the worker releases them (or HOLD_TIMEOUT_MS passes). */
+  /** Holds the store's writes until the worker releases them (or holdTimeoutMs passes). */
   #startHold(): Promise<void> {
     if (this.#hold !== undefined) return this.#hold.released;
     const id = ++this.#holds;
@@ -243,7 +247,7 @@ export class WalCheckpointer {
         // The worker did not answer: go on, and do not hold again for a while.
         this.#noHoldBefore = performance.now() + this.#settings.retryMs;
         release();
-      }, HOLD_TIMEOUT_MS);
+      }, this.#holdTimeoutMs);
       release = () => {
         clearTimeout(timer);
         if (this.#hold?.id === id) this.#hold = undefined;

@@ -118,7 +118,8 @@ export class GroupCommit {
    * is closed); then lets the WAL file go.
    */
   async drain(): Promise<void> {
-    while (this.#pending.length > 0) this.#flushBatch();
+    // Not gated: closing, the writes go now.
+    while (this.#pending.length > 0) this.#flushBatch(false);
     while (this.#syncing !== undefined) await this.#syncing;
     if (this.#walFd !== undefined) {
       closeSync(this.#walFd);
@@ -134,14 +135,20 @@ export class GroupCommit {
       return;
     }
     this.#scheduled = false;
-    this.#flushBatch();
+    const held = this.#flushBatch(true);
+    if (held !== undefined) {
+      this.#scheduled = true;
+      void held.then(() => setImmediate(() => this.#flush()));
+      return;
+    }
     if (this.#pending.length > 0 && !this.#scheduled) {
       this.#scheduled = true;
       setImmediate(() => this.#flush());
     }
   }
 
-  #flushBatch(): void {
+  /** One transaction; a promise when the gate held it after BEGIN (the batch is back in line). */
+  #flushBatch(gated: boolean): Promise<void> | undefined {
     const batch = this.#pending.splice(0, MAX_BATCH);
     if (batch.length === 0) return;
     if (!this.#db.isOpen || this.#broken !== undefined) {
@@ -154,7 +161,13 @@ export class GroupCommit {
     try {
       if (deferSync) this.#db.exec('PRAGMA synchronous = NORMAL');
       try {
-        outcomes = this.#apply(batch);
+        const applied = this.#apply(batch, gated);
+        if (!Array.isArray(applied)) {
+          // Rolled back before any write ran: the whole batch waits, first in line.
+          this.#pending.unshift(...batch);
+          return applied;
+        }
+        outcomes = applied;
       } finally {
         if (deferSync) this.#db.exec('PRAGMA synchronous = FULL');
       }
@@ -183,9 +196,16 @@ export class GroupCommit {
    * One transaction: each write in its own savepoint, the first ones of the batch until the
    * slice's time is up (one at least). Returns their outcomes; throws when the transaction fails.
    */
-  #apply(batch: Pending[]): Outcome[] {
+  #apply(batch: Pending[], gated: boolean): Outcome[] | Promise<void> {
     this.#applied = 0;
     this.#db.exec('BEGIN IMMEDIATE');
+    // Asked again now that this transaction has its snapshot: what decides whether its commit
+    // starts the log over is the log as it stood at BEGIN, which the check before could miss.
+    const wait = gated ? this.#gate?.() : undefined;
+    if (wait !== undefined) {
+      this.#db.exec('ROLLBACK');
+      return wait;
+    }
     const until = this.#now() + this.#sliceMs;
     // Prepared once: a savepoint per write is parsed once, not at every write.
     this.#statements ??= {
