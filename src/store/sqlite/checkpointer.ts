@@ -29,8 +29,9 @@ import { readWalIndex } from './checkpoint-worker.js';
  * itself (one pread of the wal-index per poll) rather than being told by the store: the store
  * does not know how many pages its commits wrote (node:sqlite has no WAL hook), and the trigger
  * store and the other rows write on the same connection outside the group commit. The store
- * reads the same header before each group commit (beforeCommit) to hold a commit that would
- * start the log over itself.
+ * reads the same header before each group commit's BEGIN and right after it (beforeCommit; a
+ * transaction held after BEGIN is rolled back, nothing in it yet) to hold a commit that would
+ * start the log over itself: SQLite decides that at BEGIN, from the log as it stands then.
  *
  * Durability is unchanged, whatever the worker does while the group commit's fsync of the WAL
  * (./group-commit.ts) is in flight:

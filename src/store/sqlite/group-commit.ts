@@ -29,7 +29,8 @@ import { storeFailure } from '../rows.js';
  * next (which also covers them all). The WAL is append-only between checkpoints, and SQLite
  * syncs it before each checkpoint, so nothing a caller was told is durable can be overwritten
  * before it is on disk; checkpoints run on a thread of their own, concurrently with this fsync
- * (./checkpointer.ts says why that holds there too). A failed fsync fails its batches and every write after it: after a
+ * (./checkpointer.ts says why that holds there too), and may hold a transaction (the `gate`,
+ * asked before BEGIN and after it) while they start the log over. A failed fsync fails its batches and every write after it: after a
  * failed fsync the kernel may have dropped the pages, so nothing written since can be trusted
  * to be on disk (the broker must restart).
  */
