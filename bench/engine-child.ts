@@ -616,6 +616,18 @@ async function latency(endpoint: string, n: number, samples: number, settled = f
   const taken: number[] = [];
   const pairs: Array<[bigint, bigint]> = [];
   const stalls = new StallRecorder();
+  // The WAL checkpoints the store's own thread ran while the window was recorded (off the loop).
+  const checkpoints = { count: 0, restarts: 0, frames: 0, longestMs: 0, recording: false };
+  if (r.store instanceof SqliteStore)
+    r.store.observeCheckpoints({
+      checkpointed: (c) => {
+        if (!checkpoints.recording) return;
+        if (c.mode === 'restart') checkpoints.restarts++;
+        else checkpoints.count++;
+        checkpoints.frames += c.backfilledFrames;
+        checkpoints.longestMs = Math.max(checkpoints.longestMs, c.durationMs);
+      },
+    });
   r.surface.onFirstUpdate = (view) => {
     const now = process.hrtime.bigint();
     const mark = /^\[t:(\d+)\]/.exec(view.text());
@@ -654,11 +666,13 @@ async function latency(endpoint: string, n: number, samples: number, settled = f
       // them, instead of all n opened in the moment before the first chunks.
       if (settled) gc();
       stalls.start();
+      checkpoints.recording = true;
       const sampler = process.env.BENCH_HEAP_SAMPLE === '1' && n > 1 ? new HeapSampler() : undefined;
       await sampler?.start();
       say({ type: 'release-stamped', spreadMs: n === 1 ? 0 : 1_000 });
       await waitUntil(() => taken.length >= before + n, 'the stamped first chunks');
       stalls.stop();
+      checkpoints.recording = false;
       if (sampler !== undefined) process.stderr.write(`${JSON.stringify(await sampler.stop(), null, 1)}\n`);
       say({ type: 'release' });
       await r.events.until('turn.settled', n * (round + 1));
@@ -674,6 +688,7 @@ async function latency(endpoint: string, n: number, samples: number, settled = f
       p99: quantile(sorted, 0.99),
       max: sorted[sorted.length - 1] ?? Number.NaN,
       stalls: stalls.report(pairs, LATE_MS),
+      checkpoints,
     });
   } finally {
     stalls.close();

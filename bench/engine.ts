@@ -340,6 +340,13 @@ async function benchLatency(server: AgentServer): Promise<void> {
     console.log(
       `    over 5 ms: ${stalls.late} turns, mostly during ${by || 'nothing'}; meanwhile: ${spansOf(stalls)}`,
     );
+    const ckpt = message.checkpoints as
+      | { count: number; restarts: number; frames: number; longestMs: number }
+      | undefined;
+    if (ckpt !== undefined && ckpt.count + ckpt.restarts > 0)
+      console.log(
+        `    on the store's checkpointer thread meanwhile: ${ckpt.count} checkpoints (${fmt(ckpt.frames)} frames copied), ${ckpt.restarts} log restarts, longest ${ckpt.longestMs.toFixed(1)} ms`,
+      );
   }
 }
 

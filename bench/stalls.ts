@@ -7,8 +7,10 @@
  * under the figure, not a figure.
  */
 
+import { openSync } from 'node:fs';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { DatabaseSync } from 'node:sqlite';
+import { readWalIndex } from '../src/store/sqlite/checkpoint-worker.js';
 
 interface Span {
   /** Start and end on the monotonic clock, in ns (process.hrtime.bigint()). */
@@ -62,15 +64,36 @@ export class StallRecorder {
     let begun: bigint | undefined;
     const spans = this.#spans;
     const self = this;
+    // A COMMIT that started the WAL over (its last frame lower after than before) is told apart:
+    // that commit fsyncs the new log header on the event loop.
+    const lastFrame = (db: DatabaseSync): number | undefined => {
+      if (!self.#recording) return undefined;
+      const location = db.location();
+      if (location === null) return undefined;
+      try {
+        shm ??= openSync(`${location}-shm`, 'r');
+        return readWalIndex(shm)?.mxFrame;
+      } catch {
+        return undefined;
+      }
+    };
+    let shm: number | undefined;
     proto.exec = function (this: DatabaseSync, sql: string): void {
       if (sql === 'BEGIN IMMEDIATE') begun = process.hrtime.bigint();
+      const before = sql === 'COMMIT' ? lastFrame(this) : undefined;
       const at = process.hrtime.bigint();
       exec.call(this, sql);
       if (sql === 'COMMIT' && begun !== undefined) {
         const end = process.hrtime.bigint();
         if (self.#recording) {
+          const after = lastFrame(this);
+          const restarted = before !== undefined && after !== undefined && after < before;
           spans.push({ from: begun, to: at, kind: 'sqlite.statements' });
-          spans.push({ from: at, to: end, kind: 'sqlite.commit' });
+          spans.push({
+            from: at,
+            to: end,
+            kind: restarted ? 'sqlite.commit-restarting-log' : 'sqlite.commit',
+          });
         }
         begun = undefined;
       }

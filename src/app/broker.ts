@@ -9,8 +9,9 @@ import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import type { TriggerChat, TriggerDirectory } from '../core/triggers.js';
 import { createLogger, Observability } from '../observability/index.js';
+import { sqliteCheckpointObserver } from '../observability/sqlite-checkpoints.js';
 import type { FeedbackRows } from '../store/feedback-rows.js';
-import { feedbackRowsOf, installationRowsOf, triggerStoreOf } from '../store/open.js';
+import { feedbackRowsOf, installationRowsOf, observeCheckpoints, triggerStoreOf } from '../store/open.js';
 import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { type ConnectOptions, SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
@@ -134,6 +135,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       const obs = observability;
       const store = obs.store(o.store);
       stops.push(() => store.close());
+      observeCheckpoints(o.store, sqliteCheckpointObserver(logger, obs.metrics));
       if (o.beforeStoreCloses !== undefined) stops.push(o.beforeStoreCloses);
       const triggerStore = obs.triggerStore(triggerStoreOf(o.store));
       const slackConfig = slackRequested(options.env) ? loadSlackConfig(options.env) : undefined;

@@ -11,6 +11,7 @@ import type { TriggerStore } from '../core/trigger-store.js';
 import type { FeedbackRows } from './feedback-rows.js';
 import type { InstallationRows } from './installation-rows.js';
 import { PostgresStore } from './postgres/postgres-store.js';
+import type { CheckpointObserver } from './sqlite/checkpointer.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 /** The configured store, not yet connected (SQLite creates its directory first). */
@@ -72,6 +73,11 @@ export async function openStore(config: StoreConfig, wait: StoreWait = {}): Prom
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/** Tells `observer` of the SQLite store's WAL checkpoints (no other store has any). */
+export function observeCheckpoints(store: SessionStore, observer: CheckpointObserver): void {
+  if (store instanceof SqliteStore) store.observeCheckpoints(observer);
 }
 
 /** The trigger store on the same database as a store `openStore` opened (migrated with it). */

@@ -200,4 +200,38 @@ describe('GroupCommit with the WAL fsynced off the event loop', () => {
     await writes.drain();
     db.close();
   });
+
+  it('waits for its gate before a transaction and again after BEGIN, rolling back and keeping the batch in order', async () => {
+    const { db } = open();
+    const asked: string[] = [];
+    let release = (): void => undefined;
+    let holdAt: number | undefined = 2; // the second ask: the one after BEGIN
+    const writes = new GroupCommit(db, {
+      gate: () => {
+        asked.push(db.isTransaction ? 'in transaction' : 'before');
+        if (asked.length !== holdAt) return undefined;
+        holdAt = undefined;
+        return new Promise<void>((resolve) => {
+          release = resolve;
+        });
+      },
+    });
+    const a = writes.write('insert', insert(db, 'a'));
+    const b = writes.write('insert', insert(db, 'b'));
+    await ticks();
+    // Held after BEGIN: rolled back, nothing written, the lock let go.
+    expect(asked).toEqual(['before', 'in transaction']);
+    expect(db.isTransaction).toBe(false);
+    expect(db.prepare('SELECT count(*) AS n FROM t').get()?.n).toBe(0);
+    const c = writes.write('insert', insert(db, 'c'));
+    release();
+    await expect(Promise.all([a, b, c])).resolves.toEqual(['a', 'b', 'c']);
+    expect(
+      db
+        .prepare('SELECT v FROM t ORDER BY rowid')
+        .all()
+        .map((r) => r.v),
+    ).toEqual(['a', 'b', 'c']);
+    db.close();
+  });
 });

@@ -28,7 +28,9 @@ import { storeFailure } from '../rows.js';
  * covers every frame written before it began, so batches committed while one runs wait for the
  * next (which also covers them all). The WAL is append-only between checkpoints, and SQLite
  * syncs it before each checkpoint, so nothing a caller was told is durable can be overwritten
- * before it is on disk. A failed fsync fails its batches and every write after it: after a
+ * before it is on disk; checkpoints run on a thread of their own, concurrently with this fsync
+ * (./checkpointer.ts says why that holds there too), and may hold a transaction (the `gate`,
+ * asked before BEGIN and after it) while they start the log over. A failed fsync fails its batches and every write after it: after a
  * failed fsync the kernel may have dropped the pages, so nothing written since can be trusted
  * to be on disk (the broker must restart).
  */
@@ -65,6 +67,11 @@ export interface GroupCommitOptions {
   sliceMs?: number;
   /** The clock the slice is measured with, in ms (default performance.now; a seam for tests). */
   now?: () => number;
+  /**
+   * Asked before each transaction: a promise to wait for before it begins (the WAL checkpointer
+   * holding the writes while it starts the log over, ./checkpointer.ts), or undefined.
+   */
+  gate?: () => Promise<void> | undefined;
 }
 
 export class GroupCommit {
@@ -74,6 +81,7 @@ export class GroupCommit {
   readonly #fsync: NonNullable<GroupCommitOptions['fsync']>;
   readonly #sliceMs: number;
   readonly #now: () => number;
+  readonly #gate: (() => Promise<void> | undefined) | undefined;
   #scheduled = false;
   #statements: { savepoint: StatementSync; release: StatementSync; rollbackTo: StatementSync } | undefined;
   /** The WAL file, opened after the first commit (SQLite creates it). */
@@ -92,6 +100,7 @@ export class GroupCommit {
     this.#fsync = options.fsync ?? fsync;
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#now = options.now ?? (() => performance.now());
+    this.#gate = options.gate;
   }
 
   /** Runs `body` in the next group transaction; resolves with its result once that is durable. */
@@ -110,7 +119,8 @@ export class GroupCommit {
    * is closed); then lets the WAL file go.
    */
   async drain(): Promise<void> {
-    while (this.#pending.length > 0) this.#flushBatch();
+    // Not gated: closing, the writes go now.
+    while (this.#pending.length > 0) this.#flushBatch(false);
     while (this.#syncing !== undefined) await this.#syncing;
     if (this.#walFd !== undefined) {
       closeSync(this.#walFd);
@@ -119,15 +129,27 @@ export class GroupCommit {
   }
 
   #flush(): void {
+    const wait = this.#pending.length > 0 ? this.#gate?.() : undefined;
+    if (wait !== undefined) {
+      // Still scheduled: writes asked for meanwhile join the batch that runs after the wait.
+      void wait.then(() => setImmediate(() => this.#flush()));
+      return;
+    }
     this.#scheduled = false;
-    this.#flushBatch();
+    const held = this.#flushBatch(true);
+    if (held !== undefined) {
+      this.#scheduled = true;
+      void held.then(() => setImmediate(() => this.#flush()));
+      return;
+    }
     if (this.#pending.length > 0 && !this.#scheduled) {
       this.#scheduled = true;
       setImmediate(() => this.#flush());
     }
   }
 
-  #flushBatch(): void {
+  /** One transaction; a promise when the gate held it after BEGIN (the batch is back in line). */
+  #flushBatch(gated: boolean): Promise<void> | undefined {
     const batch = this.#pending.splice(0, MAX_BATCH);
     if (batch.length === 0) return;
     if (!this.#db.isOpen || this.#broken !== undefined) {
@@ -140,7 +162,13 @@ export class GroupCommit {
     try {
       if (deferSync) this.#db.exec('PRAGMA synchronous = NORMAL');
       try {
-        outcomes = this.#apply(batch);
+        const applied = this.#apply(batch, gated);
+        if (!Array.isArray(applied)) {
+          // Rolled back before any write ran: the whole batch waits, first in line.
+          this.#pending.unshift(...batch);
+          return applied;
+        }
+        outcomes = applied;
       } finally {
         if (deferSync) this.#db.exec('PRAGMA synchronous = FULL');
       }
@@ -169,9 +197,16 @@ export class GroupCommit {
    * One transaction: each write in its own savepoint, the first ones of the batch until the
    * slice's time is up (one at least). Returns their outcomes; throws when the transaction fails.
    */
-  #apply(batch: Pending[]): Outcome[] {
+  #apply(batch: Pending[], gated: boolean): Outcome[] | Promise<void> {
     this.#applied = 0;
     this.#db.exec('BEGIN IMMEDIATE');
+    // Asked again now that this transaction has its snapshot: what decides whether its commit
+    // starts the log over is the log as it stood at BEGIN, which the check before could miss.
+    const wait = gated ? this.#gate?.() : undefined;
+    if (wait !== undefined) {
+      this.#db.exec('ROLLBACK');
+      return wait;
+    }
     const until = this.#now() + this.#sliceMs;
     // Prepared once: a savepoint per write is parsed once, not at every write.
     this.#statements ??= {

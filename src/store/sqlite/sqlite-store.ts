@@ -32,6 +32,7 @@ import {
 } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
 import { newTurnRecord, writtenSessionRecord } from '../written-records.js';
+import { type CheckpointerOptions, type CheckpointObserver, WalCheckpointer } from './checkpointer.js';
 import { durabilityOf, migrateDatabase, openDatabase } from './connection.js';
 import { GroupCommit } from './group-commit.js';
 import { PositionalStatements } from './positional.js';
@@ -50,6 +51,8 @@ export interface SqliteStoreOptions {
    * `npm run bench` measures what 'full' costs; use 'normal' only knowing that.
    */
   synchronous?: 'full' | 'normal';
+  /** The WAL checkpointer's settings (./checkpointer.ts); defaults suit a broker. */
+  checkpoints?: CheckpointerOptions;
 }
 
 /**
@@ -66,6 +69,8 @@ export class SqliteStore implements SessionStore {
   readonly #db: DatabaseSync;
   readonly #statements: PositionalStatements;
   readonly #writes: GroupCommit;
+  /** Checkpoints the WAL on a thread of its own (on a file in WAL mode). */
+  readonly #checkpoints: WalCheckpointer | undefined;
   #claims = 0;
   #transcripts: TranscriptStore | undefined;
   #triggers: SqliteTriggerStore | undefined;
@@ -77,9 +82,30 @@ export class SqliteStore implements SessionStore {
     const db = openDatabase(path, synchronous);
     this.#db = db;
     this.#statements = new PositionalStatements(db);
-    // On a file in WAL mode, FULL's fsync is done by the group commit, off the event loop.
-    const onFile = synchronous === 'full' && durabilityOf(db).journalMode === 'wal';
-    this.#writes = new GroupCommit(db, onFile ? { walPath: `${db.location() ?? path}-wal` } : {});
+    const file = db.location() ?? path;
+    const wal = durabilityOf(db).journalMode === 'wal';
+    // On a file in WAL mode, the checkpoints run on a thread of their own (./checkpointer.ts),
+    // which may hold the group commit's next transaction while it starts the log over.
+    const checkpoints = wal ? new WalCheckpointer(db, file, options.checkpoints) : undefined;
+    this.#checkpoints = checkpoints;
+    // And FULL's fsync is done by the group commit, off the event loop.
+    this.#writes = new GroupCommit(db, {
+      ...(wal && synchronous === 'full' ? { walPath: `${file}-wal` } : {}),
+      ...(checkpoints === undefined ? {} : { gate: () => checkpoints.beforeCommit() }),
+    });
+  }
+
+  /**
+   * Tells `observer` of each WAL checkpoint and of checkpointer failures (for logs; see
+   * ./checkpointer.ts). Nothing happens for a store in memory.
+   */
+  observeCheckpoints(observer: CheckpointObserver): void {
+    this.#checkpoints?.observe(observer);
+  }
+
+  /** The checkpointer's state, for tests and diagnostics (undefined: no WAL file). */
+  get checkpointer(): WalCheckpointer['state'] | undefined {
+    return this.#checkpoints?.state;
   }
 
   /** The durability settings in force, as SQLite reports them (for diagnostics and tests). */
@@ -118,6 +144,9 @@ export class SqliteStore implements SessionStore {
   async close(): Promise<void> {
     // Writes already asked for are applied and made durable, not dropped.
     if (this.#db.isOpen) await this.#writes.drain();
+    // Stopped before the connection closes, so the connection is the file's last one and
+    // SQLite's own checkpoint at close finds nothing left to copy but what came since.
+    await this.#checkpoints?.close();
     this.#statements.clear();
     if (this.#db.isOpen) this.#db.close();
   }
