@@ -27,11 +27,11 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startPostgres } from '../testkit/postgres.js';
 import { type AgentServer, startAgentServer } from './agent-server.js';
+import { childScript } from './compiled.js';
 import { figure } from './figures.js';
 import type { StallReport } from './stalls.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
 
 /** BENCH_SESSIONS shrinks the runs (for profiling); the goals are stated for 1,000. */
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1000);
@@ -62,10 +62,11 @@ export function runChild(
   onMessage: (m: Message) => void = () => undefined,
   v8Flags: string[] = [],
 ): Child {
-  const node = ['--expose-gc', ...EXTRA_V8_FLAGS, ...v8Flags, '--import', 'tsx'];
+  const { loader, script } = childScript('engine-child.ts');
+  const node = ['--expose-gc', ...EXTRA_V8_FLAGS, ...v8Flags, ...loader];
   if (CPU_PROF !== undefined) node.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`);
   const spawnedAt = performance.now();
-  const proc = spawn(process.execPath, [...node, CHILD, ...args], {
+  const proc = spawn(process.execPath, [...node, script, ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });

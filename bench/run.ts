@@ -28,6 +28,7 @@ import { decodeResponse } from '../src/a2a/jsonrpc.js';
 import { SseParser } from '../src/a2a/sse.js';
 import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
 import { sdkRequest } from '../testkit/a2a-sdk.js';
+import { childrenRunFrom } from './compiled.js';
 import { benchEngine } from './engine.js';
 import { figure, writeFigures } from './figures.js';
 import { benchSlack } from './slack-calls.js';
@@ -297,6 +298,8 @@ const only = process.env.BENCH_ONLY;
 // `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='));
 const jsonPath = jsonArg === undefined ? undefined : jsonArg.split('=')[1] || '.agentkourier/bench/last.json';
+if (only === undefined || only === 'engine' || only === 'slack' || only === 'slack-path')
+  console.log(`The engine and Slack-path benchmarks' child processes run ${childrenRunFrom()}.`);
 if (only === undefined || only === 'codec') benchParse();
 if (only === undefined || only === 'client') await benchTurn();
 if (only === undefined || only === 'engine') await benchEngine();
