@@ -178,29 +178,26 @@ async function slackRound(
 
 /** Warm-up, then `rounds` of the engine alone and the Slack path, interleaved; one result line. */
 export async function slackPath(a: SlackPathArgs, tempDb: () => { path: string; remove: () => void }) {
-  const runSlack = async (round: string, n: number) => {
-    const db = tempDb();
-    try {
-      const r = await slackRound(a, round, n, db.path);
-      a.say({ type: `slack-done-${round}`, ...r });
-      return r;
-    } finally {
-      db.remove();
-    }
-  };
+  /** One round of `run` on a fresh SQLite file, its result said as `slack-done-<round>`. */
+  const onFreshDb =
+    <R extends Record<string, unknown>>(
+      run: (a: SlackPathArgs, round: string, n: number, path: string) => Promise<R>,
+    ) =>
+    async (round: string, n: number): Promise<R> => {
+      const db = tempDb();
+      try {
+        const r = await run(a, round, n, db.path);
+        a.say({ type: `slack-done-${round}`, ...r });
+        return r;
+      } finally {
+        db.remove();
+      }
+    };
+  const runSlack = onFreshDb(slackRound);
+  const runFloor = onFreshDb(floorRound);
   const warm = Math.min(a.sessions, 200);
   await a.engineRound(a.endpoint, warm, a.chunks, 'warm');
   await runSlack('warm', warm);
-  const runFloor = async (round: string, n: number) => {
-    const db = tempDb();
-    try {
-      const r = await floorRound(a, round, n, db.path);
-      a.say({ type: `slack-done-${round}`, ...r });
-      return r;
-    } finally {
-      db.remove();
-    }
-  };
   await runFloor('floor-warm', warm);
   const engine: number[] = [];
   const slack: number[] = [];
