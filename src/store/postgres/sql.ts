@@ -27,6 +27,19 @@ export function postgresSql(schema: string) {
     `COALESCE(${param}::bigint, (extract(epoch from clock_timestamp()) * 1000)::bigint)`;
 
   /**
+   * The inbound events of the `wanted` rows that `join` keeps, claimed in a batched turn insert:
+   * a key seen within the TTL ($ttl, in ms) stays claimed and is not returned; an older one
+   * counts as new and is claimed again (as claimEvent, for one key).
+   */
+  const claimEvents = (join: string, ttl: string) => `
+        INSERT INTO ${events} AS seen (event_key, created_at)
+        SELECT w.event, w.now FROM wanted AS w ${join}
+        WHERE w.event IS NOT NULL
+        ON CONFLICT (event_key) DO UPDATE SET created_at = EXCLUDED.created_at
+        WHERE seen.created_at < EXCLUDED.created_at - ${ttl}::bigint
+        RETURNING event_key`;
+
+  /**
    * Named columns, never `*`: the statements are prepared once per connection, and a prepared
    * `SELECT *` fails ("cached plan must not change result type") once a newer replica's
    * migration adds a column during a rolling deploy.
@@ -87,13 +100,7 @@ export function postgresSql(schema: string) {
                first_sent_at, busy_notice_at, answer_ref, trace_context, now, label, event)
       ), counter AS (
         SELECT id, turn_seq FROM ${sessions} WHERE id = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE
-      ), claimed AS (
-        INSERT INTO ${events} AS seen (event_key, created_at)
-        SELECT w.event, w.now FROM wanted AS w JOIN counter AS c ON c.id = w.session_id
-        WHERE w.event IS NOT NULL
-        ON CONFLICT (event_key) DO UPDATE SET created_at = EXCLUDED.created_at
-        WHERE seen.created_at < EXCLUDED.created_at - $18::bigint
-        RETURNING event_key
+      ), claimed AS (${claimEvents('JOIN counter AS c ON c.id = w.session_id', '$18')}
       ), inserted AS (
         INSERT INTO ${turns} (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                              outcome, attempts, first_sent_at, busy_notice_at, answer_ref, created_at,
@@ -144,13 +151,7 @@ export function postgresSql(schema: string) {
         FROM wanted ORDER BY sid
         ON CONFLICT DO NOTHING
         RETURNING id
-      ), claimed AS (
-        INSERT INTO ${events} AS seen (event_key, created_at)
-        SELECT w.event, w.now FROM wanted AS w JOIN opened AS o ON o.id = w.sid
-        WHERE w.event IS NOT NULL
-        ON CONFLICT (event_key) DO UPDATE SET created_at = EXCLUDED.created_at
-        WHERE seen.created_at < EXCLUDED.created_at - $24::bigint
-        RETURNING event_key
+      ), claimed AS (${claimEvents('JOIN opened AS o ON o.id = w.sid', '$24')}
       ), added AS (
         INSERT INTO ${turns} (id, session_id, seq, kind, chat_message_id, text, metadata, task_id, state,
                              outcome, attempts, first_sent_at, busy_notice_at, answer_ref, created_at,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/core/errors.js';
 import { type NewSession, type SessionRecord, sessionIdOf } from '../../../src/core/store.js';
+import { INBOUND_EVENT_TTL_MS } from '../../../src/store/migrations.js';
 import { type ContractContext, freshSession, key, MINUTE, newTurn, T0 } from './fixtures.js';
 
 /**
@@ -75,6 +76,39 @@ export function openWithTurnContract(c: ContractContext): void {
         inboundEvent: event,
       });
       expect(again).toMatchObject({ created: false, turn: first.turn });
+    });
+
+    it('a turn whose event was claimed longer ago than the TTL claims it afresh: it is seen for a whole TTL again', async () => {
+      // A new thread's first message (openSessionAndAddTurn) and a later message (addTurn) each
+      // carry an event last seen over a TTL ago; their writes must start its TTL over, so the
+      // same event arriving again soon after is still known.
+      const late = T0 + INBOUND_EVENT_TTL_MS + MINUTE;
+      for (const [event, add] of [
+        [
+          'T01:Ev0STALE-OPEN',
+          (e: string) =>
+            c.store.openSessionAndAddTurn(
+              init('stale', 'team-a/support', late),
+              (s) => newTurn(s.id, 'st1', { now: late }),
+              {
+                inboundEvent: e,
+              },
+            ),
+        ],
+        [
+          'T01:Ev0STALE-ADD',
+          async (e: string) => {
+            const s = await c.store.openSession(init('stale', 'team-a/support', late));
+            return c.store.addTurn(newTurn(s.id, 'st2', { now: late, chatMessageId: 'st2' }), {
+              inboundEvent: e,
+            });
+          },
+        ],
+      ] as const) {
+        expect(await c.store.claimInboundEvent(event, T0)).toBe(true);
+        expect((await add(event)).created).toBe(true);
+        expect(await c.store.claimInboundEvent(event, late + MINUTE)).toBe(false);
+      }
     });
 
     it('writes nothing when the turn cannot be added: no session, no claimed event', async () => {
