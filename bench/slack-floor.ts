@@ -18,7 +18,7 @@
  * floor says what the broker's Slack side adds above what no Slack client can avoid, where the
  * figure against the engine alone also counts the six HTTP exchanges themselves.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { trace } from '@opentelemetry/api';
@@ -41,6 +41,7 @@ import { sessionIdOf } from '../src/core/store.js';
 import { a2aDialect } from '../src/dialects/a2a.js';
 import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { signSlackRequest } from '../testkit/slack/events.js';
 
 const BINDING = 'bench/slack-floor';
 
@@ -210,9 +211,8 @@ function signedBy(secret: string, req: IncomingMessage, body: string): boolean {
   const signature = req.headers['x-slack-signature'];
   if (typeof timestamp !== 'string' || typeof signature !== 'string') return false;
   if (Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return false;
-  const expected = Buffer.from(
-    `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`,
-  );
+  // The same HMAC the sender signed with (testkit/slack/events.ts), computed from the request's own timestamp.
+  const expected = Buffer.from(signSlackRequest(secret, body, Number(timestamp))['x-slack-signature']);
   const given = Buffer.from(signature);
   return expected.length === given.length && timingSafeEqual(expected, given);
 }
