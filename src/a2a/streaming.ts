@@ -8,6 +8,7 @@ import {
   StreamIdleError,
 } from '../core/agent/errors.js';
 import type { StreamEvent } from '../core/agent/model.js';
+import type { ReadyEvents } from '../core/ports.js';
 import type { AgentCardInfo } from './card.js';
 import { classifyNetworkError, type HttpResponse, header, readBounded, send } from './http.js';
 import { type CallKind, decodeResponse, encodeRequest, errorFromRpc } from './jsonrpc.js';
@@ -54,7 +55,7 @@ const done = (): Step => ({ done: true, value: undefined });
 /** A stream with no events waiting (shared: it is never written to). */
 const NO_FRAMES: readonly SseEvent[] = [];
 
-class StreamCall implements AsyncGenerator<StreamEvent> {
+class StreamCall implements AsyncGenerator<StreamEvent>, ReadyEvents {
   readonly #transport: Transport;
   readonly #o: ResolvedOptions;
   readonly #wire: (signal?: AbortSignal) => Promise<{ codec: WireCodec; card: AgentCardInfo }>;
@@ -122,6 +123,24 @@ class StreamCall implements AsyncGenerator<StreamEvent> {
       }
     }
     return this.#track(this.#pull());
+  }
+
+  /**
+   * The next event of the last read, handed over at once (`ReadyEvents`): what next() would
+   * resolve with, without its promise and the await behind it. Undefined when the next event
+   * must be read from the body (or a call is in flight, or the stream ended): then next().
+   * A frame that does not decode throws here, as next() would reject.
+   */
+  takeReady(): StreamEvent | undefined {
+    if (this.#busy !== undefined || this.#state !== 'open') return undefined;
+    const frame = this.#take();
+    if (frame === undefined) return undefined;
+    this.#lastEventAt = performance.now();
+    try {
+      return this.#decode(frame);
+    } catch (error) {
+      throw this.#fail(error);
+    }
   }
 
   /** The consumer stopped reading (it had what it needed, a settled task, say). */

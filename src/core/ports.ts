@@ -37,6 +37,16 @@ export interface AgentDescription {
   skills: AgentSkill[];
 }
 
+/**
+ * A stream that can hand over, without a promise, an event it already holds (the rest of the
+ * last read of its body): `A2AClient`'s streams can. A reader takes those first and awaits
+ * `next()` only when none is held, so most events of a long answer cost no microtask.
+ */
+export interface ReadyEvents {
+  /** The next event already read and decoded, or undefined when the next must be awaited. */
+  takeReady(): StreamEvent | undefined;
+}
+
 /** What the engine needs of an agent. `A2AClient` implements it. */
 export interface AgentClient {
   /** The agent as its card describes it, for a chat's suggested prompts; optional. */

@@ -5,13 +5,15 @@ import { A2AClient } from '../../src/a2a/client.js';
 import type { CallReport } from '../../src/a2a/telemetry.js';
 import { MalformedResponseError } from '../../src/core/agent/errors.js';
 import type { StreamEvent } from '../../src/core/agent/model.js';
+import type { ReadyEvents } from '../../src/core/ports.js';
 import { answer, type ContractAgent, invalidEvent, startContractAgent } from '../agents/contract-agent.js';
 import { answerText, collect } from '../helpers/stream.js';
 
 // The streaming call is an iterator written by hand (src/a2a/streaming.ts), not an async
 // generator. What a generator gave for free is pinned here: laziness, calls made while one is
 // in flight served in order, `break` ending the call as a success, an error ending it, and
-// `done` for ever after — each with the one call report the client's metrics read.
+// `done` for ever after — each with the one call report the client's metrics read — and what it
+// adds: takeReady(), the events of the last read handed over without a promise.
 
 describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%s)', (version) => {
   const agents: ContractAgent[] = [];
@@ -90,6 +92,69 @@ describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%
     );
     expect(error).toBeInstanceOf(MalformedResponseError);
     expect((error as MalformedResponseError).code).toBe('malformed_response');
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    expect(streamCalls(calls)).toEqual([
+      expect.objectContaining({ outcome: 'malformed_response', eventsSeen: 2 }),
+    ]);
+  });
+
+  // The engine reads events the stream already holds with takeReady() (no promise per event) and
+  // awaits next() only when it returns nothing: the two together must give what next() alone does.
+  /** Reads a stream as the engine does: held events first, next() when none is held. */
+  async function readMixed(stream: AsyncGenerator<StreamEvent> & ReadyEvents) {
+    const events: StreamEvent[] = [];
+    let held = 0;
+    for (;;) {
+      const ready = stream.takeReady();
+      if (ready !== undefined) {
+        held++;
+        events.push(ready);
+        continue;
+      }
+      const step = await stream.next();
+      if (step.done === true) return { events, held };
+      events.push(step.value);
+    }
+  }
+
+  it(`hands over held events without a promise, in next()'s order, and none before a read (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    const chunks = Array.from({ length: 40 }, (_, i) => `c${i} `);
+    agent.enqueue(answer({ chunks }));
+    const byNext = await collect(client.sendStreamingMessage({ messageId: 'm1', text: 'hi' }));
+    agent.enqueue(answer({ chunks }));
+    const stream = client.sendStreamingMessage({
+      messageId: 'm2',
+      text: 'hi',
+    }) as AsyncGenerator<StreamEvent> & ReadyEvents;
+    // Nothing is held before the request is sent: the first event must be awaited.
+    expect(stream.takeReady()).toBeUndefined();
+    expect(agent.rpc(sendMethod)).toHaveLength(1);
+    const { events, held } = await readMixed(stream);
+    expect(events.map((e) => e.kind)).toEqual(byNext.map((e) => e.kind));
+    expect(answerText(events)).toBe(chunks.join(''));
+    // 40 events written back to back arrive in a few reads: most of them were held.
+    expect(held).toBeGreaterThan(0);
+    expect(stream.takeReady()).toBeUndefined();
+    expect(streamCalls(calls).map((c) => [c.outcome, c.eventsSeen])).toEqual([
+      ['ok', byNext.length],
+      ['ok', byNext.length],
+    ]);
+  });
+
+  it(`a held event that does not decode throws its typed error, and the call ends with it (${version})`, async () => {
+    const { agent, client, calls } = await setup();
+    agent.enqueue(invalidEvent(2));
+    const stream = client.sendStreamingMessage({
+      messageId: 'm',
+      text: 'hi',
+    }) as AsyncGenerator<StreamEvent> & ReadyEvents;
+    const error = await readMixed(stream).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(MalformedResponseError);
+    expect(stream.takeReady()).toBeUndefined();
     expect(await stream.next()).toEqual({ done: true, value: undefined });
     expect(streamCalls(calls)).toEqual([
       expect.objectContaining({ outcome: 'malformed_response', eventsSeen: 2 }),

@@ -9,7 +9,7 @@ import {
   type TaskStatus,
   taskIdOf,
 } from '../agent/model.js';
-import type { AgentRoute, PollingSettings } from '../ports.js';
+import type { AgentRoute, PollingSettings, ReadyEvents } from '../ports.js';
 import type { SessionRecord, TurnRecord } from '../store.js';
 import { callOptions, type DriverContext } from './context.js';
 import { afterReadFailure, afterSubscribeFailure, nextPoll } from './failure-policy.js';
@@ -46,10 +46,25 @@ export async function consumeStream(
   else ctx.signal.addEventListener('abort', stop, { once: true });
   let graceTimer: NodeJS.Timeout | undefined;
   const stream = open(cut.signal);
+  // Events the stream already holds are taken without a promise (ReadyEvents); a stream that
+  // cannot hand them over so is only awaited.
+  const ready =
+    (stream as Partial<ReadyEvents>).takeReady === undefined ? undefined : (stream as unknown as ReadyEvents);
+  // Whether the stream is still open and must be told we left it (what `for await` does on a
+  // return or a throw from its body; not after the stream itself ended or failed).
+  let reading = true;
   try {
     // The loop runs for every event of a stream (thousands per answer): it allocates nothing of
     // its own beyond the event it emits.
-    for await (const event of stream) {
+    for (;;) {
+      let event = ready?.takeReady();
+      if (event === undefined) {
+        reading = false;
+        const step = await stream.next();
+        if (step.done === true) break;
+        reading = true;
+        event = step.value;
+      }
       run.eventsSeen++;
       const now = clock.now();
       if (turn !== null) ctx.emitAgentEvent(session, turn.id, event.kind, now);
@@ -101,10 +116,17 @@ export async function consumeStream(
       }
     }
   } catch (error) {
+    // Left on an error of our own: the stream is told, and what its return() throws is dropped
+    // (the error we leave with is the one that counts), as `for await` does.
+    if (reading) {
+      reading = false;
+      await stream.return(undefined).catch(() => undefined);
+    }
     // A stream we cut after it said the task settled ended as it should.
     if (cut.signal.aborted && !ctx.signal.aborted) return;
     throw error;
   } finally {
+    if (reading) await stream.return(undefined);
     clearTimeout(graceTimer);
     ctx.signal.removeEventListener('abort', stop);
   }
