@@ -77,6 +77,34 @@ describe('AnswerBuffer', () => {
     expect(answer.text().length).toBe(500_000);
   });
 
+  it('keeps every chunk in its place as appends are joined into blocks, read or not, across artifacts', () => {
+    const answer = new AnswerBuffer();
+    const model = new Map<string, string>();
+    const apply = (id: string, chunk: string, append: boolean) => {
+      answer.apply(update(id, [text(chunk)], append));
+      model.set(id, append ? (model.get(id) ?? '') + chunk : chunk);
+    };
+    const expected = () => [...model.values()].join('');
+    for (let i = 0; i < 300; i++) {
+      // Two artifacts interleaved, distinct chunks, reads at uneven points, between blocks too.
+      apply(i % 3 === 0 ? 'b' : 'a', `${i};`, i > 1);
+      if (i % 37 === 0) expect(answer.text()).toBe(expected());
+      expect(answer.length).toBe(expected().length);
+      if (i === 150) {
+        // A task read again mid-stream, grown: only its end is new.
+        const grown = `${model.get('a')}grown;`;
+        // (In the order they are held: a task that lists them otherwise reorders them.)
+        answer.replaceAll([
+          { artifactId: 'b', parts: [text(model.get('b') ?? '')] },
+          { artifactId: 'a', parts: [text(grown)] },
+        ]);
+        model.set('a', grown);
+      }
+      if (i === 200) apply('b', 'replaced;', false);
+    }
+    expect(answer.text()).toBe(expected());
+  });
+
   it('[P-3] reads a task again: grown artifacts show their whole text, rewritten, shorter or reordered ones are replaced', () => {
     const answer = new AnswerBuffer();
     const task = (...artifacts: Array<[string, string]>) =>

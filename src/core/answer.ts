@@ -10,6 +10,22 @@ export interface AnswerView {
   readonly version: number;
 }
 
+/** An artifact's text as chunks; `loose` counts the chunks at its end not yet joined into a block. */
+interface Chunks {
+  chunks: string[];
+  length: number;
+  loose: number;
+}
+
+/**
+ * Appended chunks are joined into one string every this many. A long answer otherwise holds
+ * one small string per event until someone reads its text, and every one of them is copied by
+ * each young-generation collection it lives through, then promoted: a thousand streams of 500
+ * chunks hold half a million. Joining a block costs what the block holds, so the work per
+ * update stays proportional to the update.
+ */
+const JOIN_EVERY = 16;
+
 function textParts(parts: readonly Part[]): string {
   let out = '';
   for (const part of parts) if (part.kind === 'text') out += part.text;
@@ -24,7 +40,7 @@ function textParts(parts: readonly Part[]): string {
  */
 export class AnswerBuffer implements AnswerView {
   /** artifactId → its text chunks, in the order the artifacts first appeared. */
-  readonly #artifacts = new Map<string, { chunks: string[]; length: number }>();
+  readonly #artifacts = new Map<string, Chunks>();
   #length = 0;
   #version = 0;
   #cache: string | undefined = '';
@@ -60,14 +76,15 @@ export class AnswerBuffer implements AnswerView {
       if (text === '') return false;
       entry.chunks.push(text);
       entry.length += text.length;
+      if (++entry.loose === JOIN_EVERY) joinTail(entry);
       this.#length += text.length;
     } else {
       if (entry === undefined && text === '') {
-        this.#artifacts.set(id, { chunks: [], length: 0 });
+        this.#artifacts.set(id, { chunks: [], length: 0, loose: 0 });
         return false;
       }
       this.#length += text.length - (entry?.length ?? 0);
-      this.#artifacts.set(id, { chunks: text === '' ? [] : [text], length: text.length });
+      this.#artifacts.set(id, { chunks: text === '' ? [] : [text], length: text.length, loose: 0 });
     }
     this.#changed();
     return true;
@@ -84,7 +101,7 @@ export class AnswerBuffer implements AnswerView {
     // same or grown at its end: an artifact whose text starts with what is held gets only the new
     // text as a chunk, as a streamed append would, and nothing is rebuilt.
     let changed = artifacts.length !== this.#artifacts.size;
-    const next = new Map<string, { chunks: string[]; length: number }>();
+    const next = new Map<string, Chunks>();
     let length = 0;
     let index = 0;
     const held = [...this.#artifacts.keys()];
@@ -102,12 +119,13 @@ export class AnswerBuffer implements AnswerView {
         if (text.length > entry.length) {
           entry.chunks.push(text.slice(entry.length));
           entry.length = text.length;
+          entry.loose = 0;
           changed = true;
         }
         next.set(id, entry);
       } else {
         changed = true;
-        next.set(id, { chunks: text === '' ? [] : [text], length: text.length });
+        next.set(id, { chunks: text === '' ? [] : [text], length: text.length, loose: 0 });
       }
       length += text.length;
     }
@@ -124,8 +142,11 @@ export class AnswerBuffer implements AnswerView {
    * would join them (which then has nothing left to join): one comparison instead of one per
    * chunk, each reading a small string wherever the heap put it.
    */
-  #holdsPrefix(entry: { chunks: string[] }, text: string): boolean {
-    if (entry.chunks.length > 1) entry.chunks = [entry.chunks.join('')];
+  #holdsPrefix(entry: Chunks, text: string): boolean {
+    if (entry.chunks.length > 1) {
+      entry.chunks = [entry.chunks.join('')];
+      entry.loose = 0;
+    }
     const [held] = entry.chunks;
     return held === undefined || text.startsWith(held);
   }
@@ -137,6 +158,7 @@ export class AnswerBuffer implements AnswerView {
         // Collapse to one chunk per artifact: the next join costs only what came after it.
         const joined = entry.chunks.join('');
         entry.chunks = joined === '' ? [] : [joined];
+        entry.loose = 0;
         const before = this.#baseline?.get(id);
         out += before !== undefined && joined.startsWith(before) ? joined.slice(before.length) : joined;
       }
@@ -149,4 +171,14 @@ export class AnswerBuffer implements AnswerView {
     this.#version++;
     this.#cache = undefined;
   }
+}
+
+/** Joins the loose chunks at the end of an artifact's list into one. */
+function joinTail(entry: Chunks): void {
+  const { chunks } = entry;
+  const start = chunks.length - entry.loose;
+  const block = chunks.slice(start).join('');
+  chunks.length = start;
+  chunks.push(block);
+  entry.loose = 0;
 }
