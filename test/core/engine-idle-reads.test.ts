@@ -4,7 +4,7 @@ import type { SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { queuedTurn } from '../../testkit/turns.js';
 import { answer } from '../agents/behaviours.js';
-import { type Harness, startHarness } from '../helpers/engine-harness.js';
+import { startHarness, untilEvent } from '../helpers/engine-harness.js';
 
 /**
  * What a driver does not read back. On a store only this process writes, a new thread's first
@@ -29,16 +29,6 @@ function counting(store: SessionStore, calls: Map<string, number>, shared = fals
   });
 }
 
-async function until(h: Pick<Harness, 'events'>, found: (e: EngineEvent) => boolean, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const event = h.events.find(found);
-    if (event !== undefined) return event;
-    if (Date.now() > deadline) throw new Error('the event did not come');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 const settledEvent = (turnId: string) => (e: EngineEvent) => e.type === 'turn.settled' && e.turnId === turnId;
 
 describe('reads a driver does without', () => {
@@ -54,7 +44,7 @@ describe('reads a driver does without', () => {
     calls.clear();
 
     const first = await h.say('t1', '1.0', 'hello');
-    expect(await until(h, settledEvent(first.turnId))).toMatchObject({ outcome: 'completed' });
+    expect(await untilEvent(h, settledEvent(first.turnId))).toMatchObject({ outcome: 'completed' });
     await h.engine.idle();
     expect(calls.get('getSession')).toBeUndefined();
     expect(calls.get('openTurns')).toBeUndefined();
@@ -69,10 +59,10 @@ describe('reads a driver does without', () => {
     h.agent.enqueue(answer({ chunks: ['one ', 'two ', 'three'], chunkDelayMs: 80 }));
 
     const first = await h.say('t1', '1.0', 'hello');
-    await until(h, (e) => e.type === 'turn.accepted' && e.turnId === first.turnId);
+    await untilEvent(h, (e) => e.type === 'turn.accepted' && e.turnId === first.turnId);
     const second = await h.say('t1', '2.0', 'and then');
     // The scan is a minute away: only the kick of the second message can get it sent.
-    expect(await until(h, settledEvent(second.turnId), 5_000)).toMatchObject({ outcome: 'completed' });
+    expect(await untilEvent(h, settledEvent(second.turnId), 5_000)).toMatchObject({ outcome: 'completed' });
     const settled = h.events.filter((e) => e.type === 'turn.settled').map((e) => e.turnId);
     expect(settled).toEqual([first.turnId, second.turnId]);
   });
@@ -89,7 +79,7 @@ describe('reads a driver does without', () => {
     h.agent.enqueue(answer({ chunks: ['one ', 'two ', 'three'], chunkDelayMs: 80 }));
 
     const first = await h.say('t1', '1.0', 'hello');
-    await until(h, (e) => e.type === 'turn.accepted' && e.turnId === first.turnId);
+    await untilEvent(h, (e) => e.type === 'turn.accepted' && e.turnId === first.turnId);
     // Another replica takes the thread's next message: it writes the store, and this engine is
     // not told. The driver holding the session's lease finds it when it looks again.
     const { turn } = await real.addTurn(
@@ -101,7 +91,7 @@ describe('reads a driver does without', () => {
         now: Date.now(),
       }),
     );
-    expect(await until(h, settledEvent(turn.id), 5_000)).toMatchObject({ outcome: 'completed' });
+    expect(await untilEvent(h, settledEvent(turn.id), 5_000)).toMatchObject({ outcome: 'completed' });
     expect(calls.get('getSession')).toBeGreaterThan(0);
   });
 });

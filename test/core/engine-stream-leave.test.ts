@@ -1,11 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/core/agent/model.js';
-import type { EngineEvent } from '../../src/core/events.js';
 import type { AgentClient } from '../../src/core/ports.js';
 import type { Commit, SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { answer, script } from '../agents/behaviours.js';
-import { BINDING, type Harness, startHarness } from '../helpers/engine-harness.js';
+import { BINDING, type Harness, startHarness, untilEvent } from '../helpers/engine-harness.js';
 
 /**
  * The engine reads a stream by hand (held events first, `next()` when none is held), not with
@@ -72,16 +71,6 @@ function watchStreams(h: Harness): { returned: number; opened: number } {
   return seen;
 }
 
-async function until(h: Pick<Harness, 'events'>, found: (e: EngineEvent) => boolean, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const event = h.events.find(found);
-    if (event !== undefined) return event;
-    if (Date.now() > deadline) throw new Error('the event did not come');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe('a stream the engine leaves early', () => {
   const cleanups: Array<() => Promise<void>> = [];
   afterEach(async () => {
@@ -95,7 +84,7 @@ describe('a stream the engine leaves early', () => {
     // A slow answer: the write fails while most of the stream is still to come.
     h.agent.enqueue(answer({ chunks: ['a', 'b', 'c', 'd'], chunkDelayMs: 30 }));
     const { turnId } = await h.say('t1', '1.0', 'hello');
-    await until(h, (e) => e.type === 'turn.settled' && e.turnId === turnId);
+    await untilEvent(h, (e) => e.type === 'turn.settled' && e.turnId === turnId);
     expect(seen.opened).toBe(1);
     expect(seen.returned).toBe(1);
   });
@@ -109,7 +98,7 @@ describe('a stream the engine leaves early', () => {
       script([{ event: 'chunk', text: 'done' }, { event: 'completed' }, { event: 'task' }], 'hang'),
     );
     const { turnId } = await h.say('t1', '1.0', 'hello');
-    expect(await until(h, (e) => e.type === 'turn.settled' && e.turnId === turnId)).toMatchObject({
+    expect(await untilEvent(h, (e) => e.type === 'turn.settled' && e.turnId === turnId)).toMatchObject({
       outcome: 'completed',
     });
     expect(seen.opened).toBe(1);
@@ -122,7 +111,7 @@ describe('a stream the engine leaves early', () => {
     const seen = watchStreams(h);
     h.agent.enqueue(answer({ chunks: ['a', 'b'], final: 'status-only' }));
     const { turnId } = await h.say('t1', '1.0', 'hello');
-    await until(h, (e) => e.type === 'turn.settled' && e.turnId === turnId);
+    await untilEvent(h, (e) => e.type === 'turn.settled' && e.turnId === turnId);
     expect(seen.opened).toBe(1);
     expect(seen.returned).toBe(0);
   });

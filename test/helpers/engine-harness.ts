@@ -206,3 +206,18 @@ export function sentText(m: SentMessage | undefined): string {
   const part = m?.parts[0];
   return typeof part?.text === 'string' ? part.text : '';
 }
+
+/** The first engine event `found` accepts, waited for (polled every 10 ms) up to `ms`. */
+export async function untilEvent(
+  h: Pick<Harness, 'events'>,
+  found: (e: EngineEvent) => boolean,
+  ms = 10_000,
+): Promise<EngineEvent> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const event = h.events.find(found);
+    if (event !== undefined) return event;
+    if (Date.now() > deadline) throw new Error('the event did not come');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
