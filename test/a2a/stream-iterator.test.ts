@@ -6,7 +6,13 @@ import type { CallReport } from '../../src/a2a/telemetry.js';
 import { MalformedResponseError } from '../../src/core/agent/errors.js';
 import type { StreamEvent } from '../../src/core/agent/model.js';
 import type { ReadyEvents } from '../../src/core/ports.js';
-import { answer, type ContractAgent, invalidEvent, startContractAgent } from '../agents/contract-agent.js';
+import {
+  answer,
+  type ContractAgent,
+  invalidEvent,
+  script,
+  startContractAgent,
+} from '../agents/contract-agent.js';
 import { answerText, collect } from '../helpers/stream.js';
 
 // The streaming call is an iterator written by hand (src/a2a/streaming.ts), not an async
@@ -101,19 +107,22 @@ describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%
   // The engine reads events the stream already holds with takeReady() (no promise per event) and
   // awaits next() only when it returns nothing: the two together must give what next() alone does.
   /** Reads a stream as the engine does: held events first, next() when none is held. */
-  async function readMixed(stream: AsyncGenerator<StreamEvent> & ReadyEvents) {
+  async function readMixed(
+    stream: AsyncGenerator<StreamEvent> & ReadyEvents,
+    onEvent?: (seen: number) => Promise<void>,
+  ) {
     const events: StreamEvent[] = [];
     let held = 0;
     for (;;) {
-      const ready = stream.takeReady();
-      if (ready !== undefined) {
-        held++;
-        events.push(ready);
-        continue;
+      let event = stream.takeReady();
+      if (event !== undefined) held++;
+      else {
+        const step = await stream.next();
+        if (step.done === true) return { events, held };
+        event = step.value;
       }
-      const step = await stream.next();
-      if (step.done === true) return { events, held };
-      events.push(step.value);
+      events.push(event);
+      await onEvent?.(events.length);
     }
   }
 
@@ -140,6 +149,42 @@ describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%
       ['ok', byNext.length],
       ['ok', byNext.length],
     ]);
+  });
+
+  it(`time spent on held events does not count against the agent's idle bound (${version})`, async () => {
+    const agent = await startContractAgent({ version });
+    agents.push(agent);
+    const client = new A2AClient({
+      endpoint: agent.endpoint,
+      identity: { kind: 'bearer', token: 'tok-1' },
+      timeouts: { streamIdleMs: 150 },
+    });
+    await client.card();
+    // Five events at once, then 250 ms of quiet (more than the bound, less than the reader's
+    // time on the five), then the rest.
+    const first = Array.from({ length: 5 }, (_, i) => ({
+      event: 'chunk' as const,
+      text: `${i};`,
+      append: i > 0,
+    }));
+    agent.enqueue(
+      script([
+        ...first,
+        { waitMs: 250 },
+        { event: 'chunk', text: 'end', append: true },
+        { event: 'completed' },
+      ]),
+    );
+    const stream = client.sendStreamingMessage({
+      messageId: 'm',
+      text: 'hi',
+    }) as AsyncGenerator<StreamEvent> & ReadyEvents;
+    // The reader is slow on each of the first five events: 80 ms, 400 in all, past the bound.
+    const { events, held } = await readMixed(stream, async (seen) => {
+      if (seen <= 5) await new Promise((resolve) => setTimeout(resolve, 80));
+    });
+    expect(held).toBeGreaterThan(0);
+    expect(answerText(events)).toBe('0;1;2;3;4;end');
   });
 
   it(`a held event that does not decode throws its typed error, and the call ends with it (${version})`, async () => {
