@@ -13,23 +13,30 @@ import { BINDING, type Harness, startHarness, untilEvent } from '../helpers/engi
  * (its report and span, its connection drained or closed).
  */
 
+/**
+ * `target` with some of its methods replaced; the others are called on `target` itself (the
+ * client's streams keep private fields, which a call through a proxy could not reach).
+ */
+function overriding<T extends object>(target: T, overrides: Partial<T>): T {
+  return new Proxy(target, {
+    get(t, prop) {
+      if (Object.hasOwn(overrides, prop)) return (overrides as Record<PropertyKey, unknown>)[prop];
+      const value: unknown = Reflect.get(t, prop, t);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
+    },
+  });
+}
+
 /** The store, whose first write that records a task fails (the accept write of R-7). */
 function failingFirstAccept(store: SessionStore): SessionStore {
   let failed = false;
-  return new Proxy(store, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      if (prop === 'commit') {
-        return (commit: Commit) => {
-          if (!failed && commit.session?.task != null) {
-            failed = true;
-            return Promise.reject(new Error('the disk is full'));
-          }
-          return target.commit(commit);
-        };
+  return overriding(store, {
+    commit: (commit: Commit) => {
+      if (!failed && commit.session?.task != null) {
+        failed = true;
+        return Promise.reject(new Error('the disk is full'));
       }
-      return (value as (...a: unknown[]) => unknown).bind(target);
+      return store.commit(commit);
     },
   });
 }
@@ -41,30 +48,16 @@ function watchStreams(h: Harness): { returned: number; opened: number } {
   if (route === undefined) throw new Error('no route');
   const inner = route.client;
   const watched = (stream: AsyncGenerator<StreamEvent>) =>
-    new Proxy(stream, {
-      get(target, prop) {
-        const value: unknown = Reflect.get(target, prop, target);
-        if (typeof value !== 'function') return value;
-        if (prop === 'return') {
-          return (v: undefined) => {
-            seen.returned++;
-            return target.return(v);
-          };
-        }
-        return (value as (...a: unknown[]) => unknown).bind(target);
+    overriding(stream, {
+      return: (v: undefined) => {
+        seen.returned++;
+        return stream.return(v);
       },
     });
-  const client = new Proxy(inner, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      if (prop === 'sendStreamingMessage') {
-        return (...args: Parameters<AgentClient['sendStreamingMessage']>) => {
-          seen.opened++;
-          return watched(target.sendStreamingMessage(...args));
-        };
-      }
-      return (value as (...a: unknown[]) => unknown).bind(target);
+  const client = overriding(inner, {
+    sendStreamingMessage: (...args: Parameters<AgentClient['sendStreamingMessage']>) => {
+      seen.opened++;
+      return watched(inner.sendStreamingMessage(...args));
     },
   });
   h.registry.routes.set(BINDING, { ...route, client });
