@@ -62,7 +62,7 @@ import { HeapSampler } from './heap-sample.js';
 import { countPgQueries, type PgCounts, takePgCounts } from './pg-counts.js';
 import { slackPath } from './slack-path-child.js';
 import { StallRecorder } from './stalls.js';
-import { threadCpu, threadCpuSince } from './thread-cpu.js';
+import { reportThreads, threadsIfAsked } from './thread-cpu.js';
 
 /** When this script started running, in ms since the process started (module loading included). */
 const scriptStartedAt = performance.now();
@@ -356,23 +356,19 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
   // the wrapper around every exec is left out of the figures' runs).
   const stalls = process.env.BENCH_STALLS === '1' ? new StallRecorder() : undefined;
   // BENCH_THREADS=1: each round's CPU time by thread (the event loop, V8's helpers; diagnosis).
-  const threads = process.env.BENCH_THREADS === '1';
   for (let i = 0; i < rounds; i++) {
     gc();
-    const t0 = threads ? threadCpu() : undefined;
+    const t0 = threadsIfAsked();
     const b = await bareRound(client, n, chunks);
-    if (t0 !== undefined) process.stderr.write(`  threads, bare round ${i}: ${threadCpuSince(t0)} ms\n`);
+    reportThreads(`bare round ${i}`, t0);
     if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
     bare.push(b.ms);
     bareCpu.push(b.cpuMs);
     gc();
     stalls?.start();
-    const t1 = threads ? threadCpu() : undefined;
+    const t1 = threadsIfAsked();
     const e = await engineRound(endpoint, n, chunks, `round${i}`);
-    if (t1 !== undefined)
-      process.stderr.write(
-        `  threads, engine round ${i} (its store's opening and closing too): ${threadCpuSince(t1)} ms\n`,
-      );
+    reportThreads(`engine round ${i} (its store's opening and closing too)`, t1);
     stalls?.stop();
     // The engine may stop reading a stream after its terminal status (the final Task then comes
     // from GetTask): a few events short is the engine's choice, not a loss. Many short is a bug.
@@ -576,18 +572,17 @@ async function pgThroughput(
   let refused = 0;
   let perTurn: Record<string, number> = {};
   const cpuMs: number[] = [];
-  const threads = process.env.BENCH_THREADS === '1';
   for (let i = 0; i < rounds; i++) {
     gc();
-    const t0 = threads ? threadCpu() : undefined;
+    const t0 = threadsIfAsked();
     const b = await bareRound(client, n, chunks);
-    if (t0 !== undefined) process.stderr.write(`  threads, bare round ${i}: ${threadCpuSince(t0)} ms\n`);
+    reportThreads(`bare round ${i}`, t0);
     if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
     bare.push(b.ms);
     gc();
-    const t1 = threads ? threadCpu() : undefined;
+    const t1 = threadsIfAsked();
     const e = await pgRound(endpoint, connectionString, n, chunks, `round${i}`);
-    if (t1 !== undefined) process.stderr.write(`  threads, replicas round ${i}: ${threadCpuSince(t1)} ms\n`);
+    reportThreads(`replicas round ${i}`, t1);
     if (e.events < expected - n)
       throw new Error(`replicas saw ${e.events} events, expected about ${expected}`);
     engine.push(e.ms);

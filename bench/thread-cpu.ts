@@ -45,3 +45,13 @@ export function threadCpuSince(before: ThreadCpu, after: ThreadCpu = threadCpu()
     .map(([name, ms]) => `${name}=${ms}`)
     .join(' ');
 }
+
+/** Starts a reading when BENCH_THREADS=1 (else nothing): pass it to reportThreads after the round. */
+export function threadsIfAsked(): ThreadCpu | undefined {
+  return process.env.BENCH_THREADS === '1' ? threadCpu() : undefined;
+}
+
+/** Prints, on stderr, what each kind of thread spent in a round since `before` (if it was read). */
+export function reportThreads(round: string, before: ThreadCpu | undefined): void {
+  if (before !== undefined) process.stderr.write(`  threads, ${round}: ${threadCpuSince(before)} ms\n`);
+}
