@@ -151,7 +151,7 @@ describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%
     ]);
   });
 
-  it(`time spent on held events does not count against the agent's idle bound (${version})`, async () => {
+  it(`[R-6] time spent on held events does not count against the agent's idle bound (${version})`, async () => {
     const agent = await startContractAgent({ version });
     agents.push(agent);
     const client = new A2AClient({
