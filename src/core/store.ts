@@ -232,5 +232,13 @@ export interface SessionStore {
   acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
   /** Renews every lease `owner` holds; returns the session ids it still holds. */
   renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]>;
-  releaseLease(sessionId: string, owner: string): Promise<void>;
+  /**
+   * Gives up `owner`'s lease on a session (nothing when another owner holds it), then says
+   * whether a turn newer than `seenSeq` waits there: not settled and not a reply kept as
+   * context. A driver going idle passes the highest seq it read, so a turn that another replica
+   * added while this one held the lease (that replica could not take the lease to drive it) is
+   * driven at once, not at the next scan. The turns are read after the lease is gone: a turn
+   * added later than that read is the adding replica's to drive, which can take the lease then.
+   */
+  releaseLease(sessionId: string, owner: string, seenSeq: number): Promise<boolean>;
 }

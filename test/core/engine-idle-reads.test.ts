@@ -11,7 +11,8 @@ import { startHarness, untilEvent } from '../helpers/engine-harness.js';
  * turn starts from what the write that stored it returned, and a step whose own writes settled
  * every open turn and left no task goes idle without reading the session and its turns again:
  * anything that arrives meanwhile comes through the engine, which drives the session again. On a
- * store shared by replicas another process may have written, so the driver reads, as before.
+ * store shared by replicas another process may have added a turn while the driver held the
+ * lease: the lease's release says so, and the engine drives the session again from fresh reads.
  */
 
 /** The store, counting the calls the engine makes to it; `shared` plays a store of several replicas. */
@@ -93,5 +94,37 @@ describe('reads a driver does without', () => {
     );
     expect(await untilEvent(h, settledEvent(turn.id), 5_000)).toMatchObject({ outcome: 'completed' });
     expect(calls.get('getSession')).toBeGreaterThan(0);
+  });
+
+  it('[R-7] on a shared store, a step that settles every open turn goes idle without reading them again', async () => {
+    const calls = new Map<string, number>();
+    const released: boolean[] = [];
+    const real = new SqliteStore(':memory:');
+    const store = counting(real, calls, true);
+    const h = await startHarness({
+      version: '1.0',
+      store: new Proxy(store, {
+        get(target, prop) {
+          if (prop !== 'releaseLease') return Reflect.get(target, prop, target);
+          return async (...args: Parameters<SessionStore['releaseLease']>) => {
+            const waiting = await target.releaseLease(...args);
+            released.push(waiting);
+            return waiting;
+          };
+        },
+      }),
+      timings: { scanIntervalMs: 60_000 },
+    });
+    cleanups.push(() => h.close());
+    calls.clear();
+
+    const first = await h.say('t1', '1.0', 'hello');
+    expect(await untilEvent(h, settledEvent(first.turnId))).toMatchObject({ outcome: 'completed' });
+    await h.engine.idle();
+    // One read of each at the start (another replica may have driven the thread between its
+    // store and our lease), none after: the release found nothing newer than what was read.
+    expect(calls.get('getSession')).toBe(1);
+    expect(calls.get('openTurns')).toBe(1);
+    expect(released).toStrictEqual([false]);
   });
 });

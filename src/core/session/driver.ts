@@ -37,10 +37,20 @@ export interface FirstLook {
 export class SessionDriver {
   readonly #ctx: DriverContext;
   #first: FirstLook | undefined;
+  #seenSeq = 0;
 
   constructor(deps: DriverDeps, sessionId: string, signal: AbortSignal, first?: FirstLook) {
     this.#ctx = new DriverContext(deps, sessionId, signal);
     this.#first = first;
+  }
+
+  /**
+   * The highest seq among the open turns of this driver's last read (0 before any, or when
+   * none was open): any open turn above it came in since. The engine hands it to the lease's
+   * release, which says whether one did (SessionStore.releaseLease).
+   */
+  get seenSeq(): number {
+    return this.#seenSeq;
   }
 
   /** Resolves once the writes this driver started on their own have finished. */
@@ -69,6 +79,8 @@ export class SessionDriver {
     this.#ctx.current = session;
     if (session === undefined) return 'idle';
     const open = first?.open ?? (await store.openTurns(session.id));
+    this.#seenSeq = 0;
+    for (const turn of open) if (turn.seq > this.#seenSeq) this.#seenSeq = turn.seq;
     this.#ctx.settledInStep.clear();
     const route = this.#ctx.deps.resolve(session.binding, session.key);
     if (route === undefined) return bindingGone(this.#ctx, session, open);
@@ -116,12 +128,13 @@ export class SessionDriver {
    * That holds while nobody else writes the session: with a store of one process, whatever else
    * adds a turn or a task (a message, an answer, a cancel, a wake-up) goes through the engine,
    * which kicks the session once it is written, and a kick while this driver runs makes it run
-   * again from fresh reads. With a store shared by replicas another process may have written:
-   * the next step reads, as before.
+   * again from fresh reads. With a store shared by replicas, what another replica can write
+   * without this driver's lease is a new turn (its task and question are fenced writes, ours
+   * alone while we hold the lease): the lease's release reports one that came in after our last
+   * read (seenSeq), and the engine drives the session again.
    */
   #next(open: readonly TurnRecord[]): StepResult {
     const ctx = this.#ctx;
-    if (ctx.deps.fenced) return 'again';
     const session = ctx.current;
     if (session === undefined || session.task !== null || session.question !== null) return 'again';
     for (const turn of open) if (turn.kind !== 'context' && !ctx.settledInStep.has(turn.id)) return 'again';

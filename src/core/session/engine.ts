@@ -424,6 +424,7 @@ export class SessionEngine {
     const now = this.#clock.now();
     const leased = this.#store.sharedByReplicas;
     let held = false;
+    let ranOut = false;
     let driver: SessionDriver | undefined;
     try {
       if (leased) {
@@ -442,12 +443,20 @@ export class SessionEngine {
         entry.again = false;
         await driver.run();
       } while (entry.again && !signal.aborted);
+      ranOut = true;
     } catch {
       // A store failure: the session keeps its state; the next scan or message drives it again.
     } finally {
       await driver?.drained();
       // Also when stopping: the driver and its writes are done, so nothing of ours writes after.
-      if (held) await this.#store.releaseLease(sessionId, this.#owner).catch(() => undefined);
+      if (held) {
+        const waiting = await this.#store
+          .releaseLease(sessionId, this.#owner, driver?.seenSeq ?? 0)
+          .catch(() => false);
+        // A turn another replica added while we held the lease: driven now, from fresh reads.
+        // Only after a run that ended by itself; after a failure the scan comes back to it.
+        if (waiting && ranOut) entry.again = true;
+      }
     }
   }
 

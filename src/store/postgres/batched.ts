@@ -52,7 +52,7 @@ export class BatchedStatements {
   readonly #answerRefs: Batcher<{ turnId: string; ref: string; now: number }, undefined>;
   /** One batcher per TTL: a batch of lease takes shares one (the engine uses one). */
   readonly #leaseTakes = new Map<number, Batcher<LeaseAsk, boolean>>();
-  readonly #leaseReleases: Batcher<{ sessionId: string; owner: string }, undefined>;
+  readonly #leaseReleases: Batcher<{ sessionId: string; owner: string; seenSeq: number }, boolean>;
   readonly #sessionOpens: Batcher<NewSession, Row | undefined>;
   readonly #turnAdds: Batcher<{ turn: NewTurn; event: string | null }, Row>;
   readonly #sessionOpensWithTurns: Batcher<OpenWithTurn, Row>;
@@ -123,11 +123,17 @@ export class BatchedStatements {
     );
     this.#leaseReleases = new Batcher(
       async (releases) => {
-        await runPrepared(this.#pool, this.#sql.releaseLeases, [
-          releases.map((r) => r.sessionId),
-          releases.map((r) => r.owner),
+        const ids = releases.map((r) => r.sessionId);
+        await runPrepared(this.#pool, this.#sql.releaseLeases, [ids, releases.map((r) => r.owner)]);
+        // A second statement, not a CTE of the first: under READ COMMITTED it reads after the
+        // release committed, so a turn whose replica was refused the lease before the release
+        // is seen here (in one statement, the read's snapshot could predate that turn).
+        const waiting = await runPrepared(this.#pool, this.#sql.turnsWaitingAfter, [
+          ids,
+          releases.map((r) => r.seenSeq),
         ]);
-        return releases.map(() => undefined);
+        const at = new Set(waiting.rows.map((row) => Number(row.ord)));
+        return releases.map((_, i) => at.has(i + 1));
       },
       { max: BATCH_MAX, keysOf: (r) => [r.sessionId], retryAlone },
     );
@@ -176,8 +182,8 @@ export class BatchedStatements {
     return this.#leaseTake(ttlMs).submit({ sessionId, owner, now, ttlMs });
   }
 
-  async releaseLease(sessionId: string, owner: string): Promise<void> {
-    await this.#leaseReleases.submit({ sessionId, owner });
+  releaseLease(sessionId: string, owner: string, seenSeq: number): Promise<boolean> {
+    return this.#leaseReleases.submit({ sessionId, owner, seenSeq });
   }
 
   /** One session opened on `db` (a client inside the caller's transaction), unbatched. */

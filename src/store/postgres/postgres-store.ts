@@ -289,8 +289,8 @@ export class PostgresStore implements SessionStore {
     });
   }
 
-  async releaseLease(sessionId: string, owner: string): Promise<void> {
-    await this.#guard('releaseLease', () => this.#batched.releaseLease(sessionId, owner));
+  async releaseLease(sessionId: string, owner: string, seenSeq: number): Promise<boolean> {
+    return this.#guard('releaseLease', () => this.#batched.releaseLease(sessionId, owner, seenSeq));
   }
 
   /** The time a lease statement uses: the caller's in 'caller' mode, else null (the database's). */

@@ -313,5 +313,17 @@ export function postgresSql(schema: string) {
     releaseLeases: `
       DELETE FROM ${leases} AS l USING unnest($1::text[], $2::text[]) AS r(id, owner)
       WHERE l.session_id = r.id AND l.owner = r.owner`,
+    /**
+     * Batched, run after releaseLeases has committed (a snapshot of its own, so it sees every
+     * turn added before the release): $1 the sessions, $2 the highest seq each driver read.
+     * Returns the 1-based positions of those with a newer turn that is neither settled nor a
+     * reply kept as context.
+     */
+    turnsWaitingAfter: `
+      SELECT r.ord FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS r(id, seen, ord)
+      WHERE EXISTS (
+        SELECT 1 FROM ${turns} AS t
+        WHERE t.session_id = r.id AND t.seq > r.seen AND t.state <> 'settled' AND t.kind <> 'context'
+      )`,
   };
 }

@@ -411,12 +411,19 @@ export class SqliteStore implements SessionStore {
     );
   }
 
-  async releaseLease(sessionId: string, owner: string): Promise<void> {
-    await this.#writes.write('releaseLease', () => {
+  async releaseLease(sessionId: string, owner: string, seenSeq: number): Promise<boolean> {
+    return this.#writes.write('releaseLease', () => {
       this.#run('DELETE FROM leases WHERE session_id = :session_id AND owner = :owner', {
         session_id: sessionId,
         owner,
       });
+      return (
+        this.#get(
+          `SELECT 1 AS waiting FROM turns
+           WHERE session_id = :session_id AND seq > :seen AND state <> 'settled' AND kind <> 'context' LIMIT 1`,
+          { session_id: sessionId, seen: seenSeq },
+        ) !== undefined
+      );
     });
   }
 

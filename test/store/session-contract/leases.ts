@@ -60,11 +60,35 @@ export function leasesContract(c: ContractContext): void {
 
     it('releases a lease so another owner can take it at once, but only for its owner', async () => {
       expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
-      await c.store.releaseLease(id, 'b');
+      await c.store.releaseLease(id, 'b', 0);
       expect(await c.store.acquireLease(id, 'b', T0 + 1, MINUTE)).toBe(false);
-      await c.store.releaseLease(id, 'a');
+      await c.store.releaseLease(id, 'a', 0);
       expect(await c.store.acquireLease(id, 'b', T0 + 2, MINUTE)).toBe(true);
       expect(await c.store.renewLeases('a', T0 + 3, MINUTE)).toStrictEqual([]);
+    });
+
+    it('says on release whether a turn newer than the seq read waits, not settled and not context', async () => {
+      const s = await session('released');
+      const t1 = await added(newTurn(s.id, 'r1'));
+      const release = async (owner: string, seen: number): Promise<boolean> => {
+        await c.store.acquireLease(s.id, 'a', T0, MINUTE);
+        return c.store.releaseLease(s.id, owner, seen);
+      };
+      expect(await release('a', 0)).toBe(true); // r1 is open, and newer than nothing read
+      expect(await release('a', t1.seq)).toBe(false); // r1 was read
+      const t2 = await added(newTurn(s.id, 'r2'));
+      expect(t2.seq).toBeGreaterThan(t1.seq);
+      expect(await release('a', t1.seq)).toBe(true);
+      await c.store.commit({ turns: [{ ...t2, state: 'settled', outcome: 'completed' }], now: T0 + 1 });
+      expect(await release('a', t1.seq)).toBe(false); // settled since
+      await added(newTurn(s.id, 'r3', { kind: 'context' }));
+      expect(await release('a', t1.seq)).toBe(false); // a reply kept as context is no work alone
+      // Another owner's release answers too, and leaves the lease where it is.
+      await added(newTurn(s.id, 'r4'));
+      expect(await release('b', t1.seq)).toBe(true);
+      expect(await c.store.acquireLease(s.id, 'b', T0 + 1, MINUTE)).toBe(false);
+      expect(await c.store.releaseLease(s.id, 'a', t1.seq)).toBe(true);
+      expect(await c.store.acquireLease(s.id, 'b', T0 + 1, MINUTE)).toBe(true);
     });
   });
 
