@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from './ports.js';
 
@@ -15,5 +16,17 @@ describe('systemClock.sleep', () => {
     controller.abort(reason);
     await expect(waiting).rejects.toBe(reason);
     await expect(systemClock.sleep(60_000, AbortSignal.abort(reason))).rejects.toBe(reason);
+  });
+
+  it('leaves no listener on a signal, whether the sleep ran out or was cut', async () => {
+    const controller = new AbortController();
+    await systemClock.sleep(5, controller.signal);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    const cut = new AbortController();
+    const waiting = systemClock.sleep(60_000, cut.signal);
+    expect(getEventListeners(cut.signal, 'abort')).toHaveLength(1);
+    cut.abort(new Error('done'));
+    await expect(waiting).rejects.toThrow('done');
+    expect(getEventListeners(cut.signal, 'abort')).toHaveLength(0);
   });
 });

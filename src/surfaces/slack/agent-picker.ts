@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import type { AgentDescription, Clock, Inbound, ReceiveResult } from '../../core/ports.js';
+import {
+  type AgentDescription,
+  type Clock,
+  type Inbound,
+  type ReceiveResult,
+  WAIT_OVER,
+} from '../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../core/registry.js';
 import { type SessionStore, sessionIdOf } from '../../core/store.js';
 import type { People } from './people.js';
@@ -97,7 +103,7 @@ export async function pickerChoices(
       }),
     );
   } finally {
-    deadline.abort();
+    deadline.abort(WAIT_OVER);
   }
 }
 

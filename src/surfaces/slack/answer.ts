@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { AnswerView } from '../../core/answer.js';
 import { backoffDelay } from '../../core/backoff.js';
-import type { AnswerEnd, AnswerSink, Clock } from '../../core/ports.js';
+import { type AnswerEnd, type AnswerSink, type Clock, WAIT_OVER } from '../../core/ports.js';
 import { nextStep, type ShownPage, type Step } from './answer-plan.js';
 import { decodeAnswerRef, encodeAnswerRef } from './answer-ref.js';
 import { BudgetClosedError } from './budget.js';
@@ -179,7 +179,7 @@ export class SlackAnswer {
     for (const page of this.#pages) if (stoppedTs.has(page.ts)) page.state = 'stopped';
     this.#halted = true;
     this.#kick();
-    this.#wake?.abort();
+    this.#wake?.abort(WAIT_OVER);
     return this.#finished.promise;
   }
 
@@ -203,7 +203,7 @@ export class SlackAnswer {
         // A take waiting for an interim edit now carries the final one: let it go first.
         this.#deps.api.promote(this.place.turnId);
         this.#kick();
-        this.#wake?.abort();
+        this.#wake?.abort(WAIT_OVER);
         return this.#finished.promise;
       },
     };

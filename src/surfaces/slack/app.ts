@@ -15,6 +15,7 @@ import {
   type Inbound,
   type ReceiveResult,
   systemClock,
+  WAIT_OVER,
 } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { CancelRequest, CancelResult } from '../../core/session/cancelling.js';
@@ -362,7 +363,7 @@ export class SlackConnection {
       });
       const deadline = new AbortController();
       await Promise.race([caught, this.#clock.sleep(ackWithin, deadline.signal).catch(() => undefined)]);
-      deadline.abort();
+      deadline.abort(WAIT_OVER);
     };
     const handle = async ({
       body,

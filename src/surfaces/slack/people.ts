@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Actor } from '../../core/compose.js';
-import type { Clock } from '../../core/ports.js';
+import { type Clock, WAIT_OVER } from '../../core/ports.js';
 import { cutWithMark } from '../../core/text.js';
 import type { SlackApi, SlackUser } from './web-api.js';
 
@@ -62,7 +62,7 @@ export class People {
         ),
       ]);
     } finally {
-      timeout.abort();
+      timeout.abort(WAIT_OVER);
     }
   }
 
