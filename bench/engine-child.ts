@@ -58,7 +58,7 @@ import { startTracing } from '../src/observability/tracing.js';
 import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { HeapSampler } from './heap-sample.js';
+import { HeapSampler, sampledIf } from './heap-sample.js';
 import { countPgQueries, type PgCounts, takePgCounts } from './pg-counts.js';
 import { slackPath } from './slack-path-child.js';
 import { StallRecorder } from './stalls.js';
@@ -356,15 +356,12 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
   // the wrapper around every exec is left out of the figures' runs).
   const stalls = process.env.BENCH_STALLS === '1' ? new StallRecorder() : undefined;
   // BENCH_THREADS=1: each round's CPU time by thread (the event loop, V8's helpers; diagnosis).
-  // BENCH_HEAP_SAMPLE=1: what the last bare round and the last engine round allocated, by site.
-  const sampleHeap = process.env.BENCH_HEAP_SAMPLE === '1';
   for (let i = 0; i < rounds; i++) {
-    const sampler = sampleHeap && i === rounds - 1 ? new HeapSampler() : undefined;
+    // BENCH_HEAP_SAMPLE=1: what the last round of each kind allocated, by site (diagnosis).
+    const sample = process.env.BENCH_HEAP_SAMPLE === '1' && i === rounds - 1;
     gc();
     const t0 = threadsIfAsked();
-    await sampler?.start();
-    const b = await bareRound(client, n, chunks);
-    if (sampler !== undefined) process.stderr.write(`bare ${JSON.stringify(await sampler.stop(40), null, 1)}\n`);
+    const b = await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
     reportThreads(`bare round ${i}`, t0);
     if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
     bare.push(b.ms);
@@ -372,11 +369,7 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     gc();
     stalls?.start();
     const t1 = threadsIfAsked();
-    const engineSampler = sampler === undefined ? undefined : new HeapSampler();
-    await engineSampler?.start();
-    const e = await engineRound(endpoint, n, chunks, `round${i}`);
-    if (engineSampler !== undefined)
-      process.stderr.write(`engine ${JSON.stringify(await engineSampler.stop(60), null, 1)}\n`);
+    const e = await sampledIf(sample, 'engine', () => engineRound(endpoint, n, chunks, `round${i}`));
     reportThreads(`engine round ${i} (its store's opening and closing too)`, t1);
     stalls?.stop();
     // The engine may stop reading a stream after its terminal status (the final Task then comes
@@ -581,21 +574,20 @@ async function pgThroughput(
   let refused = 0;
   let perTurn: Record<string, number> = {};
   const cpuMs: number[] = [];
-  // BENCH_HEAP_SAMPLE=1: what the last bare round and the last engine round allocated, by site.
-  const sampleHeap = process.env.BENCH_HEAP_SAMPLE === '1';
   for (let i = 0; i < rounds; i++) {
-    const sampler = sampleHeap && i === rounds - 1 ? new HeapSampler() : undefined;
+    // BENCH_HEAP_SAMPLE=1: what the last round of each kind allocated, by site (diagnosis).
+    const sample = process.env.BENCH_HEAP_SAMPLE === '1' && i === rounds - 1;
     gc();
     const t0 = threadsIfAsked();
-    await sampler?.start();
-    const b = await bareRound(client, n, chunks);
-    if (sampler !== undefined) process.stderr.write(`bare ${JSON.stringify(await sampler.stop(40), null, 1)}\n`);
+    const b = await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
     reportThreads(`bare round ${i}`, t0);
     if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
     bare.push(b.ms);
     gc();
     const t1 = threadsIfAsked();
-    const e = await pgRound(endpoint, connectionString, n, chunks, `round${i}`);
+    const e = await sampledIf(sample, 'replicas', () =>
+      pgRound(endpoint, connectionString, n, chunks, `round${i}`),
+    );
     reportThreads(`replicas round ${i}`, t1);
     if (e.events < expected - n)
       throw new Error(`replicas saw ${e.events} events, expected about ${expected}`);

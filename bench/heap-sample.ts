@@ -44,3 +44,16 @@ export class HeapSampler {
     return { totalKiB: total / 1024, top: sorted.map(([k, v]) => [k, Math.round(v / 1024)]) };
   }
 }
+
+/**
+ * Runs one round, and when `asked`, samples what it allocated and prints the sites under `label`
+ * on stderr (BENCH_HEAP_SAMPLE=1 asks for the last round of each kind).
+ */
+export async function sampledIf<T>(asked: boolean, label: string, round: () => Promise<T>): Promise<T> {
+  if (!asked) return round();
+  const sampler = new HeapSampler();
+  await sampler.start();
+  const result = await round();
+  process.stderr.write(`${label} ${JSON.stringify(await sampler.stop(60), null, 1)}\n`);
+  return result;
+}
