@@ -186,6 +186,35 @@ describe('markdownForStream', () => {
     );
   });
 
+  it('breaks where a reading of every character would (property)', () => {
+    // The rule read one character at a time, as it was first written: the function jumps from
+    // one `<`, `&` or `]` to the next instead, and must break in the same places. Whether a
+    // label before `](` is plain prose is left to the function on the text up to there (each
+    // decision reads only what comes before: the property above).
+    const everyCharacter = (text: string): string => {
+      let out = '';
+      for (let i = 0; i < text.length; i++) {
+        out += text[i];
+        const next = text[i + 1];
+        if (text[i] === '<' || text[i] === '&') out += ZWSP;
+        else if (text[i] === ']' && (next === '[' || next === ':')) out += ZWSP;
+        else if (
+          text[i] === ']' &&
+          next === '(' &&
+          markdownForStream(text.slice(0, i + 2)).endsWith(`]${ZWSP}(`)
+        )
+          out += ZWSP;
+      }
+      return out;
+    };
+    fc.assert(
+      fc.property(streamText, (text) => {
+        expect(markdownForStream(text)).toBe(everyCharacter(text));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('shows exactly what the agent wrote, and leaves no token, entity or address link open (property)', () => {
     fc.assert(
       fc.property(streamText, (text) => {

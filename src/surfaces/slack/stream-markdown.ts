@@ -28,10 +28,14 @@ const LABEL_MAX = 1_000;
 export function markdownForStream(markdown: string): string {
   let out = '';
   let from = 0;
-  for (let i = 0; i < markdown.length; i++) {
-    const c = markdown[i];
-    let breakAfter = c === '<' || c === '&';
-    if (c === ']') {
+  // Only `<`, `&` and `]` can need a break: the loop goes from one to the next (the regex
+  // engine's search), not through every character, which most answers are long on and short
+  // of those three.
+  const special = /[<&\]]/g;
+  for (let found = special.exec(markdown); found !== null; found = special.exec(markdown)) {
+    const i = found.index;
+    let breakAfter = true;
+    if (markdown.charCodeAt(i) === CLOSE_BRACKET) {
       const next = markdown[i + 1];
       breakAfter = next === '[' || next === ':' || (next === '(' && !plainLabelBefore(markdown, i));
     }
@@ -40,8 +44,10 @@ export function markdownForStream(markdown: string): string {
       from = i + 1;
     }
   }
-  return out + markdown.slice(from);
+  return from === 0 ? markdown : out + markdown.slice(from);
 }
+
+const CLOSE_BRACKET = 0x5d;
 
 /**
  * Whether the `]` at `close` ends a label of plain prose: one `[` since the previous `]` or blank
