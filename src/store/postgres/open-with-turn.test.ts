@@ -65,7 +65,21 @@ const firstTurn =
     });
 const isOpenWithTurns = (s: QueryConfig) => s.text.includes('opened AS (');
 /** How many calls a batched statement carried (its first parameter holds one value per call). */
-const callsIn = (s: QueryConfig) => (s.values?.[0] as unknown[] | undefined)?.length ?? 0;
+/** How many calls a batched statement carried: the elements of its first array (sent as a literal). */
+const callsIn = (s: QueryConfig): number => {
+  const first = s.values?.[0];
+  if (Array.isArray(first)) return first.length;
+  if (typeof first !== 'string' || !first.startsWith('{')) return 0;
+  if (first === '{}') return 0;
+  let elements = 1;
+  let quoted = false;
+  for (let i = 1; i < first.length - 1; i++) {
+    if (first[i] === '\\') i++;
+    else if (first[i] === '"') quoted = !quoted;
+    else if (first[i] === ',' && !quoted) elements++;
+  }
+  return elements;
+};
 
 async function storeOn(pool: pg.Pool, schema: string): Promise<PostgresStore> {
   const store = new PostgresStore({ pool, schema });

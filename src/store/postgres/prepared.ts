@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { Row } from '../rows.js';
+import { withArrayLiterals } from './array-literal.js';
 import type { PostgresSql } from './sql.js';
 
 /** A statement prepared once per connection, under a name derived from its text. */
@@ -27,5 +28,5 @@ export function runPrepared(
   statement: Prepared,
   values: unknown[],
 ): Promise<pg.QueryResult<Row>> {
-  return db.query<Row>({ name: statement.name, text: statement.text, values });
+  return db.query<Row>({ name: statement.name, text: statement.text, values: withArrayLiterals(values) });
 }
