@@ -1,6 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EngineEvent } from '../../src/core/events.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { queuedTurn } from '../../testkit/turns.js';
+import { answer } from '../agents/behaviours.js';
 import { startContractAgent } from '../agents/contract-agent.js';
 import { startChatServer } from '../crash/chat-server.js';
 import {
@@ -10,6 +13,7 @@ import {
   startEngineChild as startChild,
 } from '../crash/children.js';
 import type { ChildConfig } from '../crash/engine-child.js';
+import { startHarness, untilEvent } from '../helpers/engine-harness.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 // Several replicas on one PostgreSQL: each session is driven by one replica at a time through
@@ -83,6 +87,44 @@ describe('two replicas on one PostgreSQL', () => {
       await reader.close();
       await chat.close();
       await agent.close();
+    }
+  });
+
+  it('[R-7] a message another replica stores while this one drives the thread is sent when the lease is released, not at a scan', async () => {
+    const schema = `replicas_release_${process.pid}`;
+    const store = new PostgresStore({ connectionString: pg.connectionString, schema });
+    // The other replica: its own store on the same database; it stores the thread's next
+    // message, cannot take the lease this engine holds, and so leaves the turn to it.
+    const other = new PostgresStore({ connectionString: pg.connectionString, schema });
+    const h = await startHarness({
+      version: '1.0',
+      store,
+      owner: 'replica-a',
+      // The scan is a minute away: only the lease's release can say the turn came in.
+      timings: { scanIntervalMs: 60_000 },
+    });
+    try {
+      h.agent.enqueue(answer({ chunks: ['one ', 'two ', 'three'], chunkDelayMs: 100 }));
+      const first = await h.say('t1', '1.0', 'hello');
+      await untilEvent(h, (e) => e.type === 'turn.accepted' && e.turnId === first.turnId);
+      await other.migrate();
+      const { turn } = await other.addTurn(
+        queuedTurn({
+          id: 'ak-stored-by-replica-b',
+          sessionId: first.sessionId,
+          chatMessageId: '2.0',
+          text: 'and then',
+          now: Date.now(),
+        }),
+      );
+      const settled = (id: string) => (e: EngineEvent) => e.type === 'turn.settled' && e.turnId === id;
+      expect(await untilEvent(h, settled(first.turnId), 5_000)).toMatchObject({ outcome: 'completed' });
+      expect(await untilEvent(h, settled(turn.id), 5_000)).toMatchObject({ outcome: 'completed' });
+      await h.engine.idle();
+      expect((await store.openTurns(first.sessionId)).length).toBe(0);
+    } finally {
+      await h.close();
+      await other.close();
     }
   });
 });
