@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SizeLimitError } from '../core/agent/errors.js';
@@ -106,5 +108,30 @@ describe('SseParser', () => {
     const events: SseEvent[] = [];
     for (let i = 0; i < 100; i++) events.push(...parser.push(`data: ${'z'.repeat(40)}\n\n`));
     expect(events).toHaveLength(100);
+  });
+
+  it('keeps nothing of a chunk but the unfinished line and the last event id', () => {
+    // V8's slices are views into the whole string: an unfinished line kept as a slice kept its
+    // whole chunk's text alive until the next chunk. 200 parsers each hold the last line of a
+    // 64 KB chunk: as slices, 12.8 MB; as copies of their own, a few dozen KB.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const chunk = (i: number): string =>
+      `${formatSseEvent('x'.repeat(65_000)).replace('data:', `id: ${i}-abcdefghijklmnop\ndata:`)}data: {"unfinished line ${i}`;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const parsers = Array.from({ length: 200 }, (_, i) => {
+      const parser = new SseParser(1 << 20);
+      expect(parser.push(chunk(i))).toHaveLength(1);
+      return parser;
+    });
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    expect(held).toBeLessThan(2_000_000);
+    // And the line still ends where the next chunk says.
+    const [first] = parsers;
+    expect(first?.push('"}\n\n')).toStrictEqual([
+      { type: 'message', data: '{"unfinished line 0"}', id: '0-abcdefghijklmnop' },
+    ]);
   });
 });
