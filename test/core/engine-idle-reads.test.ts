@@ -15,8 +15,16 @@ import { startHarness, untilEvent } from '../helpers/engine-harness.js';
  * lease: the lease's release says so, and the engine drives the session again from fresh reads.
  */
 
-/** The store, counting the calls the engine makes to it; `shared` plays a store of several replicas. */
-function counting(store: SessionStore, calls: Map<string, number>, shared = false): SessionStore {
+/**
+ * The store, counting the calls the engine makes to it; `shared` plays a store of several
+ * replicas, and `released` collects what each lease release answered.
+ */
+function counting(
+  store: SessionStore,
+  calls: Map<string, number>,
+  shared = false,
+  released: boolean[] = [],
+): SessionStore {
   return new Proxy(store, {
     get(target, prop) {
       if (prop === 'sharedByReplicas') return shared;
@@ -24,7 +32,13 @@ function counting(store: SessionStore, calls: Map<string, number>, shared = fals
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         calls.set(String(prop), (calls.get(String(prop)) ?? 0) + 1);
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (prop === 'releaseLease')
+          void (result as Promise<boolean>).then(
+            (w) => released.push(w),
+            () => {},
+          );
+        return result;
       };
     },
   });
@@ -99,20 +113,9 @@ describe('reads a driver does without', () => {
   it('[R-7] on a shared store, a step that settles every open turn goes idle without reading them again', async () => {
     const calls = new Map<string, number>();
     const released: boolean[] = [];
-    const real = new SqliteStore(':memory:');
-    const store = counting(real, calls, true);
     const h = await startHarness({
       version: '1.0',
-      store: new Proxy(store, {
-        get(target, prop) {
-          if (prop !== 'releaseLease') return Reflect.get(target, prop, target);
-          return async (...args: Parameters<SessionStore['releaseLease']>) => {
-            const waiting = await target.releaseLease(...args);
-            released.push(waiting);
-            return waiting;
-          };
-        },
-      }),
+      store: counting(new SqliteStore(':memory:'), calls, true, released),
       timings: { scanIntervalMs: 60_000 },
     });
     cleanups.push(() => h.close());
@@ -126,5 +129,58 @@ describe('reads a driver does without', () => {
     expect(calls.get('getSession')).toBe(1);
     expect(calls.get('openTurns')).toBe(1);
     expect(released).toStrictEqual([false]);
+  });
+
+  it('[T-6] on a shared store, a message left waiting behind a paused task does not start its session over and over', async () => {
+    const calls = new Map<string, number>();
+    const released: boolean[] = [];
+    const h = await startHarness({
+      version: '1.0',
+      store: counting(new SqliteStore(':memory:'), calls, true, released),
+      timings: { scanIntervalMs: 60_000 },
+    });
+    cleanups.push(() => h.close());
+    // The task waits for an authorisation the broker cannot give; a typed message makes the
+    // driver read the task once, and then waits behind it, open.
+    h.agent.enqueue(answer({ state: 'auth-required', statusText: 'Sign in first' }));
+    const first = await h.say('t1', '1.0', 'restart it');
+    await h.engine.idle();
+    await h.say('t1', '2.0', 'done, I signed in');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await h.engine.idle();
+    expect((await h.store.openTurns(first.sessionId)).map((t) => t.state)).toStrictEqual(['queued']);
+    // That open turn was read: its release finds nothing newer. Passed as unread, every
+    // release would start the session again, and every start read the task again.
+    expect(released.at(-1)).toBe(false);
+    expect(calls.get('acquireLease')).toBeLessThanOrEqual(3);
+  });
+
+  it('after a store failure the driver lets the session go until the scan, even with work waiting', async () => {
+    const calls = new Map<string, number>();
+    const real = new SqliteStore(':memory:');
+    const h = await startHarness({
+      version: '1.0',
+      store: counting(
+        new Proxy(real, {
+          get(target, prop) {
+            // The store answers leases but fails every read of a session.
+            if (prop === 'getSession') return () => Promise.reject(new Error('store unreachable'));
+            const value: unknown = Reflect.get(target, prop, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        }),
+        calls,
+        true,
+      ),
+      timings: { scanIntervalMs: 60_000 },
+    });
+    cleanups.push(() => h.close());
+    await h.say('t1', '1.0', 'hello');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await h.engine.idle();
+    // One try: the release says the turn waits, but a run that failed is not started over (it
+    // would fail again at once, against a store that is down).
+    expect(calls.get('getSession')).toBe(1);
+    expect(calls.get('acquireLease')).toBe(1);
   });
 });
