@@ -52,6 +52,19 @@ describe('reads a driver does without', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
+  /** An engine on a store played as shared by replicas, its calls counted; the scan a minute away. */
+  async function sharedRig(store: SessionStore = new SqliteStore(':memory:')) {
+    const calls = new Map<string, number>();
+    const released: boolean[] = [];
+    const h = await startHarness({
+      version: '1.0',
+      store: counting(store, calls, true, released),
+      timings: { scanIntervalMs: 60_000 },
+    });
+    cleanups.push(() => h.close());
+    return { h, calls, released };
+  }
+
   it("[R-7] a new thread's turn is sent and settled without a read of its session or turns, on a store of one process", async () => {
     const calls = new Map<string, number>();
     const h = await startHarness({ version: '1.0', store: counting(new SqliteStore(':memory:'), calls) });
@@ -111,14 +124,7 @@ describe('reads a driver does without', () => {
   });
 
   it('[R-7] on a shared store, a step that settles every open turn goes idle without reading them again', async () => {
-    const calls = new Map<string, number>();
-    const released: boolean[] = [];
-    const h = await startHarness({
-      version: '1.0',
-      store: counting(new SqliteStore(':memory:'), calls, true, released),
-      timings: { scanIntervalMs: 60_000 },
-    });
-    cleanups.push(() => h.close());
+    const { h, calls, released } = await sharedRig();
     calls.clear();
 
     const first = await h.say('t1', '1.0', 'hello');
@@ -132,14 +138,7 @@ describe('reads a driver does without', () => {
   });
 
   it('[T-6] on a shared store, a message left waiting behind a paused task does not start its session over and over', async () => {
-    const calls = new Map<string, number>();
-    const released: boolean[] = [];
-    const h = await startHarness({
-      version: '1.0',
-      store: counting(new SqliteStore(':memory:'), calls, true, released),
-      timings: { scanIntervalMs: 60_000 },
-    });
-    cleanups.push(() => h.close());
+    const { h, calls, released } = await sharedRig();
     // The task waits for an authorisation the broker cannot give; a typed message makes the
     // driver read the task once, and then waits behind it, open.
     h.agent.enqueue(answer({ state: 'auth-required', statusText: 'Sign in first' }));
@@ -156,25 +155,16 @@ describe('reads a driver does without', () => {
   });
 
   it('after a store failure the driver lets the session go until the scan, even with work waiting', async () => {
-    const calls = new Map<string, number>();
-    const real = new SqliteStore(':memory:');
-    const h = await startHarness({
-      version: '1.0',
-      store: counting(
-        new Proxy(real, {
-          get(target, prop) {
-            // The store answers leases but fails every read of a session.
-            if (prop === 'getSession') return () => Promise.reject(new Error('store unreachable'));
-            const value: unknown = Reflect.get(target, prop, target);
-            return typeof value === 'function' ? value.bind(target) : value;
-          },
-        }),
-        calls,
-        true,
-      ),
-      timings: { scanIntervalMs: 60_000 },
-    });
-    cleanups.push(() => h.close());
+    const { h, calls } = await sharedRig(
+      new Proxy(new SqliteStore(':memory:'), {
+        get(target, prop) {
+          // The store answers leases but fails every read of a session.
+          if (prop === 'getSession') return () => Promise.reject(new Error('store unreachable'));
+          const value: unknown = Reflect.get(target, prop, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      }),
+    );
     await h.say('t1', '1.0', 'hello');
     await new Promise((resolve) => setTimeout(resolve, 300));
     await h.engine.idle();
