@@ -158,6 +158,14 @@ export interface LeaseHolder {
   now: number;
 }
 
+/**
+ * What a lease take got: refused (`false`: another owner holds it live), or taken. 'first': taken,
+ * and no owner had ever held this session's lease, so nothing but the write that opened the
+ * session and what adds turns (which needs no lease, and which the release reports) has written
+ * it. 'taken': held before, by this owner or another, or held now by this owner (renewed).
+ */
+export type LeaseTake = false | 'taken' | 'first';
+
 export interface SessionStore {
   /**
    * Whether several broker processes may share this store (PostgreSQL). When not (SQLite, one
@@ -227,9 +235,10 @@ export interface SessionStore {
    * Takes or renews the lease of a session for `owner` until now + ttlMs. A store shared by
    * replicas reads "now" from its own (the database's) clock, the one every replica shares, so
    * skew between replicas' clocks cannot hand a live lease to another; `now` is then unused.
-   * The same holds for renewals and for the fence of a commit.
+   * The same holds for renewals and for the fence of a commit. A released lease stays on record
+   * (expired), so a later take is never 'first' (LeaseTake).
    */
-  acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+  acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<LeaseTake>;
   /** Renews every lease `owner` holds; returns the session ids it still holds. */
   renewLeases(owner: string, now: number, ttlMs: number): Promise<string[]>;
   /**

@@ -18,7 +18,8 @@
  * - Partial indexes hold exactly the rows `sessionsWithWork()` and `openTurns()` read, so both
  *   stay index lookups however many settled turns and idle sessions pile up.
  * - leases: one row per driven session (no foreign key: a lease names a session id, and taking
- *   one must not depend on the order in which a session and its lease are written).
+ *   one must not depend on the order in which a session and its lease are written), kept once
+ *   released (expired) so that its first take can be told from the others (version 8).
  * - inbound_events: the event keys seen, with when, so old ones can be pruned.
  *
  * SQLite tables are STRICT so a value of the wrong type is refused rather than stored.
@@ -198,6 +199,34 @@ export const migrations: readonly Migration[] = [
     name: 'answer feedback',
     sqlite: feedbackTables('INTEGER', ' STRICT'),
     postgres: feedbackTables('bigint', ''),
+  },
+  {
+    version: 8,
+    // A session's lease row outlives its release (the release expires it), and counts its
+    // takes: a take that inserts the row is the session's first (LeaseTake), which tells the
+    // replica that opened a thread that no other replica has driven it since. Sessions opened
+    // before this version get an expired row now, so their next take is not a first. On
+    // PostgreSQL a build before this one still deletes the row on release during a rolling
+    // deploy: a trigger turns that delete into the same expiry.
+    name: 'leases: kept after release, takes counted',
+    sqlite: `
+      ALTER TABLE leases ADD COLUMN takes INTEGER NOT NULL DEFAULT 1;
+      INSERT INTO leases (session_id, owner, expires_at) SELECT id, '', 0 FROM sessions WHERE true
+        ON CONFLICT (session_id) DO NOTHING;
+    `,
+    postgres: `
+      ALTER TABLE leases ADD COLUMN takes bigint NOT NULL DEFAULT 1;
+      INSERT INTO leases (session_id, owner, expires_at) SELECT id, '', 0 FROM sessions
+        ON CONFLICT (session_id) DO NOTHING;
+      CREATE FUNCTION leases_expire_on_delete() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        BEGIN
+          UPDATE leases SET expires_at = 0 WHERE session_id = OLD.session_id;
+          RETURN NULL;
+        END $$;
+      CREATE TRIGGER leases_kept BEFORE DELETE ON leases
+        FOR EACH ROW EXECUTE FUNCTION leases_expire_on_delete();
+    `,
   },
 ];
 

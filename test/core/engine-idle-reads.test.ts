@@ -4,7 +4,7 @@ import type { SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { queuedTurn } from '../../testkit/turns.js';
 import { answer } from '../agents/behaviours.js';
-import { startHarness, untilEvent } from '../helpers/engine-harness.js';
+import { sentMessages, startHarness, untilEvent } from '../helpers/engine-harness.js';
 
 /**
  * What a driver does not read back. On a store only this process writes, a new thread's first
@@ -130,11 +130,48 @@ describe('reads a driver does without', () => {
     const first = await h.say('t1', '1.0', 'hello');
     expect(await untilEvent(h, settledEvent(first.turnId))).toMatchObject({ outcome: 'completed' });
     await h.engine.idle();
-    // One read of each at the start (another replica may have driven the thread between its
-    // store and our lease), none after: the release found nothing newer than what was read.
-    expect(calls.get('getSession')).toBe(1);
-    expect(calls.get('openTurns')).toBe(1);
+    // None at the start (the thread's first lease take: nobody drove it since it was opened)
+    // and none after: the release found nothing newer than the turn the driver started from.
+    expect(calls.get('acquireLease')).toBe(1);
+    expect(calls.get('getSession')).toBeUndefined();
+    expect(calls.get('openTurns')).toBeUndefined();
     expect(released).toStrictEqual([false]);
+  });
+
+  it('[R-7][R-8] on a shared store, a new thread another replica drove before this one took its lease is read, not sent again', async () => {
+    const played: string[] = [];
+    const real = new SqliteStore(':memory:');
+    // Between this engine storing the thread's first turn and taking its lease, another replica
+    // takes the lease, settles the turn (as if it had sent it and heard the answer) and lets go.
+    const store = new Proxy(real, {
+      get(target, prop) {
+        if (prop === 'acquireLease')
+          return async (id: string, owner: string, now: number, ttl: number) => {
+            if (!played.includes(id)) {
+              played.push(id);
+              expect(await target.acquireLease(id, 'replica-b', now, ttl)).toBe('first');
+              const open = await target.openTurns(id);
+              await target.commit({
+                turns: open.map((t) => ({ ...t, state: 'settled' as const, outcome: 'completed' })),
+                fence: { owner: 'replica-b' },
+                now,
+              });
+              await target.releaseLease(id, 'replica-b', open.at(-1)?.seq ?? 0);
+            }
+            return target.acquireLease(id, owner, now, ttl);
+          };
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const { h, calls } = await sharedRig(store);
+    const first = await h.say('t1', '1.0', 'hello');
+    await h.engine.idle();
+    expect(played).toStrictEqual([first.sessionId]);
+    // Its take was not the first: the driver read the session and found the turn settled.
+    expect(calls.get('getSession')).toBe(1);
+    expect(sentMessages(h, 'SendStreamingMessage')).toStrictEqual([]);
+    expect((await real.getTurn(first.turnId))?.state).toBe('settled');
   });
 
   it('[T-6] on a shared store, a message left waiting behind a paused task does not start its session over and over', async () => {
@@ -158,7 +195,11 @@ describe('reads a driver does without', () => {
     const { h, calls } = await sharedRig(
       new Proxy(new SqliteStore(':memory:'), {
         get(target, prop) {
-          // The store answers leases but fails every read of a session.
+          // The store answers leases (as held before: the driver reads the session) but fails
+          // every read of a session.
+          if (prop === 'acquireLease')
+            return async (...args: Parameters<SessionStore['acquireLease']>) =>
+              (await target.acquireLease(...args)) && 'taken';
           if (prop === 'getSession') return () => Promise.reject(new Error('store unreachable'));
           const value: unknown = Reflect.get(target, prop, target);
           return typeof value === 'function' ? value.bind(target) : value;

@@ -77,8 +77,8 @@ describe('SessionEngine scan', () => {
       ids.push(session.id);
     }
     const [live, expired, free] = ids as [string, string, string];
-    expect(await store.acquireLease(live, 'replica-b', now, 60_000)).toBe(true);
-    expect(await store.acquireLease(expired, 'replica-b', now - 60_000, 1_000)).toBe(true);
+    expect(await store.acquireLease(live, 'replica-b', now, 60_000)).toBe('first');
+    expect(await store.acquireLease(expired, 'replica-b', now - 60_000, 1_000)).toBe('first');
     asked.length = 0;
     const engine = new SessionEngine({
       store,

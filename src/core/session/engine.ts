@@ -250,13 +250,11 @@ export class SessionEngine {
         kind,
         queued: session.task !== null || this.#drivers.has(session.id),
       });
-      // A thread this write opened: nothing but this engine has touched the session or its turn
-      // since (the store is this process's alone), so a driver started now begins
-      // from them rather than reading both back.
-      this.#kick(
-        session.id,
-        markedSending && !this.#store.sharedByReplicas ? { session, open: [turn] } : undefined,
-      );
+      // A thread this write opened: a driver started now begins from the session and turn it
+      // returned rather than reading both back, when nothing else can have driven them since:
+      // on a store of one process, always; on a shared one, when its lease take is the
+      // session's first (#drive).
+      this.#kick(session.id, markedSending ? { session, open: [turn] } : undefined);
     } else {
       this.#emit({ ...base, type: 'turn.duplicate', turnId: turn.id });
     }
@@ -419,19 +417,25 @@ export class SessionEngine {
   async #drive(
     sessionId: string,
     entry: { again: boolean; controller: AbortController },
-    first: FirstLook | undefined,
+    known: FirstLook | undefined,
   ): Promise<void> {
     const now = this.#clock.now();
     const leased = this.#store.sharedByReplicas;
     let held = false;
     let ranOut = false;
     let driver: SessionDriver | undefined;
+    let first = known;
     try {
       if (leased) {
-        held = await this.#store.acquireLease(sessionId, this.#owner, now, this.#timings.leaseTtlMs);
-        if (!held) return;
+        const take = await this.#store.acquireLease(sessionId, this.#owner, now, this.#timings.leaseTtlMs);
+        if (take === false) return;
+        held = true;
         // The store answered: a lease taken now counts as renewed now.
         this.#renewedAt = Math.max(this.#renewedAt, now);
+        // Held before (another replica may have driven the session since we opened it, with
+        // writes only a lease allows): the driver reads it. Never held: all another replica
+        // can have done is add a turn, which the release reports (seenSeq).
+        if (take !== 'first') first = undefined;
       }
       // The entry's own signal is enough: stop() aborts every driver's controller as it aborts
       // #stopping, and no driver starts once it has (kick). A composite of the two signals

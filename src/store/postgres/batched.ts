@@ -2,6 +2,7 @@ import pg from 'pg';
 import { StoreError } from '../../core/errors.js';
 import {
   type Commit,
+  type LeaseTake,
   type NewSession,
   type NewTurn,
   sessionIdOf,
@@ -51,7 +52,7 @@ export class BatchedStatements {
   readonly #openTurnReads: Batcher<string, Row[]>;
   readonly #answerRefs: Batcher<{ turnId: string; ref: string; now: number }, undefined>;
   /** One batcher per TTL: a batch of lease takes shares one (the engine uses one). */
-  readonly #leaseTakes = new Map<number, Batcher<LeaseAsk, boolean>>();
+  readonly #leaseTakes = new Map<number, Batcher<LeaseAsk, LeaseTake>>();
   readonly #leaseReleases: Batcher<{ sessionId: string; owner: string; seenSeq: number }, boolean>;
   readonly #sessionOpens: Batcher<NewSession, Row | undefined>;
   readonly #turnAdds: Batcher<{ turn: NewTurn; event: string | null }, Row>;
@@ -178,7 +179,7 @@ export class BatchedStatements {
     await this.#answerRefs.submit({ turnId, ref, now });
   }
 
-  takeLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+  takeLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<LeaseTake> {
     return this.#leaseTake(ttlMs).submit({ sessionId, owner, now, ttlMs });
   }
 
@@ -300,7 +301,7 @@ export class BatchedStatements {
     });
   }
 
-  #leaseTake(ttlMs: number): Batcher<LeaseAsk, boolean> {
+  #leaseTake(ttlMs: number): Batcher<LeaseAsk, LeaseTake> {
     let batcher = this.#leaseTakes.get(ttlMs);
     if (batcher === undefined) {
       batcher = new Batcher(
@@ -311,8 +312,11 @@ export class BatchedStatements {
             asks.map((a) => this.#time(a.now)),
             ttlMs,
           ]);
-          const taken = new Set(result.rows.map((row) => String(row.session_id)));
-          return asks.map((a) => taken.has(a.sessionId));
+          const takes = new Map(result.rows.map((row) => [String(row.session_id), Number(row.takes)]));
+          return asks.map((a): LeaseTake => {
+            const count = takes.get(a.sessionId);
+            return count === undefined ? false : count === 1 ? 'first' : 'taken';
+          });
         },
         // One row per session in a statement: an upsert cannot touch a row twice.
         { max: BATCH_MAX, keysOf: (a) => [a.sessionId], retryAlone: isRefusal },

@@ -91,7 +91,7 @@ describe('PostgresStore', () => {
     it('a replica whose clock runs an hour ahead cannot take a live lease', async () => {
       const [a, b] = await replicas();
       try {
-        expect(await a.acquireLease('s1', 'a', Date.now(), 30_000)).toBe(true);
+        expect(await a.acquireLease('s1', 'a', Date.now(), 30_000)).toBe('first');
         expect(await b.acquireLease('s1', 'b', Date.now() + HOUR, 30_000)).toBe(false);
       } finally {
         await Promise.all([a.close(), b.close()]);
@@ -101,7 +101,7 @@ describe('PostgresStore', () => {
     it('a replica whose clock runs an hour behind renews its lease for real, not into the past', async () => {
       const [a, b] = await replicas();
       try {
-        expect(await a.acquireLease('s1', 'a', Date.now() - HOUR, 30_000)).toBe(true);
+        expect(await a.acquireLease('s1', 'a', Date.now() - HOUR, 30_000)).toBe('first');
         expect(await a.renewLeases('a', Date.now() - HOUR, 30_000)).toStrictEqual(['s1']);
         expect(await b.acquireLease('s1', 'b', Date.now(), 30_000)).toBe(false);
       } finally {
@@ -116,7 +116,7 @@ describe('PostgresStore', () => {
         await a.addTurn(
           queuedTurn({ id: 'm1', sessionId: s.id, chatMessageId: 'm1', text: 'hi', now: Date.now() }),
         );
-        expect(await a.acquireLease(s.id, 'a', Date.now(), 30_000)).toBe(true);
+        expect(await a.acquireLease(s.id, 'a', Date.now(), 30_000)).toBe('first');
         expect(await b.sessionsWithWork({ owner: 'b', now: Date.now() + HOUR })).toStrictEqual([]);
         expect(await a.sessionsWithWork({ owner: 'a', now: Date.now() - HOUR })).toStrictEqual([s.id]);
       } finally {
@@ -128,7 +128,7 @@ describe('PostgresStore', () => {
       const [a, b] = await replicas();
       try {
         const s = await a.openSession({ key, binding: 'team-a/support', now: Date.now() });
-        expect(await a.acquireLease(s.id, 'a', Date.now(), 200)).toBe(true);
+        expect(await a.acquireLease(s.id, 'a', Date.now(), 200)).toBe('first');
         await new Promise((resolve) => setTimeout(resolve, 400));
         const late = a.commit({
           session: { ...s, contextId: 'late' },
@@ -137,7 +137,7 @@ describe('PostgresStore', () => {
         });
         await expect(late).rejects.toMatchObject({ code: 'lease_lost' });
         // And the lease is free for the other replica, however its clock reads.
-        expect(await b.acquireLease(s.id, 'b', Date.now() - HOUR, 30_000)).toBe(true);
+        expect(await b.acquireLease(s.id, 'b', Date.now() - HOUR, 30_000)).toBe('taken');
       } finally {
         await Promise.all([a.close(), b.close()]);
       }
@@ -169,7 +169,7 @@ describe('PostgresStore', () => {
       expect(await store.claimInboundEvent('T01:Ev5', now)).toBe(true);
       expect(await store.claimInboundEvent('T01:Ev0', now)).toBe(false);
       for (const i of [0, 1, 2, 3])
-        expect(await store.acquireLease(sessions[i]?.id ?? '', 'a', now, 60_000)).toBe(true);
+        expect(await store.acquireLease(sessions[i]?.id ?? '', 'a', now, 60_000)).toBe('first');
       // Its turn m2 is open and newer than nothing read.
       expect(await store.releaseLease(sessions[2]?.id ?? '', 'a', 0)).toBe(true);
       const [s0, s1, s2, s3, s4] = sessions as [
@@ -255,6 +255,60 @@ describe('PostgresStore', () => {
         (await client.query(`SELECT version, name FROM "${schema}".schema_migrations ORDER BY version`)).rows,
     );
     expect(rows).toStrictEqual(migrations.map((m) => ({ version: m.version, name: m.name })));
+  });
+
+  describe("a lease's first take, across builds", () => {
+    it('a release by a build before migration 8 (a delete) keeps the lease on record: the next take is no first', async () => {
+      const schema = freshSchema();
+      const store = new PostgresStore({ connectionString: connectionString(), schema });
+      await store.migrate();
+      try {
+        const s = await store.openSession({ key, binding: 'team-a/support', now: Date.now() });
+        expect(await store.acquireLease(s.id, 'old', Date.now(), 30_000)).toBe('first');
+        // What an older replica's release sends during a rolling deploy.
+        const deleted = await withClient((client) =>
+          client.query(`DELETE FROM "${schema}".leases WHERE session_id = $1 AND owner = 'old'`, [s.id]),
+        );
+        expect(deleted.rowCount).toBe(0);
+        expect(await store.acquireLease(s.id, 'new', Date.now(), 30_000)).toBe('taken');
+        // Released all the same: the older replica's lease no longer fences its commits.
+        await expect(
+          store.commit({ session: { ...s, contextId: 'late' }, now: Date.now(), fence: { owner: 'old' } }),
+        ).rejects.toBeInstanceOf(LeaseLostError);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('a session opened before migration 8 has had its lease released on record: its next take is no first', async () => {
+      const schema = freshSchema();
+      const store = new PostgresStore({ connectionString: connectionString(), schema });
+      await store.migrate();
+      try {
+        const before = await store.openSession({ key, binding: 'team-a/support', now: Date.now() });
+        // The schema as migration 7 left it, with that session's lease released (deleted) by
+        // the build of the time.
+        await withClient((client) =>
+          client.query(`
+            DROP TRIGGER leases_kept ON "${schema}".leases;
+            DROP FUNCTION "${schema}".leases_expire_on_delete();
+            DELETE FROM "${schema}".leases;
+            ALTER TABLE "${schema}".leases DROP COLUMN takes;
+            DELETE FROM "${schema}".schema_migrations WHERE version = 8;
+          `),
+        );
+        await store.migrate();
+        expect(await store.acquireLease(before.id, 'a', Date.now(), 30_000)).toBe('taken');
+        const after = await store.openSession({
+          key: { ...key, threadId: '9.9' },
+          binding: 'team-a/support',
+          now: Date.now(),
+        });
+        expect(await store.acquireLease(after.id, 'a', Date.now(), 30_000)).toBe('first');
+      } finally {
+        await store.close();
+      }
+    });
   });
 
   it('keeps the data for the next store on the same schema, and leaves a borrowed pool open', async () => {

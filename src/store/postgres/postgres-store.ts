@@ -4,6 +4,7 @@ import {
   type AddTurnOptions,
   type Commit,
   type LeaseHolder,
+  type LeaseTake,
   type NewSession,
   type NewTurn,
   type SessionRecord,
@@ -277,7 +278,7 @@ export class PostgresStore implements SessionStore {
     await runPrepared(db, this.#sql.pruneEvents, [now - INBOUND_EVENT_TTL_MS]);
   }
 
-  async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+  async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<LeaseTake> {
     return this.#guard('acquireLease', () => this.#batched.takeLease(sessionId, owner, now, ttlMs));
   }
 

@@ -293,25 +293,30 @@ export function postgresSql(schema: string) {
      * race. Batched: $1 the sessions (each at most once), $2 their owners, $3 the times (null:
      * the database's), $4 the TTL, one for the batch; the new expiry minus the TTL is the time
      * the statement read. Rows go in in id order, the order a fenced commit locks them in.
-     * Returns the sessions whose lease was taken.
+     * Returns the sessions whose lease was taken, with the row's takes: 1 when this statement
+     * inserted it (rows are kept on release, so nobody held that lease before).
      */
     acquireLeases: `
-      INSERT INTO ${leases} AS held (session_id, owner, expires_at)
-      SELECT a.id, a.owner, ${clock('a.at')} + $4::bigint
+      INSERT INTO ${leases} AS held (session_id, owner, expires_at, takes)
+      SELECT a.id, a.owner, ${clock('a.at')} + $4::bigint, 1
       FROM unnest($1::text[], $2::text[], $3::bigint[]) AS a(id, owner, at)
       ORDER BY a.id
-      ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+      ON CONFLICT (session_id) DO UPDATE
+        SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at, takes = held.takes + 1
       WHERE held.expires_at <= EXCLUDED.expires_at - $4::bigint OR held.owner = EXCLUDED.owner
-      RETURNING session_id`,
+      RETURNING session_id, takes`,
     /** $2 is the time (null: the database's), $3 the TTL. */
     renewLeases: `
       UPDATE ${leases} SET expires_at = c.now + $3
       FROM (SELECT ${clock('$2')} AS now) AS c
       WHERE owner = $1 AND expires_at > c.now
       RETURNING session_id`,
-    /** Batched: $1 the sessions, $2 their owners. */
+    /**
+     * Batched: $1 the sessions, $2 their owners. The row is expired, not deleted: it stays as
+     * the record that the session was driven (acquireLeases' takes).
+     */
     releaseLeases: `
-      DELETE FROM ${leases} AS l USING unnest($1::text[], $2::text[]) AS r(id, owner)
+      UPDATE ${leases} AS l SET expires_at = 0 FROM unnest($1::text[], $2::text[]) AS r(id, owner)
       WHERE l.session_id = r.id AND l.owner = r.owner`,
     /**
      * Batched, run after releaseLeases has committed (a snapshot of its own, so it sees every

@@ -117,7 +117,7 @@ describe('SqliteStore', () => {
       }),
     );
     const written = await first.commit({ session: { ...session, contextId: 'ctx' }, now: T0 + 1 });
-    expect(await first.acquireLease(session.id, 'me', T0, 60_000)).toBe(true);
+    expect(await first.acquireLease(session.id, 'me', T0, 60_000)).toBe('first');
     expect(await first.claimInboundEvent('Ev1', T0)).toBe(true);
     const turn = await first.getTurn('m1');
     await first.close();
@@ -170,6 +170,23 @@ describe('SqliteStore', () => {
     older.close();
     expect(await store.getTurn('m1')).toMatchObject({ text: 'hello\n\nreplies', label: '[Slack: Ada (U1)]' });
     expect(await store.getTurn('m2')).toMatchObject({ text: '[Slack: Eve (U6)]\nhi', label: null });
+  });
+
+  it('puts a session opened before migration 8 on record as driven: its next lease take is no first', async () => {
+    const path = freshPath();
+    const store = await migrated(path);
+    const before = await store.openSession({ key, binding: 'ns/b', now: T0 });
+    await store.close();
+    // The file as migration 7 left it, the session's lease released (deleted) by that build.
+    const older = new DatabaseSync(path);
+    older.exec(`DELETE FROM leases; ALTER TABLE leases DROP COLUMN takes;
+      DELETE FROM schema_migrations WHERE version = 8;`);
+    older.close();
+    const again = await migrated(path);
+    expect(await again.acquireLease(before.id, 'me', T0, 60_000)).toBe('taken');
+    const after = await again.openSession({ key: { ...key, threadId: '9.9' }, binding: 'ns/b', now: T0 });
+    expect(await again.acquireLease(after.id, 'me', T0, 60_000)).toBe('first');
+    await again.close();
   });
 
   it('puts the file in WAL mode and records each migration once', async () => {

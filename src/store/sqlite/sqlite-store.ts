@@ -8,6 +8,7 @@ import {
   type AddTurnOptions,
   type Commit,
   type LeaseHolder,
+  type LeaseTake,
   type NewSession,
   type NewTurn,
   type SessionRecord,
@@ -385,16 +386,20 @@ export class SqliteStore implements SessionStore {
     return claimed !== undefined;
   }
 
-  async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+  async acquireLease(sessionId: string, owner: string, now: number, ttlMs: number): Promise<LeaseTake> {
     return this.#writes.write('acquireLease', () => {
+      // The row is inserted with one take; every take after it (the row is kept on release)
+      // counts one more, so one take means this statement inserted it.
       const row = this.#get(
-        `INSERT INTO leases (session_id, owner, expires_at) VALUES (:session_id, :owner, :expires_at)
-         ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+        `INSERT INTO leases (session_id, owner, expires_at, takes) VALUES (:session_id, :owner, :expires_at, 1)
+         ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
+           takes = leases.takes + 1
          WHERE leases.expires_at <= :now OR leases.owner = excluded.owner
-         RETURNING session_id`,
+         RETURNING takes`,
         { session_id: sessionId, owner, now, expires_at: now + ttlMs },
       );
-      return row !== undefined;
+      if (row === undefined) return false;
+      return Number(row.takes) === 1 ? 'first' : 'taken';
     });
   }
 
@@ -413,7 +418,8 @@ export class SqliteStore implements SessionStore {
 
   async releaseLease(sessionId: string, owner: string, seenSeq: number): Promise<boolean> {
     return this.#writes.write('releaseLease', () => {
-      this.#run('DELETE FROM leases WHERE session_id = :session_id AND owner = :owner', {
+      // Expired, not deleted: the row says the session was driven before (LeaseTake).
+      this.#run('UPDATE leases SET expires_at = 0 WHERE session_id = :session_id AND owner = :owner', {
         session_id: sessionId,
         owner,
       });

@@ -135,7 +135,7 @@ export function commitsContract(c: ContractContext): void {
     it('commits while the fencing owner holds the lease', async () => {
       const s = await session('t1');
       const m1 = await added(newTurn(s.id, 'm1'));
-      expect(await c.store.acquireLease(s.id, 'replica-a', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(s.id, 'replica-a', T0, MINUTE)).toBe('first');
       const written = await c.store.commit({
         session: { ...s, contextId: 'ctx' },
         turns: [{ ...m1, state: 'sending' }],
@@ -149,7 +149,7 @@ export function commitsContract(c: ContractContext): void {
     it('throws LeaseLostError and writes nothing when another replica holds the lease', async () => {
       const s = await session('t1');
       const m1 = await added(newTurn(s.id, 'm1'));
-      expect(await c.store.acquireLease(s.id, 'replica-b', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(s.id, 'replica-b', T0, MINUTE)).toBe('first');
       const fenced = c.store.commit({
         session: { ...s, contextId: 'ctx' },
         turns: [{ ...m1, state: 'sending' }],
@@ -164,7 +164,7 @@ export function commitsContract(c: ContractContext): void {
 
     it('throws LeaseLostError when the owner’s lease has expired, even if nobody took it', async () => {
       const s = await session('t1');
-      expect(await c.store.acquireLease(s.id, 'replica-a', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(s.id, 'replica-a', T0, MINUTE)).toBe('first');
       const fenced = c.store.commit({
         session: { ...s, contextId: 'late' },
         now: T0 + MINUTE,
@@ -185,7 +185,7 @@ export function commitsContract(c: ContractContext): void {
     it('fences a turns-only commit on the lease of the turns’ session', async () => {
       const s = await session('t1');
       const m1 = await added(newTurn(s.id, 'm1'));
-      expect(await c.store.acquireLease(s.id, 'replica-b', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(s.id, 'replica-b', T0, MINUTE)).toBe('first');
       await expect(
         c.store.commit({ turns: [{ ...m1, state: 'settled' }], now: T0 + 1, fence: { owner: 'replica-a' } }),
       ).rejects.toBeInstanceOf(LeaseLostError);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StoreError } from '../../../src/core/errors.js';
+import { LeaseLostError, StoreError } from '../../../src/core/errors.js';
 import { type ContractContext, DAY, MINUTE, newTurn, question, T0, task } from './fixtures.js';
 
 /**
@@ -12,7 +12,7 @@ export function leasesContract(c: ContractContext): void {
     const id = 'slack:T01:C01:leased';
 
     it('takes a free lease, and refuses it to another owner while it lasts', async () => {
-      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe('first');
       expect(await c.store.acquireLease(id, 'b', T0 + MINUTE - 1, MINUTE)).toBe(false);
       expect(await c.store.renewLeases('a', T0 + 1, MINUTE)).toStrictEqual([id]);
     });
@@ -21,25 +21,25 @@ export function leasesContract(c: ContractContext): void {
       const results = await Promise.all(
         Array.from({ length: 8 }, (_, i) => c.store.acquireLease(id, `r${i}`, T0, MINUTE)),
       );
-      expect(results.filter(Boolean)).toHaveLength(1);
-      const winner = `r${results.indexOf(true)}`;
+      expect(results.filter(Boolean)).toStrictEqual(['first']);
+      const winner = `r${results.findIndex((r) => r !== false)}`;
       expect(await c.store.renewLeases(winner, T0 + 1, MINUTE)).toStrictEqual([id]);
     });
 
     it('lets another owner take over a lease once it has expired', async () => {
-      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
-      expect(await c.store.acquireLease(id, 'b', T0 + MINUTE, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe('first');
+      expect(await c.store.acquireLease(id, 'b', T0 + MINUTE, MINUTE)).toBe('taken');
       expect(await c.store.acquireLease(id, 'a', T0 + MINUTE + 1, MINUTE)).toBe(false);
       expect(await c.store.renewLeases('a', T0 + MINUTE + 1, MINUTE)).toStrictEqual([]);
       expect(await c.store.renewLeases('b', T0 + MINUTE + 1, MINUTE)).toStrictEqual([id]);
     });
 
     it('renews a lease its owner acquires again, extending it', async () => {
-      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
-      expect(await c.store.acquireLease(id, 'a', T0 + 30_000, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe('first');
+      expect(await c.store.acquireLease(id, 'a', T0 + 30_000, MINUTE)).toBe('taken');
       // Past the first expiry, within the renewed one.
       expect(await c.store.acquireLease(id, 'b', T0 + MINUTE + 1, MINUTE)).toBe(false);
-      expect(await c.store.acquireLease(id, 'b', T0 + 30_000 + MINUTE, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'b', T0 + 30_000 + MINUTE, MINUTE)).toBe('taken');
     });
 
     it('renews every live lease of an owner and returns the ids it still holds', async () => {
@@ -48,9 +48,9 @@ export function leasesContract(c: ContractContext): void {
         ['s1', 'a'],
         ['s3', 'b'],
       ] as const) {
-        expect(await c.store.acquireLease(sessionId, owner, T0, MINUTE)).toBe(true);
+        expect(await c.store.acquireLease(sessionId, owner, T0, MINUTE)).toBe('first');
       }
-      expect(await c.store.acquireLease('s4', 'a', T0 - MINUTE, MINUTE)).toBe(true); // expires at T0
+      expect(await c.store.acquireLease('s4', 'a', T0 - MINUTE, MINUTE)).toBe('first'); // expires at T0
       expect(await c.store.renewLeases('a', T0 + 1, 10 * MINUTE)).toStrictEqual(['s1', 's2']);
       // Renewed until T0 + 1 + 10 min: still held after the original minute.
       expect(await c.store.acquireLease('s1', 'b', T0 + 5 * MINUTE, MINUTE)).toBe(false);
@@ -59,11 +59,11 @@ export function leasesContract(c: ContractContext): void {
     });
 
     it('releases a lease so another owner can take it at once, but only for its owner', async () => {
-      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'a', T0, MINUTE)).toBe('first');
       await c.store.releaseLease(id, 'b', 0);
       expect(await c.store.acquireLease(id, 'b', T0 + 1, MINUTE)).toBe(false);
       await c.store.releaseLease(id, 'a', 0);
-      expect(await c.store.acquireLease(id, 'b', T0 + 2, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(id, 'b', T0 + 2, MINUTE)).toBe('taken');
       expect(await c.store.renewLeases('a', T0 + 3, MINUTE)).toStrictEqual([]);
     });
 
@@ -88,7 +88,28 @@ export function leasesContract(c: ContractContext): void {
       expect(await release('b', t1.seq)).toBe(true);
       expect(await c.store.acquireLease(s.id, 'b', T0 + 1, MINUTE)).toBe(false);
       expect(await c.store.releaseLease(s.id, 'a', t1.seq)).toBe(true);
-      expect(await c.store.acquireLease(s.id, 'b', T0 + 1, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(s.id, 'b', T0 + 1, MINUTE)).toBe('taken');
+    });
+
+    it("tells a session's first lease take from every later one: a release keeps the lease on record", async () => {
+      const s = await session('first-take');
+      expect(await c.store.acquireLease(s.id, 'a', T0, MINUTE)).toBe('first');
+      // The same owner again (a renewal), then another owner after each release: never 'first'.
+      expect(await c.store.acquireLease(s.id, 'a', T0 + 1, MINUTE)).toBe('taken');
+      expect(await c.store.releaseLease(s.id, 'a', 0)).toBe(false);
+      expect(await c.store.acquireLease(s.id, 'b', T0 + 2, MINUTE)).toBe('taken');
+      await c.store.releaseLease(s.id, 'b', 0);
+      expect(await c.store.acquireLease(s.id, 'a', T0 + 3, MINUTE)).toBe('taken');
+      // An expired lease taken over is not a first either.
+      expect(await c.store.acquireLease(s.id, 'b', T0 + 3 + MINUTE, MINUTE)).toBe('taken');
+      // A released lease is no longer live: it fences no commit of its last owner.
+      await c.store.releaseLease(s.id, 'b', 0);
+      await expect(
+        c.store.commit({ session: { ...s, contextId: 'c' }, fence: { owner: 'b' }, now: T0 + 4 + MINUTE }),
+      ).rejects.toThrow(LeaseLostError);
+      // Another session's first take is still its own.
+      const other = await session('first-take-2');
+      expect(await c.store.acquireLease(other.id, 'b', T0, MINUTE)).toBe('first');
     });
   });
 
@@ -121,17 +142,17 @@ export function leasesContract(c: ContractContext): void {
       const theirs = await session('theirs');
       const expired = await session('expired');
       for (const s of [free, own, theirs, expired]) await added(newTurn(s.id, `m-${s.key.threadId}`));
-      expect(await c.store.acquireLease(own.id, 'a', T0 + 1, MINUTE)).toBe(true);
-      expect(await c.store.acquireLease(theirs.id, 'b', T0 + 1, MINUTE)).toBe(true);
-      expect(await c.store.acquireLease(expired.id, 'b', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(own.id, 'a', T0 + 1, MINUTE)).toBe('first');
+      expect(await c.store.acquireLease(theirs.id, 'b', T0 + 1, MINUTE)).toBe('first');
+      expect(await c.store.acquireLease(expired.id, 'b', T0, MINUTE)).toBe('first');
       // A lease with no work behind it lists nothing.
-      expect(await c.store.acquireLease('slack:T01:C01:idle', 'b', T0, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease('slack:T01:C01:idle', 'b', T0, MINUTE)).toBe('first');
 
       // At T0 + MINUTE the lease of `expired` has run out (acquireLease would hand it over);
       // those of `own` and `theirs` still hold for a millisecond.
       const drivable = await c.store.sessionsWithWork({ owner: 'a', now: T0 + MINUTE });
       expect(drivable).toStrictEqual([free.id, own.id, expired.id].sort());
-      expect(await c.store.acquireLease(expired.id, 'a', T0 + MINUTE, MINUTE)).toBe(true);
+      expect(await c.store.acquireLease(expired.id, 'a', T0 + MINUTE, MINUTE)).toBe('taken');
       // The other owner is left out of nothing of its own, and nobody's filter hides work in all.
       expect(await c.store.sessionsWithWork({ owner: 'b', now: T0 + MINUTE })).toStrictEqual(
         [free.id, theirs.id].sort(),
