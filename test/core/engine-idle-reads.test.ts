@@ -8,7 +8,8 @@ import { sentMessages, startHarness, untilEvent } from '../helpers/engine-harnes
 
 /**
  * What a driver does not read back. On a store only this process writes, a new thread's first
- * turn starts from what the write that stored it returned, and a step whose own writes settled
+ * turn starts from what the write that stored it returned (on a shared store too, when the
+ * lease take is the session's first: nobody else can have driven it), and a step whose own writes settled
  * every open turn and left no task goes idle without reading the session and its turns again:
  * anything that arrives meanwhile comes through the engine, which drives the session again. On a
  * store shared by replicas another process may have added a turn while the driver held the
