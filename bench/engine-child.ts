@@ -28,7 +28,7 @@
  *   the whole path through Slack against the engine alone (bench/slack-path-child.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -432,8 +432,11 @@ async function tracingCost(
     startTracing({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, version: 'bench' });
     exported = receiver.stats;
   }
-  await engineRound(endpoint, Math.min(n, 200), chunks, 'warm-none', 'none');
-  await engineRound(endpoint, Math.min(n, 200), chunks, 'warm-api', 'api');
+  // Warm-up at full size, one of each, not counted: the first full round ran 10-30 % slower
+  // than the rest (V8's code and the heap's size still settling), and which side it fell on
+  // moved the figure.
+  await engineRound(endpoint, n, chunks, 'warm-none', 'none');
+  await engineRound(endpoint, n, chunks, 'warm-api', 'api');
   // Wall time, and this process's CPU time: on a shared machine the CPU the broker spent is the
   // steadier measure of what the API costs it (the agent server runs in the parent).
   const none = { ms: [] as number[], cpuMs: [] as number[] };
@@ -729,7 +732,24 @@ function memory(): Record<string, number> {
     arrayBuffers: m.arrayBuffers,
     newSpace: spaces.new_space ?? 0,
     oldSpace: spaces.old_space ?? 0,
+    ...statusRss(),
   };
+}
+
+/** The kernel's split of resident memory: anonymous (heap, malloc) and file-backed (mapped files). */
+function statusRss(): Record<string, number> {
+  const out: Record<string, number> = { RssAnon: 0, RssFile: 0, RssShmem: 0 };
+  let status = '';
+  try {
+    status = readFileSync('/proc/self/status', 'utf8');
+  } catch {
+    return out; // not Linux
+  }
+  for (const line of status.split('\n')) {
+    const m = /^(RssAnon|RssFile|RssShmem):\s+(\d+) kB/.exec(line);
+    if (m) out[m[1] as string] = Number(m[2]) * 1024;
+  }
+  return out;
 }
 
 /**
@@ -740,6 +760,22 @@ function snapshot(name: string): void {
   const dir = process.env.BENCH_HEAP_SNAPSHOT;
   if (dir !== undefined && dir !== '') writeHeapSnapshot(join(dir, `${name}.heapsnapshot`));
 }
+
+/**
+ * Memory as a reading under load takes it: collected, then a pause and collected again before
+ * it is read. V8 returns the pages a full collection empties to the system from a background task
+ * (its unmapper), so a reading right after `gc()` may still count some: in three pairs of runs
+ * alternated in one sitting, 47-49 KiB per held engine session read at once against 40-45 KiB
+ * after the pause, the heap figures alike.
+ */
+async function settledMemory(): Promise<Record<string, number>> {
+  gc();
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  gc();
+  return memory();
+}
+
+const SETTLE_MS = 500;
 
 /** Waits (polling) until `done()` holds; the parent's server holds the streams meanwhile. */
 async function waitUntil(done: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
@@ -783,13 +819,11 @@ async function memoryBare(endpoint: string, n: number, chunks: number, holdAfter
     () => events >= half * (2 + holdAfter),
     'the first half of the bare streams to reach the hold',
   );
-  gc();
-  const halfway = memory();
+  const halfway = await settledMemory();
   snapshot('bare-halfway');
   open(n - half);
   await waitUntil(() => events >= n * (2 + holdAfter), 'the bare streams to reach the hold');
-  gc();
-  const during = memory();
+  const during = await settledMemory();
   snapshot('bare-during');
   say({ type: 'release' });
   await Promise.all(streams);
@@ -831,8 +865,7 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
       () => r.surface.updates - updatesBefore >= half * holdAfter,
       'the first half of the sessions to reach the hold',
     );
-    gc();
-    const halfway = memory();
+    const halfway = await settledMemory();
     snapshot('engine-halfway');
     await receiveAll(r.engine, 'held-b', n - half, text);
     await r.events.until('turn.accepted', n);
@@ -840,8 +873,7 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
       () => r.surface.updates - updatesBefore >= n * holdAfter,
       'the sessions to reach the hold',
     );
-    gc();
-    const during = memory();
+    const during = await settledMemory();
     snapshot('engine-during');
     say({ type: 'release' });
     await r.events.until('turn.settled', n);

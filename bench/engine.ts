@@ -351,11 +351,26 @@ async function benchLatency(server: AgentServer): Promise<void> {
   }
 }
 
+/**
+ * Round i's ratio is without[i] / withIt[i]; rounds 2k and 2k+1 ran in opposite orders, and
+ * each pair gives the geometric mean of its two ratios.
+ */
+function pairRatios(without: number[], withIt: number[]): number[] {
+  const ratios: number[] = [];
+  for (let i = 0; i + 1 < without.length; i += 2) {
+    const a = (without[i] as number) / (withIt[i] as number);
+    const b = (without[i + 1] as number) / (withIt[i + 1] as number);
+    ratios.push(Math.sqrt(a * b));
+  }
+  return ratios;
+}
+
 // ---- 4b. the OpenTelemetry API without an SDK ------------------------------------------------------
 
 async function benchTracing(server: AgentServer, sdk: boolean): Promise<void> {
   const chunks = 50;
-  const rounds = sdk ? 5 : 9;
+  // An even number: the rounds come in pairs, one of each order (see the ratio below).
+  const rounds = sdk ? 6 : 16;
   const child = runChild([
     'tracing',
     server.endpoint,
@@ -382,12 +397,16 @@ async function benchTracing(server: AgentServer, sdk: boolean): Promise<void> {
   );
   if (exported !== undefined)
     console.log(`  the receiver took ${fmt(exported.requests)} exports, ${kib(exported.bytes)} KiB`);
-  // Each round runs one 'none' and one 'api' turn set back to back (the order alternating), so
-  // the ratio within a round is taken on the same state of the machine; the figure is the median
-  // of the rounds' ratios. The ratio of the best rounds, printed too, compares two minima that
+  // Each round runs one 'none' and one 'api' turn set back to back, so the ratio within a round
+  // is taken on the same state of the machine; the order alternates, and two rounds in a row
+  // (one of each order) make a pair whose ratio is the geometric mean of its two: whatever
+  // running second costs (the first set's garbage, its pages) falls once on each side and
+  // cancels. The figure is the median of the pairs' ratios. With an odd number of rounds and
+  // the median of single rounds, as before, one order had a round more than the other and the
+  // median leaned its way. The ratio of the best rounds, printed too, compares two minima that
   // each caught their own lull, and moved by ±4 % between runs of the same code.
-  const cpuRatio = median(none.cpuMs.map((x, i) => x / (api.cpuMs[i] as number)));
-  const wallRatio = median(none.ms.map((x, i) => x / (api.ms[i] as number)));
+  const cpuRatio = median(pairRatios(none.cpuMs, api.cpuMs));
+  const wallRatio = median(pairRatios(none.ms, api.ms));
   const bestCpuRatio = Math.min(...none.cpuMs) / Math.min(...api.cpuMs);
   const verdictText = sdk
     ? figure(
@@ -407,7 +426,7 @@ async function benchTracing(server: AgentServer, sdk: boolean): Promise<void> {
         },
       );
   console.log(
-    `  ratio throughput with/without, by the broker's CPU time (median of the rounds' ratios): ${cpuRatio.toFixed(3)}` +
+    `  ratio throughput with/without, by the broker's CPU time (median of the pairs' ratios, each pair one round of each order): ${cpuRatio.toFixed(3)}` +
       ` ${verdictText}; by wall time ${wallRatio.toFixed(3)} (noisier on a shared machine);` +
       ` best round against best round, by CPU: ${bestCpuRatio.toFixed(3)}`,
   );
@@ -429,6 +448,10 @@ interface Mem {
   external: number;
   arrayBuffers: number;
   newSpace: number;
+  /** From /proc/self/status: 0 where the kernel does not give them. */
+  RssAnon: number;
+  RssFile: number;
+  RssShmem: number;
 }
 
 interface MemoryResult {
@@ -514,6 +537,11 @@ async function benchMemory(server: AgentServer): Promise<void> {
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   console.log(`  outcomes after release: ${outcomes}`);
+  // What the heap and ArrayBuffers leave out of the engine's figure: memory the allocator holds
+  // for native code (SQLite, Node's sockets and streams, V8's own tables), and mapped files.
+  const split = (r: MemoryResult): string =>
+    `anonymous ${kib(per(r, 'RssAnon'))} KiB, file-backed ${kib(per(r, 'RssFile'))} KiB, shared ${kib(per(r, 'RssShmem'))} KiB`;
+  console.log(`  resident, by the kernel's split, per session: bare ${split(bare)}; engine ${split(engine)}`);
 }
 
 // ---- 6. resume after SIGKILL --------------------------------------------------------------------
