@@ -34,6 +34,14 @@ LABEL org.opencontainers.image.title="agentkourier" \
       org.opencontainers.image.description="Kubernetes operator and chat-to-agent broker: Slack threads as A2A sessions" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV NODE_ENV=production
+# At most two malloc arenas. glibc gives each thread that allocates its own arena (the event
+# loop, libuv's pool running the store's fsyncs, the SQLite checkpointer's thread, V8's helper
+# threads), and what the threads free stays resident in them: with the default, a held
+# streaming session read 33-100 KiB resident (median 70) in the memory benchmark, with two
+# arenas 27-55 (median 34), the heap part (24 KiB) alike, for a few percent of CPU at most
+# (docs/performance.md).
+# The chart's extraEnv can set it otherwise.
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=production-dependencies /app/node_modules ./node_modules
 COPY --from=build /build/dist ./dist

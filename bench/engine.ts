@@ -20,11 +20,12 @@
  *    starting and settling nothing.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { imageEnvironment } from '../scripts/image-tree.js';
 import { startPostgres } from '../testkit/postgres.js';
 import { type AgentServer, startAgentServer } from './agent-server.js';
 import { childScript } from './compiled.js';
@@ -43,6 +44,16 @@ const WHICH = new Set(
 );
 /** BENCH_V8_FLAGS="--flag …": more V8 flags for every child (diagnosis: --trace-gc and such). */
 const EXTRA_V8_FLAGS = (process.env.BENCH_V8_FLAGS ?? '').split(' ').filter((f) => f !== '');
+/**
+ * The children run under the environment the image sets (the Dockerfile's ENV: NODE_ENV,
+ * MALLOC_ARENA_MAX), as production runs; a variable set for the bench itself wins, so
+ * `MALLOC_ARENA_MAX=8 npm run bench` measures another setting.
+ */
+const CHILD_ENV: NodeJS.ProcessEnv = {
+  ...imageEnvironment(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')),
+  ...process.env,
+};
+
 /** BENCH_CPU_PROF=<dir>: the children write V8 CPU profiles there. */
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 
@@ -69,6 +80,7 @@ export function runChild(
   const proc = spawn(process.execPath, [...node, script, ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
+    env: CHILD_ENV,
   });
   const seen: Array<{ message: Message; at: number }> = [];
   const waiters: Array<{ type: string; resolve: (v: { message: Message; at: number }) => void }> = [];

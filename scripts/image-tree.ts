@@ -219,11 +219,20 @@ function doCopy(
     run('chown', ['-R', chown, to], state.rootfs, process.env);
 }
 
-function parseEnv(args: string): Record<string, string> {
+/** The variables of one ENV instruction (`A=1 B="two words"`). */
+export function parseEnv(args: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const match of args.matchAll(/(\w+)=("([^"]*)"|\S+)/g))
     out[match[1] ?? ''] = match[3] ?? match[2] ?? '';
   return out;
+}
+
+/** The environment the Dockerfile's final stage sets (its ENV instructions, in order). */
+export function imageEnvironment(dockerfileText: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const instruction of parseDockerfile(dockerfileText).at(-1)?.instructions ?? [])
+    if (instruction.op === 'ENV') Object.assign(env, parseEnv(instruction.args));
+  return env;
 }
 
 /** Carries out every stage of the Dockerfile under `out`; returns the final stage's tree. */

@@ -2,7 +2,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkRuntimeImports, ImageTreeError, packageOf, parseDockerfile } from '../../scripts/image-tree.js';
+import {
+  checkRuntimeImports,
+  ImageTreeError,
+  imageEnvironment,
+  packageOf,
+  parseDockerfile,
+} from '../../scripts/image-tree.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -72,6 +78,20 @@ describe('the image-tree check', () => {
     expect(last.find((i) => i.op === 'USER')?.args).toMatch(/^\d+:\d+$/);
     expect(last.find((i) => i.op === 'ENTRYPOINT')?.args).toBe('["node", "/app/dist/main.js"]');
     expect(last.some((i) => i.op === 'RUN')).toBe(false);
+  });
+
+  it("reads the final stage's environment: production, at most two malloc arenas", () => {
+    // What the image runs with, and what the benchmarks' children run with (bench/engine.ts).
+    expect(
+      imageEnvironment(readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8')),
+    ).toStrictEqual({
+      NODE_ENV: 'production',
+      MALLOC_ARENA_MAX: '2',
+    });
+    // Only the final stage's, in order, a later value winning; quoted values kept whole.
+    expect(
+      imageEnvironment('FROM a AS one\nENV STAGE=build\nFROM b\nENV A=1 B="two words"\nENV A=3\n'),
+    ).toStrictEqual({ A: '3', B: 'two words' });
   });
 
   it('lets every path the Dockerfile copies from the context through .dockerignore', () => {
