@@ -30,6 +30,7 @@ import { startPostgres } from '../testkit/postgres.js';
 import { type AgentServer, startAgentServer } from './agent-server.js';
 import { childScript } from './compiled.js';
 import { figure } from './figures.js';
+import { pairRatios } from './paired.js';
 import type { StallReport } from './stalls.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -361,20 +362,6 @@ async function benchLatency(server: AgentServer): Promise<void> {
         `    on the store's checkpointer thread meanwhile: ${ckpt.count} checkpoints (${fmt(ckpt.frames)} frames copied), ${ckpt.restarts} log restarts, longest ${ckpt.longestMs.toFixed(1)} ms`,
       );
   }
-}
-
-/**
- * Round i's ratio is without[i] / withIt[i]; rounds 2k and 2k+1 ran in opposite orders, and
- * each pair gives the geometric mean of its two ratios.
- */
-function pairRatios(without: number[], withIt: number[]): number[] {
-  const ratios: number[] = [];
-  for (let i = 0; i + 1 < without.length; i += 2) {
-    const a = (without[i] as number) / (withIt[i] as number);
-    const b = (without[i + 1] as number) / (withIt[i + 1] as number);
-    ratios.push(Math.sqrt(a * b));
-  }
-  return ratios;
 }
 
 // ---- 4b. the OpenTelemetry API without an SDK ------------------------------------------------------
