@@ -24,7 +24,16 @@ import type { TurnRun } from './turn-run.js';
  * to its end with GetTask and SubscribeToTask, or by polling (M-2, M-3, R-5, R-6).
  */
 
-/** Reads a send or subscribe stream into the run. Errors propagate to the caller. */
+/**
+ * Reads a send or subscribe stream into the run. Errors propagate to the caller.
+ *
+ * The task a send's stream names is recorded at once (R-7), and the stream is read on while that
+ * write goes to disk: what arrives meanwhile is taken into the run (pure state), but nothing of
+ * it reaches the thread — no answer update, no tool step — and the stream is not left, until
+ * the write is durable. So the write still comes before every effect it guards, and the stream
+ * does not stand still for a group commit and its fsync (a stalled stream's bytes pile up in
+ * its body and are copied together, and what the turn holds lives through more collections).
+ */
 export async function consumeStream(
   ctx: DriverContext,
   session: SessionRecord,
@@ -53,10 +62,15 @@ export async function consumeStream(
   // Whether the stream is still open and must be told we left it (what `for await` does on a
   // return or a throw from its body; not after the stream itself ended or failed).
   let reading = true;
+  // The task's record on its way to disk (undefined once it is there), and an answer update
+  // held back until it is: shown by whichever comes first, the write's end (while the stream
+  // is quiet) or the loop's next look.
+  const accept = new PendingAccept(run);
   try {
     // The loop runs for every event of a stream (thousands per answer): it allocates nothing of
     // its own beyond the event it emits.
     for (;;) {
+      accept.check();
       let event = ready?.takeReady();
       if (event === undefined) {
         reading = false;
@@ -64,6 +78,7 @@ export async function consumeStream(
         if (step.done === true) break;
         reading = true;
         event = step.value;
+        accept.check();
       }
       run.eventsSeen++;
       const now = clock.now();
@@ -74,29 +89,37 @@ export async function consumeStream(
       }
       const taskId = taskIdOf(event);
       if (run.taskId === null && turn !== null) {
-        await acceptTask(ctx, session, turn, run, taskId, contextIdOf(event), started);
+        const contextId = contextIdOf(event);
+        const current = ctx.current;
+        if (current !== undefined && current.id === session.id && !changesContext(current, contextId)) {
+          accept.begin(recordTask(ctx, current, turn, run, taskId, contextId, started));
+        } else {
+          await acceptTask(ctx, session, turn, run, taskId, contextId, started);
+        }
       } else if (taskId !== run.taskId) {
         continue; // Another task's event has nothing to say about this turn.
       }
       run.lastActivityAt = now;
       const steps = route.dialect.toolSteps(event);
       if (steps.length > 0 && turn !== null) {
+        await accept.durable();
         for (const step of steps)
           await ctx.deps.surface.showToolStep(ctx.target(session), turn.id, step).catch(() => undefined);
       }
       if (event.kind === 'artifact-update') {
         if (run.answer.apply(event)) {
-          run.sink?.update(run.answer);
+          accept.show();
           ctx.noteText(session, run);
         }
       } else if (event.kind === 'task') {
-        run.takeTask(event.task, now);
+        if (run.takeTask(event.task, now, false)) accept.show();
         ctx.noteText(session, run);
         // The snapshot that opens the stream of an answer still shows the question it
         // answers (the JS SDK sends it): that is the past, not a new pause.
         const stale = run.eventsSeen === 1 && answeredQuestion(session, route, turn, event.task.status);
         if (isSettled(event.task.status.state) && !stale) {
           run.settledTask = event.task;
+          await accept.durable();
           return;
         }
       } else if (event.kind === 'status-update') {
@@ -115,6 +138,7 @@ export async function consumeStream(
         }
       }
     }
+    await accept.durable();
   } catch (error) {
     // Left on an error of our own: the stream is told, and what its return() throws is dropped
     // (the error we leave with is the one that counts), as `for await` does.
@@ -122,6 +146,10 @@ export async function consumeStream(
       reading = false;
       await stream.return(undefined).catch(() => undefined);
     }
+    // The task's record is not left behind: nothing after this stream writes before it is
+    // done, and a record that failed is what the caller hears of (the stream's own end came
+    // after the write was asked for).
+    await accept.durable();
     // A stream we cut after it said the task settled ended as it should.
     if (cut.signal.aborted && !ctx.signal.aborted) return;
     throw error;
@@ -130,6 +158,64 @@ export async function consumeStream(
     clearTimeout(graceTimer);
     ctx.signal.removeEventListener('abort', stop);
   }
+}
+
+/**
+ * The task's record, written while its stream is read on (consumeStream): whether it is still
+ * on its way, how it failed if it did, and the answer update held back meanwhile.
+ */
+class PendingAccept {
+  readonly #run: TurnRun;
+  #writing: Promise<void> | undefined;
+  #failed = false;
+  #failure: unknown;
+  /** The answer changed while the record was on its way: the update it would have had. */
+  #held = false;
+
+  constructor(run: TurnRun) {
+    this.#run = run;
+  }
+
+  begin(write: Promise<void>): void {
+    this.#writing = write.then(
+      () => {
+        this.#writing = undefined;
+        this.#release();
+      },
+      (error: unknown) => {
+        this.#failed = true;
+        this.#failure = error;
+      },
+    );
+  }
+
+  /** The answer changed: shown now, or once the record is durable. */
+  show(): void {
+    if (this.#writing === undefined && !this.#failed) this.#run.sink?.update(this.#run.answer);
+    else this.#held = true;
+  }
+
+  /** Throws the record's failure, if it failed. */
+  check(): void {
+    if (this.#failed) throw this.#failure;
+  }
+
+  /** Waits until the record is durable (nothing to wait for when none was begun); throws its failure. */
+  async durable(): Promise<void> {
+    if (this.#writing !== undefined) await this.#writing;
+    this.check();
+  }
+
+  #release(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    this.#run.sink?.update(this.#run.answer);
+  }
+}
+
+/** R-3: the agent named another context than the one the thread has. */
+function changesContext(session: SessionRecord, contextId: string): boolean {
+  return session.contextId !== null && session.contextId !== contextId && contextId !== '';
 }
 
 /** The agent named the task: record it before anything else happens (R-7). */
@@ -142,17 +228,33 @@ export async function acceptTask(
   contextId: string,
   started: number,
 ): Promise<void> {
-  const { clock } = ctx.deps;
   const fresh = await ctx.reload(session.id);
-  if (fresh.contextId !== null && fresh.contextId !== contextId && contextId !== '') {
+  if (changesContext(fresh, contextId)) {
     // R-3: a different context: the thread is told, and the new context is kept.
     ctx.emit(session, { type: 'context.changed' });
     await ctx.notice(session, notice('context-changed', turn.id));
   }
+  await recordTask(ctx, fresh, turn, run, taskId, contextId, started);
+}
+
+/**
+ * The task's record: the session waits on it, the turn is accepted. The write is asked for
+ * before this returns (its promise says when it is durable), so what the run sees after it
+ * cannot change what it records.
+ */
+function recordTask(
+  ctx: DriverContext,
+  fresh: SessionRecord,
+  turn: TurnRecord,
+  run: TurnRun,
+  taskId: string,
+  contextId: string,
+  started: number,
+): Promise<void> {
   run.taskId = taskId;
   run.contextId = contextId;
-  const now = clock.now();
-  await ctx.commit(
+  const now = ctx.deps.clock.now();
+  const written = ctx.commit(
     {
       ...fresh,
       contextId: contextId === '' ? fresh.contextId : contextId,
@@ -166,12 +268,14 @@ export async function acceptTask(
     },
     [{ ...turn, state: 'accepted', taskId }],
   );
-  ctx.emit(session, {
-    type: 'turn.accepted',
-    turnId: turn.id,
-    taskId,
-    contextId,
-    latencyMs: now - started,
+  return written.then(() => {
+    ctx.emit(fresh, {
+      type: 'turn.accepted',
+      turnId: turn.id,
+      taskId,
+      contextId,
+      latencyMs: now - started,
+    });
   });
 }
 

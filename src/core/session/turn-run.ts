@@ -45,14 +45,18 @@ export class TurnRun {
     this.sawUnnamedEvents = false;
   }
 
-  /** Takes in a task read in full (GetTask, a snapshot): its artifacts are the whole answer. */
-  takeTask(task: Task, now: number): void {
+  /**
+   * Takes in a task read in full (GetTask, a snapshot): its artifacts are the whole answer.
+   * Says whether the answer changed; `show` false leaves telling the sink to the caller.
+   */
+  takeTask(task: Task, now: number, show = true): boolean {
     const changed = this.answer.replaceAll(task.artifacts);
     if (changed || task.status.state !== this.state || task.status.timestamp !== this.status?.timestamp) {
       this.lastActivityAt = now;
     }
     this.state = task.status.state;
     this.status = task.status;
-    if (changed) this.sink?.update(this.answer);
+    if (changed && show) this.sink?.update(this.answer);
+    return changed;
   }
 }
