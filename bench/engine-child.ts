@@ -59,6 +59,7 @@ import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { HeapSampler, sampledIf } from './heap-sample.js';
+import { nullStore } from './null-store.js';
 import { countPgQueries, type PgCounts, takePgCounts } from './pg-counts.js';
 import { slackPath } from './slack-path-child.js';
 import { StallRecorder } from './stalls.js';
@@ -68,6 +69,44 @@ import { reportThreads, threadsIfAsked } from './thread-cpu.js';
 const scriptStartedAt = performance.now();
 
 const BINDING = 'bench/agent';
+
+/**
+ * BENCH_SIDE=bare|engine: only that side's throughput rounds run (the other's are printed as
+ * 1 ms; the replicas' rounds know `engine` only), so a CPU profile (BENCH_CPU_PROF) holds one
+ * side alone, to compare with the other's. Diagnosis only: the ratios such a run prints mean
+ * nothing.
+ */
+const ONLY_SIDE = process.env.BENCH_SIDE;
+
+/** A round BENCH_SIDE left out: as if it took 1 ms and saw every event. */
+function skipped(events: number): {
+  ms: number;
+  events: number;
+  cpuMs: number;
+  summary: Record<string, unknown>;
+} {
+  return { ms: 1, events, cpuMs: 1, summary: {} };
+}
+
+/**
+ * The store of a SQLite round: the file, durable, as the broker runs it; BENCH_STORE (diagnosis)
+ * swaps in another to take a part of its cost away — `normal` (no fsync), `memory` (no file),
+ * `null` and `null-later` (no store at all: ./null-store.ts).
+ */
+function sqliteRoundStore(dbPath: string): SessionStore {
+  switch (process.env.BENCH_STORE) {
+    case 'null':
+      return nullStore(false);
+    case 'null-later':
+      return nullStore(true);
+    case 'memory':
+      return new SqliteStore(':memory:');
+    case 'normal':
+      return new SqliteStore(dbPath, { synchronous: 'normal' });
+    default:
+      return new SqliteStore(dbPath);
+  }
+}
 
 function say(message: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -229,7 +268,7 @@ async function rig(
 ): Promise<Rig> {
   const { wrap, owner, tracing = 'api', postgres } = options;
   const client = newClient(endpoint, tracing);
-  const base: SessionStore = postgres === undefined ? new SqliteStore(dbPath) : new PostgresStore(postgres);
+  const base: SessionStore = postgres === undefined ? sqliteRoundStore(dbPath) : new PostgresStore(postgres);
   const store = wrap === undefined ? base : wrap(base);
   await store.migrate();
   const surface = new NullSurface();
@@ -361,7 +400,10 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     const sample = process.env.BENCH_HEAP_SAMPLE === '1' && i === rounds - 1;
     gc();
     const t0 = threadsIfAsked();
-    const b = await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
+    const b =
+      ONLY_SIDE === 'engine'
+        ? skipped(expected)
+        : await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
     reportThreads(`bare round ${i}`, t0);
     if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
     bare.push(b.ms);
@@ -369,7 +411,10 @@ async function throughput(endpoint: string, n: number, chunks: number, rounds: n
     gc();
     stalls?.start();
     const t1 = threadsIfAsked();
-    const e = await sampledIf(sample, 'engine', () => engineRound(endpoint, n, chunks, `round${i}`));
+    const e =
+      ONLY_SIDE === 'bare'
+        ? skipped(expected)
+        : await sampledIf(sample, 'engine', () => engineRound(endpoint, n, chunks, `round${i}`));
     reportThreads(`engine round ${i} (its store's opening and closing too)`, t1);
     stalls?.stop();
     // The engine may stop reading a stream after its terminal status (the final Task then comes
@@ -582,7 +627,10 @@ async function pgThroughput(
     const sample = process.env.BENCH_HEAP_SAMPLE === '1' && i === rounds - 1;
     gc();
     const t0 = threadsIfAsked();
-    const b = await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
+    const b =
+      ONLY_SIDE === 'engine'
+        ? skipped(expected)
+        : await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
     reportThreads(`bare round ${i}`, t0);
     if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
     bare.push(b.ms);
