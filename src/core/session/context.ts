@@ -85,6 +85,12 @@ export class DriverContext {
   /** Writes started on their own (answer refs), awaited by drained(). */
   readonly #background = new Set<Promise<void>>();
   /**
+   * An answer ref told to this driver and not yet asked to be written: held until the event
+   * loop turns, so that a commit of the same turn asked for meanwhile carries it (#withHeldRef).
+   */
+  #heldRef: { turnId: string; ref: string } | undefined;
+  #heldRefTimer: NodeJS.Immediate | undefined;
+  /**
    * The turn this driver last wrote (the first of its last commit that wrote turns), with the
    * answer ref it was told of since. While the driver runs, nothing else writes a turn of its
    * session but setAnswerRef, so this is the stored turn, without a read.
@@ -99,6 +105,7 @@ export class DriverContext {
 
   /** Resolves once the writes this driver started on their own have finished. */
   async drained(): Promise<void> {
+    this.#writeHeldRef();
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
   }
 
@@ -128,11 +135,59 @@ export class DriverContext {
     return run;
   }
 
-  /** Saves an answer ref on its own; drained() awaits it. */
+  /**
+   * Saves an answer ref on its own, after the event loop turns, unless a commit of its turn
+   * asked for before then carries it: a surface that shows the answer at once (the first
+   * update of a short answer is often right before its settle) then costs one write, not two.
+   * Either way it goes in the group commit it would have joined, or the next one. drained()
+   * awaits it.
+   */
   #saveInBackground(turnId: string, ref: string): void {
     if (this.#written?.id === turnId) this.#written = { ...this.#written, answerRef: ref };
-    const write = this.#saveAnswerRef(turnId, ref).finally(() => this.#background.delete(write));
+    if (this.#heldRef !== undefined && this.#heldRef.turnId !== turnId) this.#writeHeldRef();
+    this.#heldRef = { turnId, ref };
+    this.#heldRefTimer ??= setImmediate(() => {
+      this.#heldRefTimer = undefined;
+      this.#writeHeldRef();
+    });
+  }
+
+  /** The held answer ref, if any, written on its own now. */
+  #writeHeldRef(): void {
+    const held = this.#heldRef;
+    this.#heldRef = undefined;
+    if (this.#heldRefTimer !== undefined) {
+      clearImmediate(this.#heldRefTimer);
+      this.#heldRefTimer = undefined;
+    }
+    if (held === undefined) return;
+    const write = this.#saveAnswerRef(held.turnId, held.ref).finally(() => this.#background.delete(write));
     this.#background.add(write);
+  }
+
+  /**
+   * `turns` with the held answer ref on its turn, when one of them is that turn and carries no
+   * other ref; the ref is then no longer held. Undefined when no turn takes it.
+   */
+  #withHeldRef(
+    turns: TurnRecord[],
+  ): { turns: TurnRecord[]; ref: { turnId: string; ref: string } } | undefined {
+    const held = this.#heldRef;
+    if (held === undefined) return undefined;
+    const at = turns.findIndex(
+      (t) => t.id === held.turnId && (t.answerRef === null || t.answerRef === held.ref),
+    );
+    if (at === -1) return undefined;
+    this.#heldRef = undefined;
+    if (this.#heldRefTimer !== undefined) {
+      clearImmediate(this.#heldRefTimer);
+      this.#heldRefTimer = undefined;
+    }
+    const turn = turns[at] as TurnRecord;
+    if (turn.answerRef === held.ref) return { turns, ref: held };
+    const carried = turns.slice();
+    carried[at] = { ...turn, answerRef: held.ref };
+    return { turns: carried, ref: held };
   }
 
   async #saveAnswerRef(turnId: string, ref: string): Promise<void> {
@@ -146,13 +201,23 @@ export class DriverContext {
     }
   }
 
-  async commit(session: SessionRecord, turns: TurnRecord[]): Promise<SessionRecord> {
-    const written = await this.deps.store.commit({
-      session,
-      turns,
-      now: this.deps.clock.now(),
-      ...(this.deps.fenced ? { fence: { owner: this.deps.owner } } : {}),
-    });
+  async commit(session: SessionRecord, given: TurnRecord[]): Promise<SessionRecord> {
+    const carrying = this.#withHeldRef(given);
+    const turns = carrying?.turns ?? given;
+    let written: SessionRecord | undefined;
+    try {
+      written = await this.deps.store.commit({
+        session,
+        turns,
+        now: this.deps.clock.now(),
+        ...(this.deps.fenced ? { fence: { owner: this.deps.owner } } : {}),
+      });
+    } catch (error) {
+      // The ref it carried is not lost with it: written on its own, as it would have been.
+      if (carrying !== undefined) this.#saveInBackground(carrying.ref.turnId, carrying.ref.ref);
+      throw error;
+    }
+    if (carrying !== undefined) this.deps.unsavedRefs.delete(carrying.ref.turnId);
     this.current = written ?? undefined;
     for (const turn of turns) if (turn.state === 'settled') this.settledInStep.add(turn.id);
     const [first] = turns;
