@@ -97,9 +97,10 @@ export class AnswerBuffer implements AnswerView {
    */
   replaceAll(artifacts: readonly Artifact[]): boolean {
     if (artifacts.length === 0) return false;
-    // A task read again while it runs (GetTask polling, P-3) holds the same artifacts, each the
-    // same or grown at its end: an artifact whose text starts with what is held gets only the new
-    // text as a chunk, as a streamed append would, and nothing is rebuilt.
+    // A task read again while it runs (GetTask polling, P-3), or the final Task after a stream,
+    // holds the same artifacts, each the same or grown at its end: an artifact whose text starts
+    // with what is held is the same entry, which now holds that text as its one chunk (the
+    // string the read already made: nothing is joined or copied for it).
     let changed = artifacts.length !== this.#artifacts.size;
     const next = new Map<string, Chunks>();
     let length = 0;
@@ -116,12 +117,10 @@ export class AnswerBuffer implements AnswerView {
         text.length >= entry.length &&
         this.#holdsPrefix(entry, text)
       ) {
-        if (text.length > entry.length) {
-          entry.chunks.push(text.slice(entry.length));
-          entry.length = text.length;
-          entry.loose = 0;
-          changed = true;
-        }
+        if (text.length > entry.length) changed = true;
+        entry.chunks = text === '' ? [] : [text];
+        entry.length = text.length;
+        entry.loose = 0;
         next.set(id, entry);
       } else {
         changed = true;
@@ -138,17 +137,16 @@ export class AnswerBuffer implements AnswerView {
   }
 
   /**
-   * Whether `text` starts with the entry's text. Its chunks are joined into one first, as text()
-   * would join them (which then has nothing left to join): one comparison instead of one per
-   * chunk, each reading a small string wherever the heap put it.
+   * Whether `text` starts with the entry's text: each chunk compared in its place, without
+   * joining them (appends are held in blocks of JOIN_EVERY, so there are few to compare).
    */
   #holdsPrefix(entry: Chunks, text: string): boolean {
-    if (entry.chunks.length > 1) {
-      entry.chunks = [entry.chunks.join('')];
-      entry.loose = 0;
+    let at = 0;
+    for (const chunk of entry.chunks) {
+      if (!text.startsWith(chunk, at)) return false;
+      at += chunk.length;
     }
-    const [held] = entry.chunks;
-    return held === undefined || text.startsWith(held);
+    return true;
   }
 
   text(): string {
