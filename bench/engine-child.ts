@@ -903,24 +903,23 @@ async function memoryEngine(endpoint: string, n: number, chunks: number, holdAft
     await r.engine.idle();
     r.events.reset();
     const updatesBefore = r.surface.updates;
+    // `held` sessions have read every event before their hold (the task, its working status and
+    // holdAfter chunks) and shown their answer: once at least, as the chunks read while the
+    // task's record was on its way are shown in one update.
+    const reachedHold = (held: number): boolean =>
+      r.events.count('agent.event') >= held * (holdAfter + 2) && r.surface.updates - updatesBefore >= held;
     gc();
     const before = memory();
     const text = `[chunks:${chunks}][hold-after:${holdAfter}]`;
     const half = Math.floor(n / 2);
     await receiveAll(r.engine, 'held-a', half, text);
     await r.events.until('turn.accepted', half);
-    await waitUntil(
-      () => r.surface.updates - updatesBefore >= half * holdAfter,
-      'the first half of the sessions to reach the hold',
-    );
+    await waitUntil(() => reachedHold(half), 'the first half of the sessions to reach the hold');
     const halfway = await settledMemory();
     snapshot('engine-halfway');
     await receiveAll(r.engine, 'held-b', n - half, text);
     await r.events.until('turn.accepted', n);
-    await waitUntil(
-      () => r.surface.updates - updatesBefore >= n * holdAfter,
-      'the sessions to reach the hold',
-    );
+    await waitUntil(() => reachedHold(n), 'the sessions to reach the hold');
     const during = await settledMemory();
     snapshot('engine-during');
     say({ type: 'release' });
