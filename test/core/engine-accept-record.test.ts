@@ -4,6 +4,7 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { answer, script } from '../agents/behaviours.js';
 import type { WireVersion } from '../agents/contract-agent.js';
 import { type Harness, startHarness, untilEvent } from '../helpers/engine-harness.js';
+import { FakeSurface } from '../helpers/fake-surface.js';
 
 /**
  * R-7: the task a send's stream names is recorded at once, and the engine reads the stream on
@@ -58,6 +59,24 @@ function heldAccept(store: SessionStore): {
 const artifactEvents = (h: Harness, turnId: string): number =>
   h.events.filter((e) => e.type === 'agent.event' && e.turnId === turnId && e.kind === 'artifact-update')
     .length;
+
+/** A surface whose first answer update throws (an update must not, but one that does is not left unheard). */
+class ThrowingOnce extends FakeSurface {
+  thrown = 0;
+  override openAnswer(...args: Parameters<FakeSurface['openAnswer']>): ReturnType<FakeSurface['openAnswer']> {
+    const sink = super.openAnswer(...args);
+    return {
+      update: (view) => {
+        if (this.thrown === 0) {
+          this.thrown++;
+          throw new Error('the surface broke');
+        }
+        sink.update(view);
+      },
+      finish: (view, end) => sink.finish(view, end),
+    };
+  }
+}
 
 const answers = (h: Harness) => h.surface.messages.filter((m) => m.kind === 'answer');
 
@@ -153,6 +172,36 @@ describe.each<WireVersion>(['1.0', '0.3'])('the task record and the stream (%s)'
       .toEqual(['first words']);
     expect(artifactEvents(h, turnId)).toBe(1);
     await untilEvent(h, (e) => e.type === 'turn.settled' && e.turnId === turnId);
+    expect(answers(h)).toMatchObject([{ text: 'first words, then the rest', final: true }]);
+  });
+
+  it('[R-7] an update held behind the record that throws when shown is thrown to the reader, not left unheard: the task is followed to its end', async () => {
+    const held = heldAccept(new SqliteStore(':memory:'));
+    const surface = new ThrowingOnce();
+    const h = await startHarness({ version, store: held.store, surface });
+    cleanups.push(async () => {
+      held.open();
+      await h.close();
+    });
+    h.agent.enqueue(
+      script([
+        { event: 'working' },
+        { event: 'chunk', text: 'first words' },
+        { waitMs: 300 },
+        { event: 'chunk', text: ', then the rest', append: true },
+        { event: 'completed' },
+      ]),
+    );
+    const { turnId } = await h.say('t1', '1.0', 'hello');
+    await held.asked;
+    await untilEvent(h, () => artifactEvents(h, turnId) === 1, 5_000);
+    // Shown from the write's callback while the stream is quiet: it throws there.
+    held.open();
+    expect(await untilEvent(h, (e) => e.type === 'turn.settled' && e.turnId === turnId)).toMatchObject({
+      outcome: 'completed',
+    });
+    expect(surface.thrown).toBe(1);
+    expect(h.events.some((e) => e.type === 'stream.lost' && e.turnId === turnId)).toBe(true);
     expect(answers(h)).toMatchObject([{ text: 'first words, then the rest', final: true }]);
   });
 });

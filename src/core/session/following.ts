@@ -177,15 +177,18 @@ class PendingAccept {
   }
 
   begin(write: Promise<void>): void {
+    // Never rejects: a failure, of the write or of the held update's showing, is kept for the
+    // reader, who throws it at its next look (nothing may be left to reject unheard).
     this.#writing = write.then(
       () => {
         this.#writing = undefined;
-        this.#release();
+        try {
+          this.#release();
+        } catch (error) {
+          this.#fail(error);
+        }
       },
-      (error: unknown) => {
-        this.#failed = true;
-        this.#failure = error;
-      },
+      (error: unknown) => this.#fail(error),
     );
   }
 
@@ -204,6 +207,11 @@ class PendingAccept {
   async durable(): Promise<void> {
     if (this.#writing !== undefined) await this.#writing;
     this.check();
+  }
+
+  #fail(error: unknown): void {
+    this.#failed = true;
+    this.#failure = error;
   }
 
   #release(): void {
