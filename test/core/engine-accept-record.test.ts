@@ -78,6 +78,16 @@ class ThrowingOnce extends FakeSurface {
   }
 }
 
+/** The first words, a pause of `pauseMs`, then the rest and the end. */
+const firstWordsThenTheRest = (pauseMs: number) =>
+  script([
+    { event: 'working' },
+    { event: 'chunk', text: 'first words' },
+    { waitMs: pauseMs },
+    { event: 'chunk', text: ', then the rest', append: true },
+    { event: 'completed' },
+  ]);
+
 const answers = (h: Harness) => h.surface.messages.filter((m) => m.kind === 'answer');
 
 describe.each<WireVersion>(['1.0', '0.3'])('the task record and the stream (%s)', (version) => {
@@ -86,13 +96,25 @@ describe.each<WireVersion>(['1.0', '0.3'])('the task record and the stream (%s)'
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  it('[R-7] reads the stream on while the task is being recorded, and shows none of it before the record is durable', async () => {
+  /** A harness on a store that holds the task record's answer until `held.open()`. */
+  async function heldHarness(
+    surface?: FakeSurface,
+  ): Promise<{ h: Harness; held: ReturnType<typeof heldAccept> }> {
     const held = heldAccept(new SqliteStore(':memory:'));
-    const h = await startHarness({ version, store: held.store });
+    const h = await startHarness({
+      version,
+      store: held.store,
+      ...(surface === undefined ? {} : { surface }),
+    });
     cleanups.push(async () => {
       held.open();
       await h.close();
     });
+    return { h, held };
+  }
+
+  it('[R-7] reads the stream on while the task is being recorded, and shows none of it before the record is durable', async () => {
+    const { h, held } = await heldHarness();
     h.agent.enqueue(answer({ chunks: ['alpha ', 'beta ', 'gamma'], final: 'status-only' }));
     const { turnId } = await h.say('t1', '1.0', 'hello');
     await held.asked;
@@ -111,12 +133,7 @@ describe.each<WireVersion>(['1.0', '0.3'])('the task record and the stream (%s)'
   });
 
   it('[R-7][R-9] shows a tool step only once the task is recorded', async () => {
-    const held = heldAccept(new SqliteStore(':memory:'));
-    const h = await startHarness({ version, store: held.store });
-    cleanups.push(async () => {
-      held.open();
-      await h.close();
-    });
+    const { h, held } = await heldHarness();
     h.agent.enqueue(
       script([
         { event: 'working' },
@@ -146,22 +163,9 @@ describe.each<WireVersion>(['1.0', '0.3'])('the task record and the stream (%s)'
   });
 
   it('[R-7] shows what was read meanwhile as soon as the record is durable, while the agent is still working', async () => {
-    const held = heldAccept(new SqliteStore(':memory:'));
-    const h = await startHarness({ version, store: held.store });
-    cleanups.push(async () => {
-      held.open();
-      await h.close();
-    });
+    const { h, held } = await heldHarness();
     // The first words, then a long pause before the rest: the update must not wait for them.
-    h.agent.enqueue(
-      script([
-        { event: 'working' },
-        { event: 'chunk', text: 'first words' },
-        { waitMs: 1_500 },
-        { event: 'chunk', text: ', then the rest', append: true },
-        { event: 'completed' },
-      ]),
-    );
+    h.agent.enqueue(firstWordsThenTheRest(1_500));
     const { turnId } = await h.say('t1', '1.0', 'hello');
     await held.asked;
     await untilEvent(h, () => artifactEvents(h, turnId) === 1, 5_000);
@@ -176,22 +180,9 @@ describe.each<WireVersion>(['1.0', '0.3'])('the task record and the stream (%s)'
   });
 
   it('[R-7] an update held behind the record that throws when shown is thrown to the reader, not left unheard: the task is followed to its end', async () => {
-    const held = heldAccept(new SqliteStore(':memory:'));
     const surface = new ThrowingOnce();
-    const h = await startHarness({ version, store: held.store, surface });
-    cleanups.push(async () => {
-      held.open();
-      await h.close();
-    });
-    h.agent.enqueue(
-      script([
-        { event: 'working' },
-        { event: 'chunk', text: 'first words' },
-        { waitMs: 300 },
-        { event: 'chunk', text: ', then the rest', append: true },
-        { event: 'completed' },
-      ]),
-    );
+    const { h, held } = await heldHarness(surface);
+    h.agent.enqueue(firstWordsThenTheRest(300));
     const { turnId } = await h.say('t1', '1.0', 'hello');
     await held.asked;
     await untilEvent(h, () => artifactEvents(h, turnId) === 1, 5_000);
