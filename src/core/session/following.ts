@@ -92,7 +92,7 @@ export async function consumeStream(
         const contextId = contextIdOf(event);
         const current = ctx.current;
         if (current !== undefined && current.id === session.id && !changesContext(current, contextId)) {
-          accept.begin(recordTask(ctx, current, turn, run, taskId, contextId, started));
+          accept.begin(recordTask(ctx, current, turn, run, { taskId, contextId, started }));
         } else {
           await acceptTask(ctx, session, turn, run, taskId, contextId, started);
         }
@@ -242,7 +242,14 @@ export async function acceptTask(
     ctx.emit(session, { type: 'context.changed' });
     await ctx.notice(session, notice('context-changed', turn.id));
   }
-  await recordTask(ctx, fresh, turn, run, taskId, contextId, started);
+  await recordTask(ctx, fresh, turn, run, { taskId, contextId, started });
+}
+
+/** The task an agent named for a turn, and when the call that named it started. */
+interface NamedTask {
+  taskId: string;
+  contextId: string;
+  started: number;
 }
 
 /**
@@ -255,9 +262,7 @@ function recordTask(
   fresh: SessionRecord,
   turn: TurnRecord,
   run: TurnRun,
-  taskId: string,
-  contextId: string,
-  started: number,
+  { taskId, contextId, started }: NamedTask,
 ): Promise<void> {
   run.taskId = taskId;
   run.contextId = contextId;
