@@ -16,8 +16,8 @@ import type { EngineTimings } from './timings.js';
 import { TurnRun } from './turn-run.js';
 
 /**
- * What every part of a session's driver shares (sending.ts, following.ts, settling.ts,
- * paused.ts): the engine's dependencies, the session it drives, the signal that stops it, the
+ * What every part of a session's driver shares (sending.ts, reading.ts, following.ts,
+ * settling.ts, paused.ts): the engine's dependencies, the session it drives, the signal that stops it, the
  * session as last written, and the plumbing each part uses — commits, notices, events, runs,
  * sleeps. The parts are functions over this context; none keeps state of its own.
  */

@@ -29,7 +29,8 @@ export interface FirstLook {
  *
  * This is the dispatch: each step reads the session (or starts from a FirstLook) and hands it
  * to the part that has work, over one shared context (context.ts): sending.ts sends a turn or settles one whose outcome
- * is unknown, following.ts follows a task, settling.ts says what its end means, paused.ts
+ * is unknown, reading.ts reads a stream and records the task it names, following.ts follows
+ * the task after it, settling.ts says what its end means, paused.ts
  * answers a paused task, polling.ts sends to an agent that does not stream (a Binding that
  * polls). failure-policy.ts decides, as a pure function, what a failed call means and when a
  * polled task is read again.

@@ -2,7 +2,7 @@ import { isSettled, type Message, type OutgoingMessage } from '../agent/model.js
 import type { AgentRoute } from '../ports.js';
 import type { SessionRecord, TurnRecord } from '../store.js';
 import { callOptions, type DriverContext } from './context.js';
-import { acceptTask, answeredQuestion } from './following.js';
+import { acceptTask, answeredQuestion } from './reading.js';
 import { settle } from './settling.js';
 import type { TurnRun } from './turn-run.js';
 

@@ -11,9 +11,10 @@ import {
   endsAcceptedTurn,
   type FailVerdict,
 } from './failure-policy.js';
-import { acceptTask, afterStream, consumeStream, pollingOf, readTask } from './following.js';
+import { afterStream, pollingOf, readTask } from './following.js';
 import { agentRefused, notice } from './notices.js';
 import { sendPolled } from './polling.js';
+import { acceptTask, consumeStream } from './reading.js';
 import { cancelPaused, failTurn, sessionGone, settleTurn } from './settling.js';
 
 /**
