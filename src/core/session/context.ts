@@ -17,9 +17,9 @@ import { TurnRun } from './turn-run.js';
 
 /**
  * What every part of a session's driver shares (sending.ts, reading.ts, following.ts,
- * settling.ts, paused.ts): the engine's dependencies, the session it drives, the signal that stops it, the
- * session as last written, and the plumbing each part uses — commits, notices, events, runs,
- * sleeps. The parts are functions over this context; none keeps state of its own.
+ * settling.ts, paused.ts): the engine's dependencies, the session it drives, the signal that
+ * stops it, the session as last written, and the plumbing each part uses — commits, notices,
+ * events, runs, sleeps. The parts are functions over this context; none keeps state of its own.
  */
 
 export interface DriverDeps {
@@ -154,15 +154,21 @@ export class DriverContext {
 
   /** The held answer ref, if any, written on its own now. */
   #writeHeldRef(): void {
+    const held = this.#takeHeldRef();
+    if (held === undefined) return;
+    const write = this.#saveAnswerRef(held.turnId, held.ref).finally(() => this.#background.delete(write));
+    this.#background.add(write);
+  }
+
+  /** The held answer ref, no longer held (its timer stopped). */
+  #takeHeldRef(): { turnId: string; ref: string } | undefined {
     const held = this.#heldRef;
     this.#heldRef = undefined;
     if (this.#heldRefTimer !== undefined) {
       clearImmediate(this.#heldRefTimer);
       this.#heldRefTimer = undefined;
     }
-    if (held === undefined) return;
-    const write = this.#saveAnswerRef(held.turnId, held.ref).finally(() => this.#background.delete(write));
-    this.#background.add(write);
+    return held;
   }
 
   /**
@@ -178,11 +184,7 @@ export class DriverContext {
       (t) => t.id === held.turnId && (t.answerRef === null || t.answerRef === held.ref),
     );
     if (at === -1) return undefined;
-    this.#heldRef = undefined;
-    if (this.#heldRefTimer !== undefined) {
-      clearImmediate(this.#heldRefTimer);
-      this.#heldRefTimer = undefined;
-    }
+    this.#takeHeldRef();
     const turn = turns[at] as TurnRecord;
     if (turn.answerRef === held.ref) return { turns, ref: held };
     const carried = turns.slice();
