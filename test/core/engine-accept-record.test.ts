@@ -132,6 +132,30 @@ describe.each<WireVersion>(['1.0', '0.3'])('the task record and the stream (%s)'
     expect(await h.store.getTurn(turnId)).toMatchObject({ state: 'settled', outcome: 'completed' });
   });
 
+  it('[R-7] holds back a full Task that rewrites the answer while the task is being recorded', async () => {
+    const { h, held } = await heldHarness();
+    h.agent.enqueue(
+      script([
+        { event: 'working' },
+        { event: 'chunk', text: 'first draft' },
+        { waitMs: 200 },
+        { event: 'completed' },
+        { event: 'task' },
+      ]),
+    );
+    const { turnId } = await h.say('t1', '1.0', 'hello');
+    await held.asked;
+    await untilEvent(h, () => artifactEvents(h, turnId) === 1, 5_000);
+    // The agent rewrites its answer before it sends the full Task.
+    for (const task of h.agent.tasks.values())
+      task.artifacts = [{ artifactId: 'answer', parts: [{ text: 'the final answer' }] }];
+    await untilEvent(h, (e) => e.type === 'agent.event' && e.turnId === turnId && e.kind === 'task', 5_000);
+    expect(answers(h)).toEqual([]);
+    held.open();
+    await untilEvent(h, (e) => e.type === 'turn.settled' && e.turnId === turnId);
+    expect(answers(h)).toMatchObject([{ text: 'the final answer', final: true }]);
+  });
+
   it('[R-7][R-9] shows a tool step only once the task is recorded', async () => {
     const { h, held } = await heldHarness();
     h.agent.enqueue(
