@@ -60,6 +60,10 @@ export async function consumeStream(
   // held back until it is: shown by whichever comes first, the write's end (while the stream
   // is quiet) or the loop's next look.
   const accept = new PendingAccept(run);
+  // The time events arrive: read after each await, not once per event (a clock read is about
+  // 50 ns, and a long answer's read of the body hands over hundreds of events at once, all
+  // taken in the same turn of the loop, without an await between them).
+  let now = clock.now();
   try {
     // The loop runs for every event of a stream (thousands per answer): it allocates nothing of
     // its own beyond the event it emits.
@@ -72,10 +76,10 @@ export async function consumeStream(
         if (step.done === true) break;
         reading = true;
         event = step.value;
+        now = clock.now();
         accept.check();
       }
       run.eventsSeen++;
-      const now = clock.now();
       if (turn !== null) ctx.emitAgentEvent(session, turn.id, event.kind, now);
       if (!namesTaskAndContext(event)) {
         run.sawUnnamedEvents = true;
@@ -89,6 +93,7 @@ export async function consumeStream(
           accept.begin(recordTask(ctx, current, turn, run, { taskId, contextId, started }));
         } else {
           await acceptTask(ctx, session, turn, run, taskId, contextId, started);
+          now = clock.now();
         }
       } else if (taskId !== run.taskId) {
         continue; // Another task's event has nothing to say about this turn.
@@ -99,6 +104,7 @@ export async function consumeStream(
         await accept.durable();
         for (const step of steps)
           await ctx.deps.surface.showToolStep(ctx.target(session), turn.id, step).catch(() => undefined);
+        now = clock.now();
       }
       if (event.kind === 'artifact-update') {
         if (run.answer.apply(event)) {
