@@ -65,7 +65,8 @@ function chunkText(i: number): string {
   return `token ${i} of the answer, with some words. `;
 }
 
-function fullText(chunks: number): string {
+/** The whole answer of `chunks` chunks, as the final Task carries it. */
+export function fullText(chunks: number): string {
   let text = '';
   for (let i = 0; i < chunks; i++) text += chunkText(i);
   return text;

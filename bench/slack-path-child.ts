@@ -65,7 +65,7 @@ export type EngineAloneRound = (
   n: number,
   chunks: number,
   round: string,
-) => Promise<{ ms: number; events: number; summary: Record<string, unknown> }>;
+) => Promise<{ ms: number; answerChars: number; summary: Record<string, unknown> }>;
 
 export interface SlackPathArgs {
   endpoint: string;

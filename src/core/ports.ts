@@ -384,6 +384,12 @@ export const systemClock: Clock = {
 /** Typed domain events for metrics, traces and logs to subscribe to. */
 export interface EventSink {
   emit(event: EngineEvent): void;
+  /**
+   * Whether this sink wants `agent.event`, one per event of an agent's stream: thousands per
+   * long answer, so the engine builds them only for a sink that says so (tests that watch a
+   * stream's progress do; nothing in the broker itself does).
+   */
+  readonly agentEvents?: boolean;
 }
 
 /** What a turn's trace needs to know of it: ids, never text. */

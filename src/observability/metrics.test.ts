@@ -4,7 +4,7 @@ import { A2AClient } from '../a2a/client.js';
 import { StaleWriteError } from '../core/errors.js';
 import type { EngineEvent } from '../core/events.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
-import { BrokerMetrics } from './metrics.js';
+import { BrokerMetrics, fanOut } from './metrics.js';
 import { measuredStore } from './store-metrics.js';
 
 function fresh(): { metrics: BrokerMetrics; text: () => Promise<string> } {
@@ -172,5 +172,38 @@ describe('BrokerMetrics', () => {
     expect(await b.text()).toContain('agentkourier_active_sessions 0');
     a.metrics.emit({ ...base, type: 'credentials.rejected', status: 401 });
     expect(await b.text()).not.toContain('agentkourier_credential_rejections_total{');
+  });
+});
+
+describe('fanOut', () => {
+  const at = { sessionId: 's1', binding: 'team-a/support', at: 1 };
+  const agentEvent: EngineEvent = { ...at, type: 'agent.event', turnId: 't1', kind: 'artifact-update' };
+  const settled: EngineEvent = {
+    ...at,
+    type: 'turn.settled',
+    turnId: 't1',
+    outcome: 'completed',
+    taskId: null,
+    durationMs: 1,
+    answerLength: 0,
+  };
+
+  it('sends agent.event only to the sinks that ask for it, and every other event to all', () => {
+    const asking: EngineEvent[] = [];
+    const other: EngineEvent[] = [];
+    const sink = fanOut({ agentEvents: true, emit: (e) => asking.push(e) }, { emit: (e) => other.push(e) });
+    expect(sink.agentEvents).toBe(true);
+    sink.emit(agentEvent);
+    sink.emit(settled);
+    expect(asking).toEqual([agentEvent, settled]);
+    expect(other).toEqual([settled]);
+  });
+
+  it('asks for agent.event only when one of its sinks does (the broker’s own sinks do not)', () => {
+    expect(fanOut({ emit: () => undefined }, { agentEvents: false, emit: () => undefined }).agentEvents).toBe(
+      false,
+    );
+    const metrics = new BrokerMetrics(new Registry(), { version: '1.2.3' });
+    expect(fanOut(metrics).agentEvents).toBe(false);
   });
 });

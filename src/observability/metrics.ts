@@ -224,11 +224,16 @@ export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver 
   }
 }
 
-/** Sends every event to each sink (metrics, logs, traces). */
+/**
+ * Sends every event to each sink (metrics, logs, traces); `agent.event` only to the sinks that
+ * ask for it, and the engine builds it only if one of them does (EventSink.agentEvents).
+ */
 export function fanOut(...sinks: EventSink[]): EventSink {
+  const perAgentEvent = sinks.filter((sink) => sink.agentEvents === true);
   return {
+    agentEvents: perAgentEvent.length > 0,
     emit: (event) => {
-      for (const sink of sinks) sink.emit(event);
+      for (const sink of event.type === 'agent.event' ? perAgentEvent : sinks) sink.emit(event);
     },
   };
 }

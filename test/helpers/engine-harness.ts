@@ -105,6 +105,8 @@ export interface HarnessOptions {
   owner?: string;
   clock?: Clock;
   surface?: FakeSurface;
+  /** Whether the harness's event sink asks for `agent.event` (EventSink.agentEvents); default true. */
+  agentEvents?: boolean;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -137,7 +139,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     store,
     registry,
     surface,
-    events: { emit: (e) => events.push(e) },
+    events: { agentEvents: options.agentEvents ?? true, emit: (e) => events.push(e) },
     timings: { ...FAST_TIMINGS, ...options.timings },
     ...(options.owner === undefined ? {} : { owner: options.owner }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),

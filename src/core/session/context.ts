@@ -272,10 +272,12 @@ export class DriverContext {
   }
 
   /**
-   * `agent.event`, emitted for every event of a stream: built in one object, with the time the
-   * caller read for the event, rather than spread from a partial one as emit() does.
+   * `agent.event`, emitted for every event of a stream when the sink wants them
+   * (EventSink.agentEvents): built in one object, with the time the caller read for the event,
+   * rather than spread from a partial one as emit() does.
    */
   emitAgentEvent(session: SessionRecord, turnId: string, kind: string, at: number): void {
+    if (this.deps.events.agentEvents !== true) return;
     this.deps.events.emit({
       type: 'agent.event',
       turnId,

@@ -32,7 +32,7 @@ export async function sendPolled(
   run.resetStream();
   const reply = await route.client.sendMessage(message, callOptions(ctx.signal, run.trace));
   ctx.checkStop();
-  ctx.emit(session, { type: 'agent.event', turnId: turn.id, kind: reply.kind });
+  ctx.emitAgentEvent(session, turn.id, reply.kind, clock.now());
   if (reply.kind === 'message') {
     await showMessage(ctx, session, route, turn, run, reply.message);
     return true;
