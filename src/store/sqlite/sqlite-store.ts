@@ -164,16 +164,21 @@ export class SqliteStore implements SessionStore {
     return this.#writes.write('openSession', () => this.#openNow(init).session);
   }
 
-  /** Inserts the session unless its key is there, else reads it: inside a group write. */
-  #openNow(init: NewSession): { session: SessionRecord; opened: boolean } {
+  /**
+   * Inserts the session unless its key is there, else reads it: inside a group write.
+   * `turnSeq`: the counter a new session starts at (1 when its first turn is added in the same
+   * write, which then need not move it).
+   */
+  #openNow(init: NewSession, turnSeq = 0): { session: SessionRecord; opened: boolean } {
     const id = sessionIdOf(init.key);
     // The key is unique, so a second open of the same thread changes nothing (binding kept).
     const inserted = this.#run(
       `INSERT INTO sessions (id, surface, workspace_id, channel_id, thread_id, binding, version,
-                             created_at, updated_at)
-       VALUES (:id, :surface, :workspace_id, :channel_id, :thread_id, :binding, 1, :now, :now)
+                             turn_seq, created_at, updated_at)
+       VALUES (:id, :surface, :workspace_id, :channel_id, :thread_id, :binding, 1, :turn_seq, :now, :now)
        ON CONFLICT DO NOTHING`,
       {
+        turn_seq: turnSeq,
         id,
         surface: init.key.surface,
         workspace_id: init.key.workspaceId,
@@ -213,14 +218,24 @@ export class SqliteStore implements SessionStore {
   ): Promise<{ session: SessionRecord; turn: TurnRecord; created: boolean }> {
     // One savepoint of one group write: a failure of the add leaves no session behind either.
     return this.#writes.write('openSessionAndAddTurn', () => {
-      const { session, opened } = this.#openNow(init);
-      // A session this write inserted has no turn yet: its counter is known to be 0.
-      return { session, ...this.#addNow(build(session, opened), options, opened ? 0 : undefined) };
+      // A session this write inserts has no turn yet, and its counter already counts the one
+      // added next (as the PostgreSQL store's opening statement does): a statement fewer for
+      // every new thread. Should that turn not be added, the counter is put back.
+      const { session, opened } = this.#openNow(init, 1);
+      return { session, ...this.#addNow(build(session, opened), options, opened ? 0 : undefined, opened) };
     });
   }
 
-  /** addTurn's steps, inside a group write; `lastSeq`: the session's counter, when known. */
-  #addNow(turn: NewTurn, options: AddTurnOptions, lastSeq?: number): { turn: TurnRecord; created: boolean } {
+  /**
+   * addTurn's steps, inside a group write; `lastSeq`: the session's counter, when known;
+   * `counted`: the counter already counts this turn (a session just opened with it).
+   */
+  #addNow(
+    turn: NewTurn,
+    options: AddTurnOptions,
+    lastSeq?: number,
+    counted = false,
+  ): { turn: TurnRecord; created: boolean } {
     if (options.inboundEvent !== undefined) this.#claim(options.inboundEvent, turn.now);
     let last = lastSeq;
     if (last === undefined) {
@@ -250,10 +265,13 @@ export class SqliteStore implements SessionStore {
     );
     if (Number(inserted.changes) === 1) {
       // Moved only when a turn was added, so a repeat does not use up a number.
-      this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
+      if (!counted)
+        this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
       // The row is what was just written: it is not read back.
       return { turn: newTurnRecord(turn, seq), created: true };
     }
+    if (counted)
+      this.#run('UPDATE sessions SET turn_seq = :last WHERE id = :id', { last, id: turn.sessionId });
     const existing = this.#get(
       `SELECT * FROM turns
          WHERE id = :id OR (session_id = :session_id AND chat_message_id = :chat_message_id)

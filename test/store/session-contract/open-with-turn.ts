@@ -65,6 +65,19 @@ export function openWithTurnContract(c: ContractContext): void {
       expect(next.turn.seq).toBe(2);
     });
 
+    it('a new thread whose first turn is already stored elsewhere gets no turn and uses up no number', async () => {
+      const elsewhere = await c.store.openSessionAndAddTurn(init('other'), (s) => newTurn(s.id, 'taken'));
+      const fresh = await c.store.openSessionAndAddTurn(init('fresh'), (s) =>
+        newTurn(s.id, 'taken', { chatMessageId: 'chat-fresh' }),
+      );
+      // The same message id is the same turn (S-2): the one stored is returned, nothing added.
+      expect(fresh.created).toBe(false);
+      expect(fresh.turn).toStrictEqual(elsewhere.turn);
+      expect(await c.store.openTurns(fresh.session.id)).toStrictEqual([]);
+      const next = await c.store.openSessionAndAddTurn(init('fresh'), (s) => newTurn(s.id, 'f1'));
+      expect(next.turn.seq).toBe(1);
+    });
+
     it('claims the inbound event in the same write, and a repeat of the event adds nothing', async () => {
       const event = 'T01:Ev0OPEN';
       const first = await c.store.openSessionAndAddTurn(init('ev'), (s) => newTurn(s.id, 'e1'), {
