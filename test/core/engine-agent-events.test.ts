@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Step } from '../agents/behaviours.js';
-import { script } from '../agents/contract-agent.js';
+import { rpcError, script } from '../agents/contract-agent.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
 
 /**
@@ -56,5 +56,34 @@ describe.each(['1.0', '0.3'] as const)('agent.event only for a sink that asks (A
       'status-update',
     ]);
     for (const e of seen) expect(e).toMatchObject({ turnId, sessionId, at: expect.any(Number) });
+  });
+
+  it(`[M-4] each event carries the time it arrived, so a task is quiet from its last event on (${version})`, async () => {
+    const h = await startHarness({ version, timings: { noSignOfLifeMs: 600 } });
+    harnesses.push(h);
+    const subscribe = version === '1.0' ? 'SubscribeToTask' : 'tasks/resubscribe';
+    // A chunk 400 ms after the working status, then the stream is lost and cannot be resumed.
+    h.agent.enqueueFor(
+      send,
+      script(
+        [{ event: 'task' }, { event: 'working' }, { waitMs: 400 }, { event: 'chunk', text: 'late' }],
+        'destroy',
+      ),
+    );
+    for (let i = 0; i < 20; i++) h.agent.enqueueFor(subscribe, rpcError(-32601, 'no'));
+    const { turnId } = await h.say('t1', '1', 'go');
+    await h.surface.waitFor(
+      () => h.events.some((e) => e.type === 'turn.settled' && e.turnId === turnId),
+      8_000,
+      'the turn to settle',
+    );
+    const at = (kind: string): number =>
+      h.events.find((e) => e.type === 'agent.event' && e.kind === kind && e.turnId === turnId)?.at ??
+      Number.NaN;
+    const chunkAt = at('artifact-update');
+    expect(chunkAt - at('status-update')).toBeGreaterThanOrEqual(250);
+    // No sign of life is counted from that chunk, not from the stream's first events.
+    const cancel = h.events.find((e) => e.type === 'task.cancel' && e.reason === 'no-sign-of-life');
+    expect((cancel?.at ?? Number.NaN) - chunkAt).toBeGreaterThanOrEqual(600);
   });
 });
