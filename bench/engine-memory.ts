@@ -83,7 +83,7 @@ export async function waitUntil(done: () => boolean, what: string, timeoutMs = 6
  * figure is the difference divided by the sessions added in between: what each more session
  * costs. Read against the process before any session started instead, the figure also carried
  * what grows once, not per session, as load arrives: V8's young generation (the child runs with
- * it at a fixed size, see bench/engine.ts; left to grow, its pages are touched only as allocation
+ * it at a fixed size, see bench/engine-resources.ts; left to grow, its pages are touched only as allocation
  * reaches them), SQLite's page cache (bounded per connection), undici's and the allocator's pools.
  */
 export async function memoryBare(

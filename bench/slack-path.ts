@@ -19,7 +19,7 @@
 import { eventEnvelope, mentionEvent, signSlackRequest } from '../testkit/slack/events.js';
 import { startFakeSlack } from '../testkit/slack/index.js';
 import { startAgentServer } from './agent-server.js';
-import { runChild } from './engine.js';
+import { runChild } from './engine-children.js';
 import { figure } from './figures.js';
 import { SLACK_PATH_CHANNEL } from './slack-path-child.js';
 

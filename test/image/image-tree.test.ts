@@ -81,7 +81,7 @@ describe('the image-tree check', () => {
   });
 
   it("reads the final stage's environment: production, at most two malloc arenas", () => {
-    // What the image runs with, and what the benchmarks' children run with (bench/engine.ts).
+    // What the image runs with, and what the benchmarks' children run with (bench/engine-children.ts).
     expect(
       imageEnvironment(readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8')),
     ).toStrictEqual({
