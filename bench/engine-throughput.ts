@@ -61,6 +61,30 @@ export async function bareRound(
   return { ms: performance.now() - started, events, cpuMs: cpuSince(cpu) };
 }
 
+/**
+ * One bare round as the throughput and replica modes time it: after a full collection, its
+ * threads' CPU reported when asked (BENCH_THREADS), sampled when asked (BENCH_HEAP_SAMPLE), left
+ * out when BENCH_SIDE=engine; throws unless the client saw every event.
+ */
+async function measuredBareRound(
+  client: A2AClient,
+  n: number,
+  chunks: number,
+  expected: number,
+  round: number,
+  sample: boolean,
+): Promise<{ ms: number; cpuMs: number }> {
+  gc();
+  const t0 = threadsIfAsked();
+  const b =
+    ONLY_SIDE === 'engine'
+      ? skipped(expected)
+      : await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
+  reportThreads(`bare round ${round}`, t0);
+  if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
+  return b;
+}
+
 export async function engineRound(
   endpoint: string,
   n: number,
@@ -116,14 +140,7 @@ export async function throughput(endpoint: string, n: number, chunks: number, ro
   for (let i = 0; i < rounds; i++) {
     // BENCH_HEAP_SAMPLE=1: what the last round of each kind allocated, by site (diagnosis).
     const sample = process.env.BENCH_HEAP_SAMPLE === '1' && i === rounds - 1;
-    gc();
-    const t0 = threadsIfAsked();
-    const b =
-      ONLY_SIDE === 'engine'
-        ? skipped(expected)
-        : await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
-    reportThreads(`bare round ${i}`, t0);
-    if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
+    const b = await measuredBareRound(client, n, chunks, expected, i, sample);
     bare.push(b.ms);
     bareCpu.push(b.cpuMs);
     gc();
@@ -135,8 +152,6 @@ export async function throughput(endpoint: string, n: number, chunks: number, ro
         : await sampledIf(sample, 'engine', () => engineRound(endpoint, n, chunks, `round${i}`));
     reportThreads(`engine round ${i} (its store's opening and closing too)`, t1);
     stalls?.stop();
-    // The engine may stop reading a stream after its terminal status (the final Task then comes
-    // from GetTask): a few events short is the engine's choice, not a loss. Many short is a bug.
     checkAnswers('the engine', e.answerChars, n, chunks);
     engine.push(e.ms);
     engineCpu.push(e.cpuMs);
@@ -346,14 +361,7 @@ export async function pgThroughput(
   for (let i = 0; i < rounds; i++) {
     // BENCH_HEAP_SAMPLE=1: what the last round of each kind allocated, by site (diagnosis).
     const sample = process.env.BENCH_HEAP_SAMPLE === '1' && i === rounds - 1;
-    gc();
-    const t0 = threadsIfAsked();
-    const b =
-      ONLY_SIDE === 'engine'
-        ? skipped(expected)
-        : await sampledIf(sample, 'bare', () => bareRound(client, n, chunks));
-    reportThreads(`bare round ${i}`, t0);
-    if (b.events !== expected) throw new Error(`bare client saw ${b.events} events, expected ${expected}`);
+    const b = await measuredBareRound(client, n, chunks, expected, i, sample);
     bare.push(b.ms);
     gc();
     const t1 = threadsIfAsked();
