@@ -64,8 +64,6 @@ export async function consumeStream(
   // 50 ns, and a long answer's read of the body hands over hundreds of events at once, all
   // taken in the same turn of the loop, without an await between them).
   let now = clock.now();
-  // agent.event only for a sink that asks (EventSink.agentEvents): looked up once per stream.
-  const perEvent = ctx.deps.events.agentEvents === true;
   try {
     // The loop runs for every event of a stream (thousands per answer): it allocates nothing of
     // its own beyond the event it emits.
@@ -82,7 +80,7 @@ export async function consumeStream(
         accept.check();
       }
       run.eventsSeen++;
-      if (perEvent && turn !== null) ctx.emitAgentEvent(session, turn.id, event.kind, now);
+      if (turn !== null) ctx.emitAgentEvent(session, turn.id, event.kind, now);
       if (!namesTaskAndContext(event)) {
         run.sawUnnamedEvents = true;
         continue;
