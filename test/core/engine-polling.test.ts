@@ -78,6 +78,17 @@ describe.each(['1.0', '0.3'] as const)('polling a non-streaming contract agent a
     noStreamingCalls(h);
   });
 
+  it(`[P-2] the polled send's reply is one agent.event for a sink that asks, and none for one that does not (${version})`, async () => {
+    for (const agentEvents of [true, false]) {
+      const h = await harness({ agentEvents });
+      h.agent.enqueueFor(send, answer({ chunks: ['done'] }));
+      const { turnId } = await h.say('t1', '1', 'go');
+      await settled(h, turnId);
+      const seen = h.events.filter((e) => e.type === 'agent.event' && e.turnId === turnId);
+      expect(seen.map((e) => (e.type === 'agent.event' ? e.kind : ''))).toEqual(agentEvents ? ['task'] : []);
+    }
+  });
+
   it(`[P-2] records the task the send named before reading it (${version})`, async () => {
     const h = await harness();
     h.agent.enqueueFor(send, answer({ chunks: ['slow'], chunkDelayMs: 100 }));
