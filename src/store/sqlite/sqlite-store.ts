@@ -1,7 +1,8 @@
-// A little over our ~400-line rule: the session port is one class over one connection, one
-// group commit and the checkpointer they share (its wiring is what took the file past 450);
-// the checkpointer itself and what else lives in the same file (triggers, transcripts,
-// installations, feedback) already have modules of their own beside it.
+// A little over our ~400-line rule, as one piece: the session port is one class over one
+// connection, one group commit and the checkpointer they share, and its writes (open, add,
+// commit, leases) share the private statements and the savepoint each runs in; split, each part
+// would reach into the others' connection. The checkpointer itself and what else lives in the
+// same database file (triggers, transcripts, installations, feedback) have modules of their own.
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import {
