@@ -2,6 +2,7 @@ import { UnsupportedByVersionError } from '../../../core/agent/errors.js';
 import {
   type OutgoingMessage,
   type Part,
+  type Role,
   type StreamEvent,
   TASK_STATES,
   type Task,
@@ -10,7 +11,13 @@ import {
   type TextPart,
 } from '../../../core/agent/model.js';
 import type { WireCodec } from '../codec.js';
-import { isObject, readArtifactUpdate, textPart } from '../fast-artifact.js';
+import {
+  isObject,
+  readArtifactUpdate,
+  readStatusUpdate,
+  type StatusReaders,
+  textPart,
+} from '../fast-events.js';
 import { modelReaders } from '../to-model.js';
 import { malformed } from '../zod-error.js';
 import * as s from './schemas.js';
@@ -19,6 +26,10 @@ const KNOWN_STATES: ReadonlySet<string> = new Set(TASK_STATES);
 
 function toState(value: string): TaskState {
   return KNOWN_STATES.has(value) ? (value as TaskState) : 'unknown';
+}
+
+function toRole(value: string | undefined): Role {
+  return value === 'user' ? 'user' : 'agent';
 }
 
 function toPart(p: s.WirePart): Part {
@@ -39,7 +50,7 @@ function toPart(p: s.WirePart): Part {
   }
 }
 
-/** The fast path's text part (fast-artifact.ts): `kind: "text"` and a string `text`. */
+/** The fast path's text part (fast-events.ts): `kind: "text"` and a string `text`. */
 function fastTextPart(p: unknown): TextPart | undefined {
   if (!isObject(p) || p.kind !== 'text' || typeof p.text !== 'string') return undefined;
   return textPart(p.text, p.metadata);
@@ -52,19 +63,30 @@ const read = modelReaders<
   s.WireTaskStatus,
   s.WireArtifact,
   s.WireTask
->({ part: toPart, state: toState, role: (r) => (r === 'user' ? 'user' : 'agent') });
+>({ part: toPart, state: toState, role: toRole });
 const toMessage = read.message;
 const toStatus = read.status;
 const toArtifact = read.artifact;
 const toTask = read.task;
 
+/** The fast path's status update (fast-events.ts): 0.3's string state and role, `kind`, `final`. */
+const fastStatus: StatusReaders = {
+  part: fastTextPart,
+  state: (v) => (typeof v === 'string' ? toState(v) : undefined),
+  role: (v) => (v === undefined || typeof v === 'string' ? toRole(v) : undefined),
+  messageKind: (v) => v === undefined || v === 'message',
+  final: true,
+};
+
 /**
- * The hot path (fast-artifact.ts): an artifact update of text parts, read by hand; undefined
- * for anything else, which readEventBySchema reads.
+ * The hot path (fast-events.ts): an artifact update of text parts, or a status update whose
+ * message is all text, read by hand; undefined for anything else, which readEventBySchema reads.
  */
 export function readFastEvent(result: unknown): StreamEvent | undefined {
-  if (!isObject(result) || result.kind !== 'artifact-update') return undefined;
-  return readArtifactUpdate(result, fastTextPart);
+  if (!isObject(result)) return undefined;
+  if (result.kind === 'artifact-update') return readArtifactUpdate(result, fastTextPart);
+  if (result.kind === 'status-update') return readStatusUpdate(result, fastStatus);
+  return undefined;
 }
 
 /** A stream result through its zod schema: the model, or MalformedResponseError naming the flaw. */

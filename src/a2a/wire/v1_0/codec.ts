@@ -10,7 +10,14 @@ import type {
   TextPart,
 } from '../../../core/agent/model.js';
 import type { ListQuery, WireCodec } from '../codec.js';
-import { isObject, isOptionalString, readArtifactUpdate, textPart } from '../fast-artifact.js';
+import {
+  isObject,
+  isOptionalString,
+  readArtifactUpdate,
+  readStatusUpdate,
+  type StatusReaders,
+  textPart,
+} from '../fast-events.js';
 import { modelReaders } from '../to-model.js';
 import { malformed } from '../zod-error.js';
 import * as s from './schemas.js';
@@ -57,7 +64,7 @@ function toPart(p: s.WirePart): Part {
   return file;
 }
 
-/** The fast path's text part (fast-artifact.ts): `text` set, the other members as the schema checks them. */
+/** The fast path's text part (fast-events.ts): `text` set, the other members as the schema checks them. */
 function fastTextPart(p: unknown): TextPart | undefined {
   if (!isObject(p)) return undefined;
   const { text, raw, url, mediaType, filename } = p;
@@ -86,21 +93,29 @@ const toStatus = read.status;
 const toArtifact = read.artifact;
 const toTask = read.task;
 
+/** The fast path's status update (fast-events.ts): state and role as the schema's unions take them. */
+const fastStatus: StatusReaders = {
+  part: fastTextPart,
+  state: (v) => (typeof v === 'string' || typeof v === 'number' ? toState(v) : undefined),
+  role: (v) => (v === undefined || typeof v === 'string' || typeof v === 'number' ? toRole(v) : undefined),
+  messageKind: () => true,
+  final: false,
+};
+
 /**
- * The hot path (fast-artifact.ts): an artifact update of text parts, alone in its
- * StreamResponse, read by hand; undefined for anything else, which readEventBySchema reads.
+ * The hot path (fast-events.ts): an artifact update of text parts, or a status update whose
+ * message is all text, alone in its StreamResponse, read by hand; undefined for anything else,
+ * which readEventBySchema reads.
  */
 export function readFastEvent(result: unknown): StreamEvent | undefined {
-  if (
-    !isObject(result) ||
-    !isObject(result.artifactUpdate) ||
-    result.task !== undefined ||
-    result.message !== undefined ||
-    result.statusUpdate !== undefined
-  ) {
-    return undefined;
+  if (!isObject(result) || result.task !== undefined || result.message !== undefined) return undefined;
+  const { statusUpdate, artifactUpdate } = result;
+  if (statusUpdate === undefined && isObject(artifactUpdate)) {
+    return readArtifactUpdate(artifactUpdate, fastTextPart);
   }
-  return readArtifactUpdate(result.artifactUpdate, fastTextPart);
+  if (artifactUpdate === undefined && isObject(statusUpdate))
+    return readStatusUpdate(statusUpdate, fastStatus);
+  return undefined;
 }
 
 /** A StreamResponse through its zod schema: the model, or MalformedResponseError naming the flaw. */

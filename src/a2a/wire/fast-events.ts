@@ -1,14 +1,27 @@
-import type { Artifact, ArtifactUpdateEvent, Part, TextPart } from '../../core/agent/model.js';
+import type {
+  Artifact,
+  ArtifactUpdateEvent,
+  Message,
+  Part,
+  Role,
+  StatusUpdateEvent,
+  TaskState,
+  TaskStatus,
+  TextPart,
+} from '../../core/agent/model.js';
 
 /**
- * The hot path of a stream: an artifact update whose parts are all text, read by hand instead
- * of through zod. It is one event in a thousand that is not such an update, and zod's generic
- * walk costs about as much as the JSON.parse of the event itself.
+ * The hot path of a stream, read by hand instead of through zod: an artifact update whose parts
+ * are all text (how most agents stream an answer), and a status update whose message, if it has
+ * one, is all text (how kagent's runtimes stream every token: a `working` update each, the
+ * answer as one artifact after them). Nearly every event of a stream is one of the two, and
+ * zod's generic walk costs about as much as the JSON.parse of the event itself (a status update
+ * with a message, about one and a half times as much).
  *
  * The rule that keeps it safe: a fast reader either returns exactly the model the zod path
  * would build, or `undefined`, and then the caller runs the zod path, which makes every error.
  * So a fast reader may be stricter than the schema (decline anything unusual), never looser;
- * every field it returns is checked as the schema checks it. `fast-artifact.property.test.ts`
+ * every field it returns is checked as the schema checks it. `fast-events.property.test.ts`
  * holds each version's fast reader to its zod path over generated, mutated events.
  *
  * Inputs are JSON.parse output (plain objects, arrays, strings, numbers, booleans, null).
@@ -67,21 +80,27 @@ export function textPart(text: string, metadataValue: unknown): TextPart | undef
   return metadata === undefined ? { kind: 'text', text } : { kind: 'text', text, metadata };
 }
 
+/** z.array(part).optional().default([]) where every part is text: the models, or undefined to decline. */
+function readTextParts(value: unknown, part: TextPartReader): Part[] | undefined {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) return DECLINE;
+  const parts: Part[] = [];
+  for (const p of value) {
+    const read = part(p);
+    if (read === undefined) return DECLINE;
+    parts.push(read);
+  }
+  return parts;
+}
+
 function readArtifact(a: unknown, part: TextPartReader): Artifact | undefined {
   if (!isObject(a)) return DECLINE;
   const { artifactId, name, description, parts: wireParts } = a;
   if (!isOptionalString(artifactId) || !isOptionalString(name) || !isOptionalString(description)) {
     return DECLINE;
   }
-  const parts: Part[] = [];
-  if (wireParts !== undefined) {
-    if (!Array.isArray(wireParts)) return DECLINE;
-    for (const p of wireParts) {
-      const read = part(p);
-      if (read === undefined) return DECLINE;
-      parts.push(read);
-    }
-  }
+  const parts = readTextParts(wireParts, part);
+  if (parts === undefined) return DECLINE;
   const metadata = readMetadata(a.metadata);
   const extensions = readStrings(a.extensions);
   if (metadata === false || extensions === false) return DECLINE;
@@ -120,6 +139,82 @@ export function readArtifactUpdate(u: Json, part: TextPartReader): ArtifactUpdat
     append: append ?? false,
     lastChunk: lastChunk ?? false,
   };
+  if (metadata !== undefined) event.metadata = metadata;
+  return event;
+}
+
+/**
+ * How a version writes what a status update holds beyond the shared fields: its text part, its
+ * state and role (the model's, or undefined where the schema would refuse the value), a
+ * message's `kind` (0.3 only: absent or "message"), and whether the update carries `final`
+ * (0.3 only).
+ */
+export interface StatusReaders {
+  part: TextPartReader;
+  state(value: unknown): TaskState | undefined;
+  role(value: unknown): Role | undefined;
+  messageKind(value: unknown): boolean;
+  final: boolean;
+}
+
+function readMessage(m: unknown, r: StatusReaders): Message | undefined {
+  if (!isObject(m) || !r.messageKind(m.kind)) return DECLINE;
+  const { messageId, contextId, taskId } = m;
+  if (!isOptionalString(messageId) || !isOptionalString(contextId) || !isOptionalString(taskId)) {
+    return DECLINE;
+  }
+  const role = r.role(m.role);
+  const parts = readTextParts(m.parts, r.part);
+  if (role === undefined || parts === undefined) return DECLINE;
+  const referenceTaskIds = readStrings(m.referenceTaskIds);
+  const extensions = readStrings(m.extensions);
+  const metadata = readMetadata(m.metadata);
+  if (referenceTaskIds === false || extensions === false || metadata === false) return DECLINE;
+  // Fields in the order of to-model.ts, so the two paths build the same object.
+  const out: Message = { messageId: messageId ?? '', role, parts };
+  if (contextId !== undefined) out.contextId = contextId;
+  if (taskId !== undefined) out.taskId = taskId;
+  if (referenceTaskIds !== undefined) out.referenceTaskIds = referenceTaskIds;
+  if (extensions !== undefined) out.extensions = extensions;
+  if (metadata !== undefined) out.metadata = metadata;
+  return out;
+}
+
+function readStatus(st: unknown, r: StatusReaders): TaskStatus | undefined {
+  if (!isObject(st)) return DECLINE;
+  const state = r.state(st.state);
+  const { timestamp } = st;
+  if (state === undefined || !isOptionalString(timestamp)) return DECLINE;
+  const out: TaskStatus = { state };
+  if (st.message !== undefined) {
+    const message = readMessage(st.message, r);
+    if (message === undefined) return DECLINE;
+    out.message = message;
+  }
+  if (timestamp !== undefined) out.timestamp = timestamp;
+  return out;
+}
+
+/**
+ * The fields of a status update both versions share (taskId, contextId, status, metadata), and
+ * 0.3's `final` when `r.final` says the version has it.
+ */
+export function readStatusUpdate(u: Json, r: StatusReaders): StatusUpdateEvent | undefined {
+  const { taskId, contextId } = u;
+  const final = r.final ? u.final : undefined;
+  if (!isOptionalString(taskId) || !isOptionalString(contextId) || !isOptionalBoolean(final)) {
+    return DECLINE;
+  }
+  const status = readStatus(u.status, r);
+  const metadata = readMetadata(u.metadata);
+  if (status === undefined || metadata === false) return DECLINE;
+  const event: StatusUpdateEvent = {
+    kind: 'status-update',
+    taskId: taskId ?? '',
+    contextId: contextId ?? '',
+    status,
+  };
+  if (final !== undefined) event.final = final;
   if (metadata !== undefined) event.metadata = metadata;
   return event;
 }

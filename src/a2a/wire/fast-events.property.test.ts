@@ -7,11 +7,11 @@ import * as v03 from './v0_3/codec.js';
 import * as v10 from './v1_0/codec.js';
 
 /**
- * The hand-written fast path for artifact updates (fast-artifact.ts) against each version's zod
- * path, over generated events as the wire carries them (JSON, round-tripped) and over the same
+ * The hand-written fast path for artifact and status updates (fast-events.ts) against each
+ * version's zod path, over generated events as the wire carries them (JSON, round-tripped) and over the same
  * events broken at random places. For every input: when the zod path refuses it, the fast path
  * declines it (so the error is the zod path's); when the fast path reads it, it builds exactly
- * the zod path's model. And valid text-only updates do take the fast path.
+ * the zod path's model. And valid text-only updates of both kinds do take the fast path.
  */
 
 type Json = unknown;
@@ -25,6 +25,7 @@ const key = fc.oneof(
   fc.constantFrom('text', 'kind', 'raw', 'url', 'data', 'mediaType', 'filename', 'metadata', 'file'),
   fc.constantFrom('artifact', 'parts', 'append', 'lastChunk', 'taskId', 'extensions', 'task', 'message'),
   fc.constantFrom('statusUpdate', 'artifactUpdate', 'artifactId', 'name', 'description', 'final'),
+  fc.constantFrom('status', 'state', 'role', 'messageId', 'timestamp', 'referenceTaskIds', 'contextId'),
 );
 const metadata = fc.dictionary(key, json, { maxKeys: 4 });
 const str = fc.string({ maxLength: 12 });
@@ -59,6 +60,53 @@ const textPart03 = fc.record(
 
 const valid10 = update(textPart10).map((u) => asWire({ artifactUpdate: u }));
 const valid03 = update(textPart03).map((u) => asWire({ kind: 'artifact-update', ...u }));
+
+/**
+ * A status update's fields common to both versions (a token of kagent's stream: a working
+ * status whose message is text), states, roles and parts left to the version; 0.3's `kind`s
+ * and `final` added by the caller.
+ */
+function statusUpdate(
+  part: fc.Arbitrary<Json>,
+  state: fc.Arbitrary<Json>,
+  role: fc.Arbitrary<Json>,
+  messageKind: fc.Arbitrary<Json>,
+): fc.Arbitrary<Record<string, Json>> {
+  const message = fc.record(
+    {
+      kind: messageKind,
+      messageId: str,
+      role,
+      parts: fc.array(part, { maxLength: 3 }),
+      contextId: str,
+      taskId: str,
+      referenceTaskIds: fc.array(str, { maxLength: 2 }),
+      extensions: fc.array(str, { maxLength: 2 }),
+      metadata,
+    },
+    { requiredKeys: [] },
+  );
+  const status = fc.record({ state, message, timestamp: str }, { requiredKeys: ['state'] });
+  return fc.record({ taskId: str, contextId: str, status, metadata }, { requiredKeys: ['status'] });
+}
+
+const state10 = fc.oneof(
+  fc.constantFrom('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_INPUT_REQUIRED', 'working'),
+  fc.integer({ min: -1, max: 9 }),
+);
+const state03 = fc.oneof(fc.constantFrom('working', 'completed', 'input-required', 'auth-required'), str);
+const status10 = statusUpdate(
+  textPart10,
+  state10,
+  fc.constantFrom('ROLE_AGENT', 'ROLE_USER', 'ROLE_UNSPECIFIED', 1, 2),
+  fc.constant(undefined),
+).map((u) => asWire({ statusUpdate: u }));
+const status03 = fc
+  .tuple(
+    statusUpdate(textPart03, state03, fc.constantFrom('agent', 'user'), fc.constant('message')),
+    fc.option(fc.boolean(), { nil: undefined }),
+  )
+  .map(([u, final]) => asWire({ kind: 'status-update', ...u, final }));
 
 interface Mutation {
   at: number;
@@ -181,6 +229,44 @@ const members03: (string | number)[][] = [
   ...['kind', 'text', 'metadata'].map((m) => ['artifact', 'parts', 0, m]),
   ['artifact', 'extensions', 0],
 ];
+const messageMembers = [
+  'kind',
+  'messageId',
+  'role',
+  'parts',
+  'contextId',
+  'taskId',
+  'referenceTaskIds',
+  'extensions',
+  'metadata',
+];
+const statusMembers = ['taskId', 'contextId', 'status', 'metadata', 'final'];
+const statusMembers10: (string | number)[][] = [
+  ['task'],
+  ['message'],
+  ['statusUpdate'],
+  ['artifactUpdate'],
+  ...statusMembers.map((m) => ['statusUpdate', m]),
+  ...['state', 'message', 'timestamp'].map((m) => ['statusUpdate', 'status', m]),
+  ...messageMembers.map((m) => ['statusUpdate', 'status', 'message', m]),
+  ...['text', 'raw', 'url', 'data', 'mediaType', 'filename', 'metadata'].map((m) => [
+    'statusUpdate',
+    'status',
+    'message',
+    'parts',
+    0,
+    m,
+  ]),
+  ['statusUpdate', 'status', 'message', 'referenceTaskIds', 0],
+];
+const statusMembers03: (string | number)[][] = [
+  ['kind'],
+  ...statusMembers.map((m) => [m]),
+  ...['state', 'message', 'timestamp'].map((m) => ['status', m]),
+  ...messageMembers.map((m) => ['status', 'message', m]),
+  ...['kind', 'text', 'data', 'metadata'].map((m) => ['status', 'message', 'parts', 0, m]),
+  ['status', 'message', 'extensions', 0],
+];
 
 /** A copy of `event` with the member at `path` set to `value` (missing containers made). */
 function setAt(event: Json, path: (string | number)[], value: Json): Json {
@@ -200,27 +286,17 @@ function setAt(event: Json, path: (string | number)[], value: Json): Json {
   return asWire(copy);
 }
 
+const at10 = { fast: v10.readFastEvent, schema: v10.readEventBySchema, codec: v10.v1_0 } as const;
+const at03 = { fast: v03.readFastEvent, schema: v03.readEventBySchema, codec: v03.v0_3 } as const;
 const versions = [
-  {
-    name: '1.0',
-    valid: valid10,
-    members: members10,
-    fast: v10.readFastEvent,
-    schema: v10.readEventBySchema,
-    codec: v10.v1_0,
-  },
-  {
-    name: '0.3',
-    valid: valid03,
-    members: members03,
-    fast: v03.readFastEvent,
-    schema: v03.readEventBySchema,
-    codec: v03.v0_3,
-  },
-] as const;
+  { name: 'artifact-update at 1.0', valid: valid10, members: members10, ...at10 },
+  { name: 'artifact-update at 0.3', valid: valid03, members: members03, ...at03 },
+  { name: 'status-update at 1.0', valid: status10, members: statusMembers10, ...at10 },
+  { name: 'status-update at 0.3', valid: status03, members: statusMembers03, ...at03 },
+];
 
-describe.each(versions)('the artifact-update fast path at $name (property)', (v) => {
-  it('reads every valid text-only artifact update, to the zod path’s model', () => {
+describe.each(versions)('the $name fast path (property)', (v) => {
+  it('reads every valid text-only update, to the zod path’s model', () => {
     fc.assert(
       fc.property(v.valid, (input) => {
         const fast = agree(v.fast, v.schema, v.codec, input);
