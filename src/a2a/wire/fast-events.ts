@@ -48,13 +48,17 @@ function isOptionalBoolean(value: unknown): value is boolean | undefined {
 const DECLINE = undefined;
 
 /**
- * z.record(z.string(), z.unknown()).optional(): undefined, or a copy of the object as zod makes
- * it (own keys in order, values as they are, a `__proto__` key dropped); `false` if not a record.
- * Only a plain object is read here; anything more exotic is left to zod.
+ * z.record(z.string(), z.unknown()).optional(): undefined, or the object as zod makes it (own
+ * keys in order, values as they are, a `__proto__` key dropped); `false` if not a record. Only a
+ * plain object is read here; anything more exotic is left to zod. Without a `__proto__` key that
+ * is the object itself: JSON.parse made it for this event alone, and nothing else holds it, so
+ * the copy zod makes would differ from it in nothing but its cost (kagent sends six keys with
+ * every token).
  */
 function readMetadata(value: unknown): Json | undefined | false {
   if (value === undefined) return undefined;
   if (!isObject(value) || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  if (!Object.hasOwn(value, '__proto__')) return value;
   const out: Json = {};
   for (const key of Object.keys(value)) {
     if (key !== '__proto__') out[key] = value[key];
