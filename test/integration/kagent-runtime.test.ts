@@ -1,6 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
+import { decodeResponse } from '../../src/a2a/jsonrpc.js';
+import { SseParser } from '../../src/a2a/sse.js';
+import * as v03 from '../../src/a2a/wire/v0_3/codec.js';
 import type { EngineEvent } from '../../src/core/events.js';
 import { SessionEngine } from '../../src/core/session/engine.js';
 import type { SessionKey } from '../../src/core/store.js';
@@ -113,5 +116,52 @@ describe('kagent-v1 dialect against kagent’s ADK runtime 0.10.4', () => {
     // kagent's Python runtime does not implement tasks/cancel: the thread is told that too.
     expect(events.filter((e) => e.type === 'task.cancel').map((e) => 'ok' in e && e.ok)).toEqual([false]);
     expect(surface.notices(sessionId)).toEqual(['cancel-failed', 'question-unsupported']);
+  });
+
+  it('reads every event of the runtime’s stream on the fast path as zod reads it, and its text updates take it', async () => {
+    // The stream as the runtime writes it, read here by hand so each event can be given to both
+    // readers (the client would give it to one).
+    const response = await fetch(runtime.endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-user-id': 'ada' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'raw-1',
+        method: 'message/stream',
+        params: {
+          message: {
+            kind: 'message',
+            messageId: 'raw-steps-1',
+            role: 'user',
+            parts: [{ kind: 'text', text: 'show me the steps' }],
+          },
+        },
+      }),
+    });
+    const parser = new SseParser(1 << 22);
+    const sse = [...parser.push(await response.text()), ...parser.end()];
+    const taken = { fast: [] as string[], zod: [] as string[] };
+    for (const event of sse) {
+      const reply = decodeResponse(event.data, 'raw-1');
+      if (!reply.ok) throw new Error(`the runtime sent an error: ${JSON.stringify(reply.error)}`);
+      const bySchema = v03.readEventBySchema(reply.result);
+      const fast = v03.readFastEvent(reply.result);
+      const parts = bySchema.kind === 'status-update' ? (bySchema.status.message?.parts ?? []) : [];
+      const name = `${bySchema.kind}${parts.length > 0 ? ` (${parts.map((p) => p.kind).join(', ')})` : ''}`;
+      if (fast === undefined) {
+        taken.zod.push(name);
+      } else {
+        taken.fast.push(name);
+        expect(JSON.stringify(fast)).toBe(JSON.stringify(bySchema));
+        expect(fast).toStrictEqual(bySchema);
+      }
+    }
+    // Its statuses with text or none, and its answer, on the fast path; its tool steps (data
+    // parts) through zod.
+    expect(taken.fast).toContain('status-update (text)');
+    expect(taken.fast).toContain('status-update');
+    expect(taken.fast).toContain('artifact-update');
+    expect(taken.zod.length).toBeGreaterThan(0);
+    expect(taken.zod.every((name) => name.includes('data'))).toBe(true);
   });
 });
