@@ -41,6 +41,10 @@ export interface WireCodec {
   ): unknown;
   taskIdParams(taskId: string, tenant: string | undefined, historyLength?: number): unknown;
   listParams(query: ListQuery, tenant: string | undefined): unknown;
+  /**
+   * `result`: what JSON.parse made of one response, held by nothing else; the model may keep
+   * pieces of it (the fast path keeps metadata records as they were parsed, fast-events.ts).
+   */
   decodeEvent(result: unknown): StreamEvent;
   decodeTask(result: unknown): Task;
   decodeTaskPage(result: unknown): TaskPage;

@@ -90,20 +90,33 @@ function statusUpdate(
   return fc.record({ taskId: str, contextId: str, status, metadata }, { requiredKeys: ['status'] });
 }
 
+/** Names every object inherits: a state or role must be looked up as the agent's own string. */
+const inherited = fc.constantFrom('constructor', 'toString', '__proto__', 'hasOwnProperty');
 const state10 = fc.oneof(
-  fc.constantFrom('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_INPUT_REQUIRED', 'working'),
+  fc.constantFrom('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_INPUT_REQUIRED', 'working', '2'),
   fc.integer({ min: -1, max: 9 }),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  inherited,
 );
-const state03 = fc.oneof(fc.constantFrom('working', 'completed', 'input-required', 'auth-required'), str);
+const state03 = fc.oneof(
+  fc.constantFrom('working', 'completed', 'input-required', 'auth-required'),
+  str,
+  inherited,
+);
 const status10 = statusUpdate(
   textPart10,
   state10,
-  fc.constantFrom('ROLE_AGENT', 'ROLE_USER', 'ROLE_UNSPECIFIED', 1, 2),
+  fc.oneof(fc.constantFrom('ROLE_AGENT', 'ROLE_USER', 'ROLE_UNSPECIFIED', 1, 2, 1.5), inherited),
   fc.constant(undefined),
 ).map((u) => asWire({ statusUpdate: u }));
 const status03 = fc
   .tuple(
-    statusUpdate(textPart03, state03, fc.constantFrom('agent', 'user'), fc.constant('message')),
+    statusUpdate(
+      textPart03,
+      state03,
+      fc.oneof(fc.constantFrom('agent', 'user'), inherited),
+      fc.constant('message'),
+    ),
     fc.option(fc.boolean(), { nil: undefined }),
   )
   .map(([u, final]) => asWire({ kind: 'status-update', ...u, final }));
@@ -258,13 +271,15 @@ const statusMembers10: (string | number)[][] = [
     m,
   ]),
   ['statusUpdate', 'status', 'message', 'referenceTaskIds', 0],
+  ['statusUpdate', 'status', 'message', 'extensions', 0],
 ];
 const statusMembers03: (string | number)[][] = [
   ['kind'],
   ...statusMembers.map((m) => [m]),
   ...['state', 'message', 'timestamp'].map((m) => ['status', m]),
   ...messageMembers.map((m) => ['status', 'message', m]),
-  ...['kind', 'text', 'data', 'metadata'].map((m) => ['status', 'message', 'parts', 0, m]),
+  ...['kind', 'text', 'data', 'file', 'metadata'].map((m) => ['status', 'message', 'parts', 0, m]),
+  ['status', 'message', 'referenceTaskIds', 0],
   ['status', 'message', 'extensions', 0],
 ];
 

@@ -201,6 +201,31 @@ describe('the status-update fast path', () => {
     });
   });
 
+  it('declines a number zod refuses: JSON.parse makes Infinity of 1e400, for a state or a role (1.0)', () => {
+    const state = JSON.parse('{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":1e400}}}');
+    expect(v10.readFastEvent(state)).toBeUndefined();
+    expect(malformedMessage(() => v10.v1_0.decodeEvent(state))).toMatch(/at statusUpdate\.status\.state/);
+    const role = JSON.parse(
+      '{"statusUpdate":{"status":{"state":"TASK_STATE_WORKING","message":{"role":-1e400,"parts":[{"text":"hi"}]}}}}',
+    );
+    expect(v10.readFastEvent(role)).toBeUndefined();
+    expect(malformedMessage(() => v10.v1_0.decodeEvent(role))).toMatch(
+      /at statusUpdate\.status\.message\.role/,
+    );
+  });
+
+  it('copies a metadata record with an own __proto__ key, dropping the key as zod does', () => {
+    const input = JSON.parse(
+      '{"statusUpdate":{"status":{"state":"TASK_STATE_WORKING"},"metadata":{"__proto__":{"polluted":true},"k":1}}}',
+    );
+    const fast = v10.readFastEvent(input);
+    expect(fast).toStrictEqual(v10.readEventBySchema(input));
+    const metadata = fast?.kind === 'status-update' ? fast.metadata : undefined;
+    expect(metadata).toStrictEqual({ k: 1 });
+    expect(Object.getPrototypeOf(metadata)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it('gives a broken token the zod path’s typed error, naming the member (1.0)', () => {
     expect(
       malformedMessage(() =>

@@ -51,9 +51,9 @@ const DECLINE = undefined;
  * z.record(z.string(), z.unknown()).optional(): undefined, or the object as zod makes it (own
  * keys in order, values as they are, a `__proto__` key dropped); `false` if not a record. Only a
  * plain object is read here; anything more exotic is left to zod. Without a `__proto__` key that
- * is the object itself: JSON.parse made it for this event alone, and nothing else holds it, so
- * the copy zod makes would differ from it in nothing but its cost (kagent sends six keys with
- * every token).
+ * is the object itself: JSON.parse made it for this event alone (what `decodeEvent` is given,
+ * codec.ts), and nothing else holds it, so the copy zod makes would differ from it in nothing
+ * but its cost (kagent sends six keys with every token).
  */
 function readMetadata(value: unknown): Json | undefined | false {
   if (value === undefined) return undefined;

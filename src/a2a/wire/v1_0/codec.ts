@@ -93,11 +93,14 @@ const toStatus = read.status;
 const toArtifact = read.artifact;
 const toTask = read.task;
 
+/** z.number() as zod v4 checks it: finite (JSON.parse makes Infinity of 1e400). */
+const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
 /** The fast path's status update (fast-events.ts): state and role as the schema's unions take them. */
 const fastStatus: StatusReaders = {
   part: fastTextPart,
-  state: (v) => (typeof v === 'string' || typeof v === 'number' ? toState(v) : undefined),
-  role: (v) => (v === undefined || typeof v === 'string' || typeof v === 'number' ? toRole(v) : undefined),
+  state: (v) => (typeof v === 'string' || isNumber(v) ? toState(v) : undefined),
+  role: (v) => (v === undefined || typeof v === 'string' || isNumber(v) ? toRole(v) : undefined),
   messageKind: () => true,
   final: false,
 };
