@@ -8,7 +8,9 @@
  * full Task in completed state (so the engine settles without a GetTask). With `holdAfter` set,
  * the stream stops after that many chunks and stays open until `release()`. A message may
  * script its own answer with `[chunks:N]` and `[hold-after:K]` in its text, so a client in
- * another process needs no side channel to ask for it. GetTask and
+ * another process needs no side channel to ask for it; `[shape:kagent]` answers as kagent's
+ * runtimes do (every chunk a working status update whose message holds the token, the whole
+ * answer as one artifact update after them, then the completed status and the full Task). GetTask and
  * SubscribeToTask answer from the task's current state; `completeAll()` turns every task
  * completed (the agent finished while the broker was down).
  */
@@ -44,11 +46,34 @@ export interface AgentServer {
   close(): Promise<void>;
 }
 
+/** How an answer is streamed: appended artifact chunks, or kagent's token status updates. */
+export type AnswerShape = 'artifacts' | 'kagent';
+
 interface BenchTask {
   id: string;
   contextId: string;
   chunks: number;
+  shape: AnswerShape;
   completed: boolean;
+}
+
+/**
+ * BENCH_SHAPE=kagent: the agent of the throughput and replica rounds answers as kagent's
+ * runtimes do, for both sides alike (every chunk a working status update carrying its token, the
+ * answer one artifact update after them: agent-server.ts). A diagnosis: the figures' goals are
+ * stated for artifact chunks, and such a run records its figures under ids of their own.
+ */
+export const SHAPE: AnswerShape = process.env.BENCH_SHAPE === 'kagent' ? 'kagent' : 'artifacts';
+
+/** What a message says to ask the bench agent for an answer of `chunks` chunks, in SHAPE. */
+export function answerAsked(chunks: number): string {
+  return `[chunks:${chunks}]${SHAPE === 'kagent' ? '[shape:kagent]' : ''}`;
+}
+
+/** The events of one answer of `chunks` chunks (a bare client's count). */
+export function eventsPerTurn(chunks: number, shape: AnswerShape): number {
+  // task, working, the chunks, completed, the full Task; kagent's whole answer as one more.
+  return chunks + (shape === 'kagent' ? 5 : 4);
 }
 
 interface HeldStream {
@@ -92,15 +117,26 @@ function frame(idJson: string, resultJson: string): string {
 const TASK_MARK = '@@TASK@@';
 const CTX_MARK = '@@CTX@@';
 
+/** What kagent's Python runtime puts in every event's metadata (its app, user, session, …). */
+const KAGENT_METADATA = {
+  kagent_app_name: 'bench_agent',
+  kagent_user_id: 'bench-user',
+  kagent_session_id: CTX_MARK,
+  kagent_invocation_id: 'e-5f1c9a2b-7d3e-4f60-9b8a-1c2d3e4f5a6b',
+  kagent_author: 'bench_agent',
+  kagent_adk_partial: true,
+};
+
 /**
  * The result JSON of every event of an answer of `chunks` chunks, with the task and context ids
  * left as marks: built once per chunk count, filled in per request by a split/join.
  */
 class Templates {
-  readonly #byChunks = new Map<number, { head: string[]; chunk: string[]; tail: string[] }>();
+  readonly #byShape = new Map<string, { head: string[]; chunk: string[]; tail: string[] }>();
 
-  get(chunks: number): { head: string[]; chunk: string[]; tail: string[] } {
-    let t = this.#byChunks.get(chunks);
+  get(chunks: number, shape: AnswerShape): { head: string[]; chunk: string[]; tail: string[] } {
+    const key = `${shape}:${chunks}`;
+    let t = this.#byShape.get(key);
     if (t === undefined) {
       const ids = { taskId: TASK_MARK, contextId: CTX_MARK };
       const head = [
@@ -110,15 +146,8 @@ class Templates {
         JSON.stringify({ statusUpdate: { ...ids, status: { state: 'TASK_STATE_WORKING' } } }),
       ];
       const chunk: string[] = [];
-      for (let i = 0; i < chunks; i++) {
-        const artifactUpdate: Record<string, unknown> = {
-          ...ids,
-          artifact: { artifactId: 'answer', parts: [{ text: chunkText(i) }] },
-        };
-        if (i > 0) artifactUpdate.append = true;
-        if (i === chunks - 1) artifactUpdate.lastChunk = true;
-        chunk.push(JSON.stringify({ artifactUpdate }));
-      }
+      for (let i = 0; i < chunks; i++)
+        chunk.push(shape === 'kagent' ? kagentToken(i) : artifactChunk(i, chunks));
       const tail = [
         JSON.stringify({
           statusUpdate: { ...ids, status: { state: 'TASK_STATE_COMPLETED', timestamp: TIMESTAMP } },
@@ -132,11 +161,43 @@ class Templates {
           },
         }),
       ];
+      if (shape === 'kagent') {
+        // kagent's whole answer, once, before the completed status.
+        const artifact = { artifactId: 'answer', parts: [{ text: fullText(chunks) }] };
+        tail.unshift(JSON.stringify({ artifactUpdate: { ...ids, artifact, lastChunk: true } }));
+      }
       t = { head, chunk, tail };
-      this.#byChunks.set(chunks, t);
+      this.#byShape.set(key, t);
     }
     return t;
   }
+}
+
+function artifactChunk(i: number, chunks: number): string {
+  const artifactUpdate: Record<string, unknown> = {
+    taskId: TASK_MARK,
+    contextId: CTX_MARK,
+    artifact: { artifactId: 'answer', parts: [{ text: chunkText(i) }] },
+  };
+  if (i > 0) artifactUpdate.append = true;
+  if (i === chunks - 1) artifactUpdate.lastChunk = true;
+  return JSON.stringify({ artifactUpdate });
+}
+
+/** A token as kagent streams it: a working status update whose message holds its text. */
+function kagentToken(i: number): string {
+  return JSON.stringify({
+    statusUpdate: {
+      taskId: TASK_MARK,
+      contextId: CTX_MARK,
+      status: {
+        state: 'TASK_STATE_WORKING',
+        message: { messageId: `token-${i}`, role: 'ROLE_AGENT', parts: [{ text: chunkText(i) }] },
+        timestamp: TIMESTAMP,
+      },
+      metadata: KAGENT_METADATA,
+    },
+  });
 }
 
 function fill(template: string, task: BenchTask): string {
@@ -182,7 +243,7 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
 
   /** The rest of a held (or fresh) answer from chunk `from`: chunks, completed status, full Task. */
   const finish = (stream: HeldStream): void => {
-    const t = templates.get(stream.task.chunks);
+    const t = templates.get(stream.task.chunks, stream.task.shape);
     stream.task.completed = true;
     if (stream.res.destroyed || stream.res.writableEnded) return;
     stream.res.end(
@@ -193,7 +254,7 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
 
   /** The first chunk, stamped with the time it is written; the stream is held again after it. */
   const sendStamped = (stream: HeldStream): void => {
-    const t = templates.get(stream.task.chunks);
+    const t = templates.get(stream.task.chunks, stream.task.shape);
     if (stream.res.destroyed || stream.res.writableEnded) return;
     const first = fill(t.chunk[0] as string, stream.task).replace(
       '"text":"token 0 ',
@@ -220,12 +281,13 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
       id: `task-${n}`,
       contextId: message.contextId !== undefined && message.contextId !== '' ? message.contextId : `ctx-${n}`,
       chunks: chunksMark === null ? config.chunks : Number(chunksMark[1]),
+      shape: text.includes('[shape:kagent]') ? 'kagent' : 'artifacts',
       completed: false,
     };
     const holdAfter = holdMark === null ? config.holdAfter : Number(holdMark[1]);
     tasks.set(task.id, task);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const t = templates.get(task.chunks);
+    const t = templates.get(task.chunks, task.shape);
     if (holdAfter === null || holdAfter >= task.chunks) {
       task.completed = true;
       res.end(

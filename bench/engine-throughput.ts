@@ -14,6 +14,7 @@ import type { SessionEngine } from '../src/core/session/engine.js';
 import type { SessionStore } from '../src/core/store.js';
 import { startTracing } from '../src/observability/tracing.js';
 import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
+import { answerAsked, eventsPerTurn, SHAPE } from './agent-server.js';
 import {
   BINDING,
   checkAnswers,
@@ -51,7 +52,7 @@ export async function bareRound(
       (async () => {
         for await (const _ of client.sendStreamingMessage({
           messageId: randomUUID(),
-          text: `[chunks:${chunks}]`,
+          text: answerAsked(chunks),
         }))
           events++;
       })(),
@@ -103,7 +104,7 @@ export async function engineRound(
     await r.engine.start();
     const started = performance.now();
     const cpu = process.cpuUsage();
-    await receiveAll(r.engine, round, n, `[chunks:${chunks}]`);
+    await receiveAll(r.engine, round, n, answerAsked(chunks));
     await r.events.until('turn.settled', n);
     const ms = performance.now() - started;
     const cpuMs = cpuSince(cpu);
@@ -118,7 +119,7 @@ export async function engineRound(
 }
 
 export async function throughput(endpoint: string, n: number, chunks: number, rounds: number): Promise<void> {
-  const expected = n * (chunks + 4);
+  const expected = n * eventsPerTurn(chunks, SHAPE);
   const client = newClient(endpoint);
   await client.card();
   // Warm-up: both paths JIT-compiled before anything is timed.
@@ -316,8 +317,8 @@ async function pgRound(
     // Each replica takes half the threads, as a load balancer in front of two pods would.
     const half = Math.floor(n / 2);
     await Promise.all([
-      receiveAll(replicas[0]?.engine as SessionEngine, `${round}-a`, half, `[chunks:${chunks}]`),
-      receiveAll(replicas[1]?.engine as SessionEngine, `${round}-b`, n - half, `[chunks:${chunks}]`),
+      receiveAll(replicas[0]?.engine as SessionEngine, `${round}-a`, half, answerAsked(chunks)),
+      receiveAll(replicas[1]?.engine as SessionEngine, `${round}-b`, n - half, answerAsked(chunks)),
     ]);
     await events.until('turn.settled', n);
     const ms = performance.now() - started;
@@ -346,7 +347,7 @@ export async function pgThroughput(
   chunks: number,
   rounds: number,
 ): Promise<void> {
-  const expected = n * (chunks + 4);
+  const expected = n * eventsPerTurn(chunks, SHAPE);
   countPgQueries();
   const client = newClient(endpoint);
   await client.card();

@@ -23,11 +23,19 @@
  * shares; engine-resources.ts measures memory (5) and resume (6); the rest is here.
  */
 import { startPostgres } from '../testkit/postgres.js';
-import { type AgentServer, startAgentServer } from './agent-server.js';
+import { type AgentServer, SHAPE, startAgentServer } from './agent-server.js';
 import { fmt, kib, median, runChild, SESSIONS, spansOf, WHICH } from './engine-children.js';
 import { benchMemory, benchResume } from './engine-resources.js';
 import { figure } from './figures.js';
 import { pairRatios } from './paired.js';
+
+/**
+ * BENCH_SHAPE=kagent (agent-server.ts): the throughput figures are recorded under ids of their
+ * own and without the goals, which are stated for artifact chunks.
+ */
+const SHAPE_ID = SHAPE === 'kagent' ? '.kagent' : '';
+const SHAPED = SHAPE === 'kagent' ? ', answered as kagent streams (every chunk a status update)' : '';
+
 import type { StallReport } from './stalls.js';
 
 // ---- 4. throughput ------------------------------------------------------------------------------
@@ -45,7 +53,7 @@ async function benchThroughput(server: AgentServer, chunks: number): Promise<voi
   const ratio = bestBare / bestEngine;
   console.log(
     `\nEngine throughput: ${fmt(SESSIONS)} concurrent sessions, one streamed turn of ${chunks} chunks each` +
-      ` (${fmt(events)} events per round; best of ${rounds}, interleaved)`,
+      `${SHAPED} (${fmt(events)} events per round; best of ${rounds}, interleaved)`,
   );
   console.log(
     `  bare A2AClient, ${fmt(SESSIONS)} concurrent streams drained: ${fmt((events / bestBare) * 1000)} events/s` +
@@ -57,17 +65,22 @@ async function benchThroughput(server: AgentServer, chunks: number): Promise<voi
   );
   const goal = chunks <= 50 ? 0.8 : 0.9;
   const verdictText = figure(
-    `engine.sqlite.${chunks}`,
-    `engine on SQLite against the bare client, ${fmt(SESSIONS)} sessions × ${chunks} chunks`,
+    `engine.sqlite.${chunks}${SHAPE_ID}`,
+    `engine on SQLite against the bare client, ${fmt(SESSIONS)} sessions × ${chunks} chunks${SHAPED}`,
     ratio,
     'ratio',
-    { op: '>=', value: goal },
+    ...(SHAPE === 'kagent' ? [] : [{ op: '>=' as const, value: goal }]),
   );
   console.log(`  ratio engine/bare: ${ratio.toFixed(2)} ${verdictText}`);
   const bareCpu = message.bareCpu as number[];
   const engineCpu = message.engineCpu as number[];
   const cpuRatio = Math.min(...bareCpu) / Math.min(...engineCpu);
-  figure(`engine.sqlite.${chunks}.cpu`, 'the same, by the CPU time of the broker process', cpuRatio, 'ratio');
+  figure(
+    `engine.sqlite.${chunks}${SHAPE_ID}.cpu`,
+    'the same, by the CPU time of the broker process',
+    cpuRatio,
+    'ratio',
+  );
   console.log(
     `  by the broker process's CPU time (steadier on a shared machine): bare ${bareCpu.map((x) => x.toFixed(0)).join(', ')}` +
       ` ms, engine ${engineCpu.map((x) => x.toFixed(0)).join(', ')} ms; ratio ${cpuRatio.toFixed(2)}`,
@@ -92,7 +105,7 @@ async function benchThroughput(server: AgentServer, chunks: number): Promise<voi
   const writes = Object.entries(perTurn)
     .filter(([k]) => WRITES.includes(k))
     .reduce((sum, [, v]) => sum + v, 0);
-  figure(`engine.sqlite.${chunks}.writes-per-turn`, 'store writes per turn', writes, 'writes');
+  figure(`engine.sqlite.${chunks}${SHAPE_ID}.writes-per-turn`, 'store writes per turn', writes, 'writes');
   console.log(
     `  store calls per turn (warm-up round): ${Object.entries(perTurn)
       .map(([k, v]) => `${k} ${v.toFixed(2)}`)
@@ -138,7 +151,7 @@ async function benchPostgres(server: AgentServer): Promise<void> {
     const ratio = bestBare / bestEngine;
     console.log(
       `\nEngine on PostgreSQL, two replicas (two engines, two stores, two lease owners, one database;` +
-        ` half the threads each): ${fmt(SESSIONS)} sessions × ${chunks} chunks (best of ${rounds}, interleaved)`,
+        ` half the threads each): ${fmt(SESSIONS)} sessions × ${chunks} chunks${SHAPED} (best of ${rounds}, interleaved)`,
     );
     console.log(
       `  bare A2AClient: ${fmt((events / bestBare) * 1000)} events/s (${bestBare.toFixed(0)} ms;` +
@@ -149,11 +162,11 @@ async function benchPostgres(server: AgentServer): Promise<void> {
         ` (${bestEngine.toFixed(0)} ms; rounds ${engine.map((x) => x.toFixed(0)).join(', ')} ms)`,
     );
     const verdictText = figure(
-      `engine.postgres2.${chunks}`,
-      `engine on PostgreSQL, two replicas, against the bare client, ${fmt(SESSIONS)} × ${chunks}`,
+      `engine.postgres2.${chunks}${SHAPE_ID}`,
+      `engine on PostgreSQL, two replicas, against the bare client, ${fmt(SESSIONS)} × ${chunks}${SHAPED}`,
       ratio,
       'ratio',
-      { op: '>=', value: 0.6 },
+      ...(SHAPE === 'kagent' ? [] : [{ op: '>=' as const, value: 0.6 }]),
     );
     console.log(`  ratio replicas/bare: ${ratio.toFixed(2)} ${verdictText}`);
     const cpuMs = message.cpuMs as number[];
@@ -163,13 +176,13 @@ async function benchPostgres(server: AgentServer): Promise<void> {
     console.log(`  leases refused in the last round: ${fmt(message.refused as number)}`);
     const perTurn = message.perTurn as Record<string, number>;
     figure(
-      `engine.postgres2.${chunks}.round-trips`,
+      `engine.postgres2.${chunks}${SHAPE_ID}.round-trips`,
       'PostgreSQL round trips per turn',
       perTurn.roundTrips ?? 0,
       'trips',
     );
     figure(
-      `engine.postgres2.${chunks}.commits`,
+      `engine.postgres2.${chunks}${SHAPE_ID}.commits`,
       'PostgreSQL commits per turn',
       perTurn.commits ?? 0,
       'commits',
