@@ -43,6 +43,17 @@ function frame(id: string | number, result: unknown): string {
   return `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
 }
 
+/** The last event of a turn: the task completed. */
+function completedFrame(id: string | number): string {
+  return frame(id, {
+    statusUpdate: {
+      taskId: TASK_ID,
+      contextId: CONTEXT_ID,
+      status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() },
+    },
+  });
+}
+
 /** A realistic 1.0 answer: task, working, N appended chunks of prose, completed. */
 function turnFrames(id: string | number, chunks: number): string[] {
   const frames = [
@@ -60,15 +71,7 @@ function turnFrames(id: string | number, chunks: number): string[] {
     if (i > 0) artifactUpdate.append = true;
     frames.push(frame(id, { artifactUpdate }));
   }
-  frames.push(
-    frame(id, {
-      statusUpdate: {
-        taskId: TASK_ID,
-        contextId: CONTEXT_ID,
-        status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() },
-      },
-    }),
-  );
+  frames.push(completedFrame(id));
   return frames;
 }
 
@@ -129,13 +132,7 @@ function kagentTurnFrames(id: string | number, chunks: number): string[] {
         artifact: { artifactId: randomUUID(), parts: [{ text: answer }] },
       },
     }),
-    frame(id, {
-      statusUpdate: {
-        taskId: TASK_ID,
-        contextId: CONTEXT_ID,
-        status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() },
-      },
-    }),
+    completedFrame(id),
   );
   return frames;
 }
