@@ -38,7 +38,9 @@ export class SseParser {
   /** The previous chunk ended with CR: a LF at the start of the next one belongs to it. */
   #pendingCr = false;
   #started = false;
-  #data: string[] = [];
+  /** The event's first data line, and the lines after it (nearly every event has one line). */
+  #data: string | undefined;
+  #moreData: string[] | undefined;
   #dataSize = 0;
   #type = '';
   #id: string | undefined;
@@ -135,7 +137,9 @@ export class SseParser {
       case 'data':
         this.#dataSize += value.length + 1;
         if (this.#dataSize > this.#maxEventBytes) throw new SizeLimitError('event', this.#maxEventBytes);
-        this.#data.push(value);
+        if (this.#data === undefined) this.#data = value;
+        else if (this.#moreData === undefined) this.#moreData = [value];
+        else this.#moreData.push(value);
         break;
       case 'event':
         this.#type = value;
@@ -152,11 +156,12 @@ export class SseParser {
   }
 
   #dispatch(): SseEvent | undefined {
-    if (this.#data.length === 0) {
+    const first = this.#data;
+    if (first === undefined) {
       this.#type = '';
       return undefined;
     }
-    const data = this.#data.length === 1 ? (this.#data[0] as string) : this.#data.join('\n');
+    const data = this.#moreData === undefined ? first : `${first}\n${this.#moreData.join('\n')}`;
     const event: SseEvent = { type: this.#type === '' ? 'message' : this.#type, data };
     if (this.#id !== undefined) event.id = this.#id;
     this.#resetEvent();
@@ -164,8 +169,9 @@ export class SseParser {
   }
 
   #resetEvent(): void {
-    // The array is reused: #dispatch has already made its data string.
-    this.#data.length = 0;
+    // No array per event: a one-line event (nearly all of them) keeps its line as it is.
+    this.#data = undefined;
+    this.#moreData = undefined;
     this.#dataSize = 0;
     this.#type = '';
   }
