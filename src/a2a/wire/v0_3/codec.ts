@@ -24,8 +24,15 @@ import * as s from './schemas.js';
 
 const KNOWN_STATES: ReadonlySet<string> = new Set(TASK_STATES);
 
+/** The states a stream repeats are compared first, as at 1.0 (v1_0/codec.ts says why). */
 function toState(value: string): TaskState {
-  return KNOWN_STATES.has(value) ? (value as TaskState) : 'unknown';
+  switch (value) {
+    case 'working':
+    case 'completed':
+      return value;
+    default:
+      return KNOWN_STATES.has(value) ? (value as TaskState) : 'unknown';
+  }
 }
 
 function toRole(value: string | undefined): Role {
