@@ -131,6 +131,27 @@ describe('AnswerBuffer', () => {
     expect(answer.text()).toBe('!ONE');
   });
 
+  it('[R-9] appends to an artifact as a task read left it: rewritten, replaced by another, or grown', () => {
+    const answer = new AnswerBuffer();
+    const task = (...artifacts: Array<[string, string]>) =>
+      artifacts.map(([artifactId, t]) => ({ artifactId, parts: [text(t)] }));
+    answer.apply(update('a', [text('Hel')]));
+    answer.apply(update('a', [text('lo')], true));
+    // The read rewrote the artifact the last update went to: later chunks add to the new text.
+    answer.replaceAll(task(['a', 'Rewritten']));
+    answer.apply(update('a', [text('!')], true));
+    expect(answer.text()).toBe('Rewritten!');
+    // A read that dropped it: an append to it starts it again, after what the read holds.
+    answer.replaceAll(task(['b', 'Other']));
+    answer.apply(update('a', [text('again')], true));
+    expect(answer.text()).toBe('Otheragain');
+    // A read that grew it keeps the same entry: appends go on after the grown text.
+    answer.replaceAll(task(['b', 'Other'], ['a', 'again and more']));
+    answer.apply(update('a', [text('.')], true));
+    expect(answer.text()).toBe('Otheragain and more.');
+    expect(answer.length).toBe('Otheragain and more.'.length);
+  });
+
   it('[R-4] compares a streamed answer of many chunks with the final Task: the same, grown, or rewritten', () => {
     const chunks = Array.from({ length: 50 }, (_, i) => `token ${i}, `);
     const streamed = (): AnswerBuffer => {
