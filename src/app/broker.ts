@@ -70,6 +70,11 @@ export interface ComposeOptions {
   /** While true, trigger deliveries are answered 503 (the controller while it drains). */
   draining?: () => boolean;
   /**
+   * How the wait for an unreachable Slack at start is seen and ended (the controller: its
+   * readiness names the wait, SIGTERM ends it).
+   */
+  slackWait?: Pick<ConnectOptions, 'signal' | 'onUnreachable'>;
+  /**
    * Runs at stop after the engine stopped, just before the store closes (local mode: the web
    * chat writes the last of what its threads show).
    */
@@ -149,6 +154,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
               approvals: { counters: obs.metrics },
               feedback: obs.metrics,
               ...(options.slackBudgets === undefined ? {} : { budgets: options.slackBudgets }),
+              ...o.slackWait,
               // OAuth mode keeps each workspace's installation beside the sessions.
               ...(slackConfig.oauth === undefined ? {} : { installations: installationRowsOf(o.store) }),
             });

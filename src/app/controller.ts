@@ -1,6 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadBrokerConfig } from '../config/broker.js';
+import { slackRequested } from '../config/slack.js';
 import { LiveRegistry } from '../core/registry.js';
 import { TriggerDirectory } from '../core/triggers.js';
 import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
@@ -14,6 +15,11 @@ import { eventsListener, listen, notFound } from './controller-http.js';
  * Bindings into live clients) added to the broker both modes share (./broker.ts: the store,
  * Slack, the engine, triggers). /healthz, /readyz and /metrics on the metrics port; Slack's HTTP
  * events and the trigger webhooks on the HTTP port.
+ *
+ * Starting: the metrics port opens first, so /healthz answers at once whatever else waits. The
+ * start then waits, as long as it takes and without exiting, for Slack's Web API (auth.test),
+ * then the session store, then the first list of AgentBackends and Bindings; /readyz answers
+ * 503 naming the wait until the events port serves. A token Slack refuses stops the start.
  *
  * Stopping (SIGTERM) drains in this order: /readyz says so and new Slack events are refused
  * with 503 (Slack delivers them again), the engine stops starting turns, cuts its streams, lets
@@ -101,22 +107,58 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
   });
   const { logger, observability, stop } = broker;
   try {
+    // The metrics port before anything that waits (Slack's auth.test, the store, the informers):
+    // the kubelet's liveness probe gets its answer at once, and /readyz names what the start is
+    // waiting for, so a pod started during a Slack outage stays up, not ready, instead of being
+    // killed by its probe over and over.
+    let waitingFor: string | undefined = 'the start';
+    let controllerReady = (): boolean => false;
+    const routes = opsRoutes({
+      registry: observability.registry,
+      ready: () => {
+        if (draining) return 'shutting down';
+        if (waitingFor !== undefined) return `waiting for ${waitingFor}`;
+        return controllerReady() ? true : 'AgentBackends and Bindings not listed yet';
+      },
+    });
+    const ops = await listen((req, res) => {
+      if (!routes(req, res)) notFound(res);
+    }, settings.metricsPort);
+    broker.defer(() => ops.close());
+
     const kubeConfig = options.kubeConfig ?? new KubeConfig();
     if (options.kubeConfig === undefined) kubeConfig.loadFromDefault();
     const registry = new LiveRegistry();
     const triggerDirectory = new TriggerDirectory();
-    // Migrated once the ops server is up, so /readyz can say the store is what it waits for.
-    const core = await broker.compose({
-      store: createStore(config.store),
-      registry,
-      triggerDirectory,
-      owner: config.replicaName ?? settings.podName,
-      draining: () => draining,
-    });
+    if (slackRequested(options.env)) waitingFor = "Slack's Web API (auth.test)";
+    // Migrated once Slack answered, so /readyz can say the store is what it waits for.
+    const core = await broker
+      .compose({
+        store: createStore(config.store),
+        registry,
+        triggerDirectory,
+        owner: config.replicaName ?? settings.podName,
+        draining: () => draining,
+        slackWait: {
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+          onUnreachable: (error) => {
+            waitingFor = `Slack's Web API (auth.test: ${error.code})`;
+          },
+        },
+      })
+      .catch(async (error: unknown) => {
+        if (options.signal?.aborted !== true) throw error;
+        return undefined;
+      });
+    if (core === undefined) {
+      // SIGTERM while Slack could not be reached: nothing more to start.
+      await stop();
+      return { httpPort: 0, metricsPort: ops.port, stop };
+    }
     const { slack, store } = core;
     if (slack === undefined)
       logger.warn('neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set: running without Slack');
-    let storeReady = false;
+    waitingFor = 'the session store to be reachable';
 
     const controller = new Controller({
       kubeConfig,
@@ -131,6 +173,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       triggerActivity: core.triggerStore,
       ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
     });
+    controllerReady = () => controller.ready;
 
     if (slack !== undefined) {
       // Q-5: every approval decision is audited as an Event on its Binding too.
@@ -142,19 +185,6 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
         });
       });
     }
-    // The metrics port first: probes get answers while the informers sync.
-    const routes = opsRoutes({
-      registry: observability.registry,
-      ready: () => {
-        if (draining) return 'shutting down';
-        if (!storeReady) return 'the session store is not reachable yet';
-        return controller.ready ? true : 'AgentBackends and Bindings not listed yet';
-      },
-    });
-    const ops = await listen((req, res) => {
-      if (!routes(req, res)) notFound(res);
-    }, settings.metricsPort);
-    broker.defer(() => ops.close());
 
     const abandon = (): void => void stop();
     options.signal?.addEventListener('abort', abandon, { once: true });
@@ -169,7 +199,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
         throw error;
       },
     );
-    storeReady = !storeAbandoned;
+    if (!storeAbandoned) waitingFor = 'the engine and the events port to start';
     broker.defer(() => controller.stop());
     if (!storeAbandoned) await controller.start();
     options.signal?.removeEventListener('abort', abandon);
@@ -187,6 +217,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       config.httpPort,
     );
     broker.defer(() => events.close(EVENTS_CLOSE_GRACE_MS));
+    waitingFor = undefined;
     options.out(
       `Agent Kourier controller: Slack events and trigger webhooks on port ${events.port} ` +
         '(POST /slack/events, POST /triggers/<namespace>/<binding>/<name>), ' +

@@ -1,15 +1,20 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningController, startController } from '../../src/app/controller.js';
+import { startFakeSlack } from '../../testkit/slack/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually } from '../k8s/cluster-helpers.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 /**
- * Fault matrix: `agentkourier controller` started while PostgreSQL cannot be reached. What must
- * hold: the process does not exit; it serves /healthz and says on /readyz that the session
- * store is what it waits for; once PostgreSQL answers, it migrates, starts, and is ready.
+ * Fault matrix: `agentkourier controller` started while PostgreSQL, or Slack's Web API, cannot be
+ * reached. What must hold: the process does not exit; it serves /healthz at once (a kubelet's
+ * liveness probe must never kill a pod that only waits) and says on /readyz what it waits for;
+ * once the peer answers, it starts and is ready. SIGTERM during the wait ends the start.
  */
 
 const HAS_GO = goAvailable();
@@ -94,6 +99,102 @@ describe.skipIf(!HAS_GO)(
         const res = await fetch(`${base}/readyz`);
         expect(res.status).toBe(200);
       }, 60_000);
+    });
+
+    function slackEnv(slackUrl: string, metricsPort: number, httpPort: number, dir: string) {
+      return {
+        AGENTKOURIER_NAMESPACE: 'agentkourier-system',
+        POD_NAME: 'agentkourier-0',
+        AGENTKOURIER_STORE: `sqlite:${dir}/state.db`,
+        AGENTKOURIER_LEASE_NAME: `slack-wait-${metricsPort}`,
+        AGENTKOURIER_METRICS_PORT: String(metricsPort),
+        AGENTKOURIER_HTTP_PORT: String(httpPort),
+        SLACK_BOT_TOKEN: 'xoxb-fake-bot-token',
+        SLACK_SIGNING_SECRET: 'signing-secret-123',
+        SLACK_API_URL: slackUrl,
+      };
+    }
+
+    it('waits for Slack with /healthz served and /readyz naming the wait, then is ready once Slack answers', async () => {
+      const fake = await startFakeSlack();
+      const slackProxy = await startTcpProxy(
+        { host: '127.0.0.1', port: Number(new URL(fake.url).port) },
+        'http',
+      );
+      slackProxy.mode('refuse');
+      const dir = mkdtempSync(join(tmpdir(), 'kourier-slack-wait-'));
+      const port = await freePort();
+      let started: RunningController | undefined;
+      try {
+        const starting = startController({
+          env: {
+            ...slackEnv(slackProxy.url(new URL(fake.url).pathname), port, await freePort(), dir),
+            SLACK_BOT_TOKEN: fake.botToken,
+          },
+          out: () => undefined,
+          logger: capturingLogger().logger,
+          kubeConfig: cluster.kubeConfig,
+        });
+        let settled = false;
+        void starting.then(
+          () => {
+            settled = true;
+          },
+          () => {
+            settled = true;
+          },
+        );
+        const base = `http://127.0.0.1:${port}`;
+        // Served while Slack is still unreachable: the probes see a live, unready process.
+        await eventually(async () => {
+          const res = await fetch(`${base}/readyz`);
+          expect(res.status).toBe(503);
+          expect(await res.text()).toContain("Slack's Web API");
+        }, 20_000);
+        expect((await fetch(`${base}/healthz`)).status).toBe(200);
+        await eventually(() => expect(slackProxy.accepted).toBeGreaterThan(1), 20_000);
+        expect(settled).toBe(false);
+        expect((await fetch(`${base}/healthz`)).status).toBe(200);
+
+        slackProxy.mode('pass');
+        started = await starting;
+        await eventually(async () => {
+          expect((await fetch(`${base}/readyz`)).status).toBe(200);
+        }, 60_000);
+      } finally {
+        await started?.stop();
+        await slackProxy.close();
+        await fake.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('SIGTERM while Slack cannot be reached ends the start at once', async () => {
+      const dead = await freePort();
+      const dir = mkdtempSync(join(tmpdir(), 'kourier-slack-wait-'));
+      const port = await freePort();
+      const early = new AbortController();
+      try {
+        const starting = startController({
+          env: slackEnv(`http://127.0.0.1:${dead}/api/`, port, await freePort(), dir),
+          out: () => undefined,
+          logger: capturingLogger().logger,
+          kubeConfig: cluster.kubeConfig,
+          signal: early.signal,
+        });
+        await eventually(async () => {
+          expect(await (await fetch(`http://127.0.0.1:${port}/readyz`)).text()).toContain("Slack's Web API");
+        }, 20_000);
+        const aborted = Date.now();
+        early.abort();
+        const result = await starting;
+        expect(result.httpPort).toBe(0);
+        expect(Date.now() - aborted).toBeLessThan(5_000);
+        // The metrics port is closed with the rest.
+        await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   },
 );

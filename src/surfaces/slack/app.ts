@@ -73,6 +73,13 @@ export interface ConnectOptions {
    * with this backoff, for as long as it takes; a refused token fails at once.
    */
   connectRetry?: { baseMs: number; maxMs: number };
+  /**
+   * Ends the wait for an unreachable Slack (SIGTERM during the start): connect rejects with the
+   * signal's reason.
+   */
+  signal?: AbortSignal;
+  /** Told each time auth.test could not reach Slack and another try is due (readiness says so). */
+  onUnreachable?: (error: SlackUnavailableError | SlackRateLimitedError) => void;
   /** Per-method budgets overriding Slack's tiers (tests shrink them). */
   budgets?: Readonly<Record<string, MethodBudget>>;
   answers?: Partial<AnswerSettings>;
@@ -473,6 +480,7 @@ async function authTestWhenReachable(
 ): Promise<Awaited<ReturnType<SlackApi['authTest']>>> {
   const { baseMs, maxMs } = options.connectRetry ?? { baseMs: 1_000, maxMs: 60_000 };
   for (let attempt = 0; ; attempt++) {
+    options.signal?.throwIfAborted();
     try {
       return await api.authTest();
     } catch (error) {
@@ -485,7 +493,8 @@ async function authTestWhenReachable(
         { err: { name: error.name, code: error.code }, retryInMs: delayMs },
         'Slack cannot be reached; waiting for it',
       );
-      await clock.sleep(delayMs);
+      options.onUnreachable?.(error);
+      await clock.sleep(delayMs, options.signal);
     }
   }
 }
