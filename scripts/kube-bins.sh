@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver and etcd that the Kubernetes integration tests run, from the
-# tools-only Go module in tools/kube-bins (pinned versions, go.sum committed), into a cache
-# outside the clone:
+# Builds the real Kubernetes the tests run, from the tools-only Go module in tools/kube-bins
+# (pinned versions, go.sum committed), into a cache outside the clone:
 #
-#   ${AGENTKOURIER_CACHE:-$HOME/.cache/agentkourier}/kube-bins/<k8s-version>-<etcd-version>/{kube-apiserver,etcd}
+#   ${AGENTKOURIER_CACHE:-$HOME/.cache/agentkourier}/kube-bins/<k8s-version>-<etcd-version>/
+#     etcd, kube-apiserver                      the control plane of the apiserver-only tests
+#     kube-controller-manager, kube-scheduler,  and with them, the single-node cluster of
+#     kube-proxy, kubelet, kubectl              test/cluster/ (the image as a real pod)
 #
-# A second run with both binaries present (and built from the same go.mod/go.sum/recipe) does
+# A second run with every binary present (and built from the same go.mod/go.sum/recipe) does
 # not touch Go at all. The directory is printed on the last line of stdout; build output goes
 # to stderr. Needs Go >= 1.24 and the Go module proxy, nothing else (no cgo, no downloads of
 # release binaries). Go's own caches (GOPATH/pkg/mod, GOCACHE) are the defaults, so CI caches
@@ -29,9 +31,11 @@ dir="$cache/${k8s_version#v}-${etcd_version#v}"
 
 # What the binaries were built from: the module files and this script (flags, ldflags).
 stamp_want=$(cat "$mod/go.mod" "$mod/go.sum" "$0" | sha256sum | cut -d' ' -f1)
+commands=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl)
 is_built() {
-  [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ] && [ -f "$dir/.stamp" ] &&
-    [ "$(cat "$dir/.stamp")" = "$stamp_want" ]
+  local b
+  for b in etcd "${commands[@]}"; do [ -x "$dir/$b" ] || return 1; done
+  [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp_want" ]
 }
 
 if is_built; then
@@ -40,7 +44,7 @@ if is_built; then
 fi
 
 if ! command -v go > /dev/null 2>&1; then
-  echo "kube-bins: go is not on PATH; it is needed (once) to build kube-apiserver $k8s_version and etcd $etcd_version" >&2
+  echo "kube-bins: go is not on PATH; it is needed (once) to build Kubernetes $k8s_version and etcd $etcd_version" >&2
   exit 127
 fi
 
@@ -69,24 +73,25 @@ ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 tmp=$(mktemp -d "$dir/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-echo "kube-bins: building kube-apiserver $k8s_version and etcd $etcd_version into $dir (cold, with downloads: ~8 min on 2 idle cores)" >&2
+echo "kube-bins: building Kubernetes $k8s_version (${commands[*]}) and etcd $etcd_version into $dir (cold, with downloads: ~12 min on 2 idle cores)" >&2
 start=$(date +%s)
-# Both main packages in one `go build`, so the two cores always have work from either (their
-# shared dependencies, grpc/protobuf/otel/the etcd client, are compiled once either way, via
-# GOCACHE). `-o dir/` names each binary after its package path: kube-apiserver, and `server`
-# for go.etcd.io/etcd/server/v3.
+# Every main package in one `go build`, so the two cores always have work and the shared
+# dependencies (client-go, grpc, protobuf, otel) are compiled once. `-o dir/` names each binary
+# after its package path: kube-apiserver and the rest, and `server` for go.etcd.io/etcd/server/v3.
+packages=(go.etcd.io/etcd/server/v3)
+for b in "${commands[@]}"; do packages+=("k8s.io/kubernetes/cmd/$b"); done
 (
   cd "$mod"
-  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/" "${packages[@]}"
 ) >&2
 mv "$tmp/server" "$tmp/etcd"
-# Both must run; print the first line of each (no `| head`: with pipefail its SIGPIPE fails us).
+# Each must run; print the first line of two (no `| head`: with pipefail its SIGPIPE fails us).
 apiserver_says=$("$tmp/kube-apiserver" --version)
 etcd_says=$("$tmp/etcd" --version)
+for b in kube-controller-manager kube-scheduler kube-proxy kubelet; do "$tmp/$b" --version > /dev/null; done
+"$tmp/kubectl" version --client > /dev/null
 echo "kube-bins: ${apiserver_says%%$'\n'*}, ${etcd_says%%$'\n'*}" >&2
-mv -f "$tmp/kube-apiserver" "$dir/kube-apiserver"
-mv -f "$tmp/etcd" "$dir/etcd"
+for b in etcd "${commands[@]}"; do mv -f "$tmp/$b" "$dir/$b"; done
 echo "$stamp_want" > "$dir/.stamp"
 echo "kube-bins: built in $(($(date +%s) - start)) s" >&2
 echo "$dir"
