@@ -6,7 +6,7 @@ export default defineConfig({
   test: {
     onConsoleLog: dropSdkServerNoise,
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    exclude: ['test/integration/**', 'test/faults/**', 'node_modules/**'],
+    exclude: ['test/integration/**', 'test/faults/**', 'test/cluster/**', 'node_modules/**'],
     testTimeout: 20_000,
   },
 });

@@ -94,6 +94,11 @@ export interface ContractAgentOptions {
    * false: the task stays where the stream stopped, so tests can script what follows).
    */
   workOn?: boolean;
+  /**
+   * Where it listens, and the address its card and endpoint name (default 127.0.0.1 for both).
+   * The cluster tests listen on every address and advertise the node's, which pods can reach.
+   */
+  host?: { listen: string; advertise: string };
 }
 
 export interface RecordedRequest {
@@ -254,13 +259,13 @@ class Agent implements ContractAgent {
     });
   }
 
-  async listen(): Promise<void> {
+  async listen(host = { listen: '127.0.0.1', advertise: '127.0.0.1' }): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(0, '127.0.0.1', () => resolve());
+      this.server.listen(0, host.listen, () => resolve());
     });
     const { port } = this.server.address() as AddressInfo;
-    this.origin = `http://127.0.0.1:${port}`;
+    this.origin = `http://${host.advertise}:${port}`;
     this.endpoint = `${this.origin}${this.endpointPath || '/'}`;
   }
 
@@ -856,6 +861,6 @@ export async function startContractAgent(o: ContractAgentOptions): Promise<Contr
     o.defaultAnswer ?? {},
     o.workOn ?? false,
   );
-  await agent.listen();
+  await agent.listen(o.host);
   return agent;
 }

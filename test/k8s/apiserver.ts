@@ -1,23 +1,12 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { createServer, type Socket } from 'node:net';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { type CertPair, kubeconfigFor, TestPki } from './pki.js';
+import { freePort, get, Janitor, type Proc, portTaken, tail, waitReady } from './processes.js';
 
 /**
  * A real control plane for integration tests: etcd and kube-apiserver, built from pinned Go
@@ -58,8 +47,6 @@ const KUBE_BINS_SCRIPT = join(ROOT, 'scripts/kube-bins.sh');
 const LOOPBACK = '127.0.0.1';
 const ETCD_READY_MS = 60_000;
 const APISERVER_READY_MS = 120_000;
-const STOP_GRACE_MS = 5_000;
-const LOG_TAIL = 4_000;
 
 export function goAvailable(): boolean {
   const result = spawnSync('go', ['version'], { stdio: 'ignore' });
@@ -104,7 +91,7 @@ export async function startCluster(): Promise<TestCluster> {
     const apiserver = await startApiServer(join(bins, 'kube-apiserver'), pki, etcd.url, janitor);
     const server = `https://${LOOPBACK}:${apiserver.port}`;
     const kubeconfigPath = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfigPath, kubeconfigYaml(server, pki), { mode: 0o600 });
+    writeFileSync(kubeconfigPath, stringify(kubeconfigFor(server, pki.caCert, pki.admin)), { mode: 0o600 });
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(kubeconfigPath);
 
@@ -135,198 +122,10 @@ export async function startCluster(): Promise<TestCluster> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Processes
-
-interface Proc {
-  child: ChildProcess;
-  pid: number;
-  name: string;
-  logPath: string;
-}
-
-// Reads `+pgid` / `-pgid` lines; at end of input (our end of the pipe closed: we exited, however)
-// kills what is left and removes the temp dir ($1).
-const WATCHDOG_SCRIPT = `declare -A groups=()
-while IFS= read -r line; do
-  case "$line" in
-    +*) groups[\${line#+}]=1 ;;
-    -*) unset "groups[\${line#-}]" ;;
-  esac
-done
-for g in "\${!groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null; done
-rm -rf -- "$1"
-`;
-
-/**
- * Owns the processes of one cluster and its temp dir, and makes sure neither outlives the test
- * process: a process 'exit' handler kills them, and a detached watchdog (bash reading a pipe
- * from us) kills their process groups and removes the dir when that pipe closes, which also
- * covers a test process killed by a signal, where 'exit' handlers do not run.
- */
-class Janitor {
-  private readonly procs = new Set<Proc>();
-  private readonly watchdog: ChildProcess;
-  private readonly onExit = () => {
-    this.killAllNow();
-    this.dispose();
-  };
-
-  constructor(readonly dir: string) {
-    this.watchdog = spawn('bash', ['-c', WATCHDOG_SCRIPT, 'kourier-kube-watchdog', dir], {
-      stdio: ['pipe', 'ignore', 'ignore'],
-      detached: true,
-    });
-    this.watchdog.on('error', () => undefined);
-    this.watchdog.stdin?.on('error', () => undefined);
-    this.watchdog.unref();
-    (this.watchdog.stdin as Socket | null)?.unref();
-    process.on('exit', this.onExit);
-  }
-
-  spawn(name: string, command: string, args: string[]): Proc {
-    const logPath = join(this.dir, `${name}.log`);
-    const fd = openSync(logPath, 'a');
-    let child: ChildProcess;
-    try {
-      // Its own process group (detached), so a kill reaches everything it may start.
-      child = spawn(command, args, { cwd: this.dir, stdio: ['ignore', fd, fd], detached: true });
-    } finally {
-      closeSync(fd);
-    }
-    if (child.pid === undefined) throw new Error(`could not start ${command}`);
-    child.on('error', () => undefined);
-    child.unref();
-    const proc: Proc = { child, pid: child.pid, name, logPath };
-    this.procs.add(proc);
-    this.watchdog.stdin?.write(`+${proc.pid}\n`);
-    return proc;
-  }
-
-  /** SIGTERM to the process group, SIGKILL after a grace period; resolves when it has exited. */
-  async stop(proc: Proc): Promise<void> {
-    if (this.procs.has(proc)) {
-      if (running(proc)) {
-        killGroup(proc.pid, 'SIGTERM');
-        if (!(await exited(proc, STOP_GRACE_MS))) {
-          killGroup(proc.pid, 'SIGKILL');
-          await exited(proc, STOP_GRACE_MS);
-        }
-      }
-      killGroup(proc.pid, 'SIGKILL'); // anything left in its group
-      this.procs.delete(proc);
-      this.watchdog.stdin?.write(`-${proc.pid}\n`);
-    }
-  }
-
-  killAllNow(): void {
-    for (const proc of this.procs) killGroup(proc.pid, 'SIGKILL');
-    this.procs.clear();
-  }
-
-  /** Ends the watchdog (nothing left for it to kill) and removes the temp dir. */
-  dispose(): void {
-    process.removeListener('exit', this.onExit);
-    try {
-      this.watchdog.kill('SIGKILL');
-    } catch {}
-    rmSync(this.dir, { recursive: true, force: true, maxRetries: 3 });
-  }
-}
-
-function running(proc: Proc): boolean {
-  return proc.child.exitCode === null && proc.child.signalCode === null;
-}
-
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {}
-}
-
-/** Whether the process exits within `ms` (a ref'd timer keeps the event loop alive meanwhile). */
-function exited(proc: Proc, ms: number): Promise<boolean> {
-  if (!running(proc)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      proc.child.removeListener('exit', onExit);
-      resolve(false);
-    }, ms);
-    const onExit = () => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    proc.child.once('exit', onExit);
-  });
-}
-
-function logTail(proc: Proc): string {
-  try {
-    return tail(readFileSync(proc.logPath, 'utf8'));
-  } catch {
-    return '(no log)';
-  }
-}
-
-function tail(text: string): string {
-  return text.length > LOG_TAIL ? `…${text.slice(-LOG_TAIL)}` : text;
-}
-
-function describeExit(proc: Proc): string {
-  const { exitCode, signalCode } = proc.child;
-  return signalCode !== null ? `killed by ${signalCode}` : `exited with code ${exitCode}`;
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/**
- * Polls `probe` until it returns true, the process dies, or `ms` passes; the error carries the
- * tail of the process's log. A port taken between our pick and the bind is reported as such.
- */
-async function waitReady(proc: Proc, what: string, ms: number, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  let lastError = '';
-  while (Date.now() < deadline) {
-    if (!running(proc)) {
-      const log = logTail(proc);
-      const error = new Error(`${what} ${describeExit(proc)} before it was ready; ${proc.logPath}:\n${log}`);
-      if (/address already in use/i.test(log)) (error as Error & { portTaken?: boolean }).portTaken = true;
-      throw error;
-    }
-    try {
-      if (await probe()) return;
-      lastError = '';
-    } catch (error) {
-      lastError = String(error);
-    }
-    await sleep(200);
-  }
-  throw new Error(
-    `${what} was not ready within ${ms / 1000} s${lastError ? ` (last probe: ${lastError})` : ''}; ${proc.logPath}:\n${logTail(proc)}`,
-  );
-}
-
-const portTaken = (error: unknown) =>
-  error instanceof Error && (error as Error & { portTaken?: boolean }).portTaken === true;
-
-/** A port nobody listens on now (the OS picks it); the server binds it right after. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, LOOPBACK, () => {
-      const address = probe.address();
-      probe.close(() => {
-        if (address !== null && typeof address === 'object') resolve(address.port);
-        else reject(new Error('no port was assigned'));
-      });
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
 // etcd
 
-async function startEtcd(
+/** etcd on free loopback ports, its data in `dir` (thrown away: no fsync). */
+export async function startEtcd(
   binary: string,
   dir: string,
   janitor: Janitor,
@@ -376,7 +175,7 @@ async function startApiServer(
   for (let attempt = 1; ; attempt++) {
     const port = fixedPort ?? (await freePort());
     const proc = janitor.spawn('kube-apiserver', binary, apiServerArgs(pki, etcdUrl, port));
-    const tls = { ca: pki.caCert, cert: pki.adminCert, key: pki.adminKey };
+    const tls = { ca: pki.caCert, cert: pki.admin.cert, key: pki.admin.key };
     try {
       await waitReady(proc, 'kube-apiserver', APISERVER_READY_MS, async () => {
         const { status } = await get(`https://${LOOPBACK}:${port}/readyz`, tls);
@@ -424,126 +223,22 @@ interface Pki {
   caCert: string;
   servingCertPath: string;
   servingKeyPath: string;
-  adminCert: string;
-  adminKey: string;
+  admin: CertPair;
   saPublicKeyPath: string;
   saPrivateKeyPath: string;
 }
 
 function makePki(dir: string): Pki {
-  const pki = join(dir, 'pki');
-  mkdirSync(pki, { mode: 0o700 });
-  const path = (name: string) => join(pki, name);
-  // Every name is relative to the pki dir (the cwd) and has no spaces, so a command line splits on ' '.
-  const openssl = (command: string) => {
-    const args = command.split(' ');
-    try {
-      execFileSync('openssl', args, { cwd: pki, stdio: ['ignore', 'ignore', 'pipe'] });
-    } catch (error) {
-      const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? '';
-      throw new Error(`openssl ${command} failed: ${String(error)}\n${stderr}`, { cause: error });
-    }
-  };
-  const ecKey = (name: string) => {
-    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    writeFileSync(path(name), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-  };
-
-  writeFileSync(
-    path('openssl.cnf'),
-    [
-      '[req]',
-      'distinguished_name = dn',
-      'prompt = no',
-      '[dn]',
-      'CN = unused',
-      '[ca]',
-      'basicConstraints = critical, CA:TRUE',
-      'keyUsage = critical, keyCertSign, cRLSign, digitalSignature',
-      'subjectKeyIdentifier = hash',
-      '[serving]',
-      'basicConstraints = critical, CA:FALSE',
-      'keyUsage = critical, digitalSignature',
-      'extendedKeyUsage = serverAuth',
-      `subjectAltName = IP:${LOOPBACK}, DNS:localhost`,
-      'authorityKeyIdentifier = keyid',
-      '[client]',
-      'basicConstraints = critical, CA:FALSE',
-      'keyUsage = critical, digitalSignature',
-      'extendedKeyUsage = clientAuth',
-      'authorityKeyIdentifier = keyid',
-      '',
-    ].join('\n'),
-  );
-
-  ecKey('ca.key');
-  openssl(
-    'req -x509 -new -config openssl.cnf -extensions ca -key ca.key -subj /CN=agentkourier-test-ca -days 3650 -sha256 -out ca.crt',
-  );
-  const leaf = (name: string, subject: string, extensions: string) => {
-    ecKey(`${name}.key`);
-    openssl(`req -new -config openssl.cnf -key ${name}.key -subj ${subject} -out ${name}.csr`);
-    const serial = `0x${randomBytes(16).toString('hex')}`;
-    openssl(
-      `x509 -req -in ${name}.csr -CA ca.crt -CAkey ca.key -set_serial ${serial} -days 3650 -sha256 ` +
-        `-extfile openssl.cnf -extensions ${extensions} -out ${name}.crt`,
-    );
-  };
-  leaf('serving', '/CN=kube-apiserver', 'serving');
-  leaf('admin', '/O=system:masters/CN=kourier-admin', 'client');
-
-  const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  writeFileSync(path('sa.pub'), sa.publicKey.export({ type: 'spki', format: 'pem' }));
-  writeFileSync(path('sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-
+  const pki = new TestPki(dir);
+  const serving = pki.serving('serving', [`IP:${LOOPBACK}`, 'DNS:localhost']);
+  const sa = pki.serviceAccountKeys();
   return {
-    caCertPath: path('ca.crt'),
-    caCert: readFileSync(path('ca.crt'), 'utf8'),
-    servingCertPath: path('serving.crt'),
-    servingKeyPath: path('serving.key'),
-    adminCert: readFileSync(path('admin.crt'), 'utf8'),
-    adminKey: readFileSync(path('admin.key'), 'utf8'),
-    saPublicKeyPath: path('sa.pub'),
-    saPrivateKeyPath: path('sa.key'),
+    caCertPath: pki.caCertPath,
+    caCert: pki.caCert,
+    servingCertPath: serving.certPath,
+    servingKeyPath: serving.keyPath,
+    admin: pki.client('admin', 'kourier-admin', ['system:masters']),
+    saPublicKeyPath: sa.publicKeyPath,
+    saPrivateKeyPath: sa.privateKeyPath,
   };
-}
-
-function kubeconfigYaml(server: string, pki: Pki): string {
-  const b64 = (pem: string) => Buffer.from(pem).toString('base64');
-  return stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'kourier-test', cluster: { server, 'certificate-authority-data': b64(pki.caCert) } }],
-    users: [
-      {
-        name: 'kourier-admin',
-        user: { 'client-certificate-data': b64(pki.adminCert), 'client-key-data': b64(pki.adminKey) },
-      },
-    ],
-    contexts: [{ name: 'kourier-test', context: { cluster: 'kourier-test', user: 'kourier-admin' } }],
-    'current-context': 'kourier-test',
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-
-function get(
-  url: string,
-  tls: { ca?: string; cert?: string; key?: string },
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const request = url.startsWith('https:') ? httpsRequest : httpRequest;
-    const req = request(url, { method: 'GET', timeout: 5_000, ...tls }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end();
-  });
 }
