@@ -32,7 +32,7 @@ async function freePort(): Promise<number> {
 }
 
 describe.skipIf(!HAS_GO)(
-  'the broker starting without its database (skipped only without Go, which builds kube-apiserver)',
+  'the broker starting without its database or Slack (skipped only without Go, which builds kube-apiserver)',
   () => {
     let cluster: Awaited<ReturnType<typeof startCluster>>;
     let pg: TestPostgres;

@@ -36,6 +36,8 @@ interface Pair {
 export async function startTcpProxy(
   target: { host: string; port: number },
   scheme = 'tcp',
+  /** Where it listens and the host its url() names (the cluster tests: every address, the node's). */
+  at: { listen: string; advertise: string } = { listen: '127.0.0.1', advertise: '127.0.0.1' },
 ): Promise<TcpProxy> {
   let current: ProxyMode = 'pass';
   let accepted = 0;
@@ -74,13 +76,13 @@ export async function startTcpProxy(
     }
     wire(pair);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, at.listen, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
 
   return {
     port,
-    url: (path = '') => `${scheme}://127.0.0.1:${port}${path}`,
+    url: (path = '') => `${scheme}://${at.advertise}:${port}${path}`,
     get accepted() {
       return accepted;
     },
