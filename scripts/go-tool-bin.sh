@@ -23,6 +23,7 @@ package=$2
 name=${3:-${package##*/}}
 [ -f "$mod/go.mod" ] || { echo "go-tool-bin: no go.mod in $mod" >&2; exit 1; }
 
+# This script by its absolute path: "$0" may be relative to the caller's directory, not $mod's.
 self="$root/scripts/$(basename "$0")"
 stamp=$(cd "$mod" && cat go.mod go.sum $(find . -name '*.go' | sort) "$self" | sha256sum | cut -c1-16)
 dir="${AGENTKOURIER_CACHE:-${HOME:?}/.cache/agentkourier}/go-tools/$(basename "$mod")-$stamp"
