@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
+import { z } from 'zod';
 import { tracingConfig } from '../../src/observability/tracing.js';
 import { goAvailable } from '../k8s/apiserver.js';
 import {
@@ -17,6 +18,16 @@ import {
 } from '../k8s/helm.js';
 
 const HAS_GO = goAvailable();
+
+const chartYaml = z.object({
+  appVersion: z.string(),
+  kubeVersion: z.string(),
+  annotations: z.record(z.string(), z.string()),
+});
+const CHART_YAML = chartYaml.parse(parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')));
+/** The published image at the chart's appVersion: what the default values run. */
+const DEFAULT_IMAGE = `ghcr.io/agentkourier/agentkourier:${CHART_YAML.appVersion}`;
+const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
 
 /** The rules the controller needs in a namespace it watches: exactly its calls (docs/kubernetes.md). */
 const WATCH_RULES = [
@@ -57,6 +68,10 @@ const OBSERVABILITY = {
   logFormat: 'pretty',
 };
 
+function imageOf(objects: RenderedObject[]): string | undefined {
+  return deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0]?.image;
+}
+
 /** The controller container's literal environment (name → value). */
 function envOf(objects: RenderedObject[]): Record<string, string | undefined> {
   const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
@@ -87,6 +102,82 @@ describe.skipIf(!HAS_GO)(
         expect(lint.stderr + lint.stdout).toContain('0 chart(s) failed');
         expect(lint.code).toBe(0);
       }
+    });
+
+    it('runs the published image at the chart appVersion by default, and pins it by digest when given one', async () => {
+      const helm = await helmBinary();
+      expect(imageOf(await renderChart(helm))).toBe(DEFAULT_IMAGE);
+      expect(imageOf(await renderChart(helm, { 'image.tag': '0.2.0' }))).toBe(
+        'ghcr.io/agentkourier/agentkourier:0.2.0',
+      );
+      // A digest alone names what runs: the tag (set or defaulted) is left out, not kept beside it.
+      const pinned: Array<Record<string, string>> = [
+        { 'image.digest': DIGEST },
+        { 'image.digest': DIGEST, 'image.tag': '0.2.0' },
+      ];
+      for (const values of pinned) {
+        expect(imageOf(await renderChart(helm, values))).toBe(`ghcr.io/agentkourier/agentkourier@${DIGEST}`);
+      }
+      expect(
+        imageOf(
+          await renderChart(helm, {
+            'image.repository': 'registry.example.com/agentkourier',
+            'image.tag': 'dev',
+          }),
+        ),
+      ).toBe('registry.example.com/agentkourier:dev');
+    });
+
+    it("refuses a cluster older than Chart.yaml's kubeVersion and accepts the minimum", async () => {
+      const helm = await helmBinary();
+      expect(CHART_YAML.kubeVersion).toBe('>=1.25.0-0');
+      const render = (version: string) => runHelm(helm, ['template', 'ak', CHART, '--kube-version', version]);
+      for (const older of ['1.24.0', '1.24.17', '1.23.0']) {
+        const refused = await render(older);
+        expect(refused.code, older).not.toBe(0);
+        expect(refused.stderr).toContain(
+          `chart requires kubeVersion: >=1.25.0-0 which is incompatible with Kubernetes v${older}`,
+        );
+      }
+      // The minimum, a managed cluster's pre-release suffix on it, and the version the tests run.
+      for (const version of ['1.25.0', '1.25.16-eks-3025e55', '1.34.4']) {
+        const accepted = await render(version);
+        expect(accepted.stderr, version).toBe('');
+        expect(accepted.code).toBe(0);
+      }
+    });
+
+    it("describes itself for Artifact Hub: the default image, the CRDs and examples/a2a.yaml's resources", async () => {
+      const a = CHART_YAML.annotations;
+      expect(a['artifacthub.io/license']).toBe(
+        (JSON.parse(readFileSync(join(CHART, '../../package.json'), 'utf8')) as { license: string }).license,
+      );
+      expect(a['artifacthub.io/operator']).toBe('true');
+      expect(['true', 'false']).toContain(a['artifacthub.io/prerelease']);
+      expect(parse(a['artifacthub.io/images'] ?? '')).toEqual([
+        { name: 'agentkourier', image: DEFAULT_IMAGE },
+      ]);
+      const links = z
+        .array(z.object({ name: z.string(), url: z.url() }))
+        .parse(parse(a['artifacthub.io/links'] ?? ''));
+      expect(links.map((l) => l.name)).toContain('support');
+      // The CRD cards name the CRDs the chart installs.
+      const crds = z
+        .array(z.object({ kind: z.string(), version: z.string(), name: z.string() }).loose())
+        .parse(parse(a['artifacthub.io/crds'] ?? ''));
+      const installed = ['agentbackends', 'bindings'].map((plural) => {
+        const crd = parse(readFileSync(join(CHART, `crds/agentkourier.dev_${plural}.yaml`), 'utf8')) as {
+          metadata: { name: string };
+          spec: { names: { kind: string }; versions: Array<{ name: string }> };
+        };
+        return { kind: crd.spec.names.kind, version: crd.spec.versions[0]?.name, name: crd.metadata.name };
+      });
+      expect(crds.map((c) => ({ kind: c.kind, version: c.version, name: c.name }))).toEqual(installed);
+      // The examples are examples/a2a.yaml's own resources (its Secret left out), so they stay valid.
+      const example = parseAllDocuments(readFileSync(join(CHART, '../../examples/a2a.yaml'), 'utf8'))
+        .map((d) => d.toJSON() as { kind: string })
+        .filter((o) => o.kind !== 'Secret');
+      expect(parse(a['artifacthub.io/crdsExamples'] ?? '')).toEqual(example);
     });
 
     it('renders, by default, exactly the objects of one SQLite replica watching every namespace', async () => {
@@ -385,6 +476,8 @@ describe.skipIf(!HAS_GO)(
     it.each([
       [{ bogus: '1' }, "additional properties 'bogus' not allowed"],
       [{ 'image.bogus': 'x' }, "at '/image': additional properties 'bogus' not allowed"],
+      [{ 'image.digest': 'sha256:0123' }, "at '/image/digest'"],
+      [{ 'image.digest': `md5:${'0'.repeat(32)}` }, "at '/image/digest'"],
       [{ 'ports.metrics': 'nine' }, "at '/ports/metrics': got string, want integer"],
       [{ replicas: '2' }, "at '/replicas': maximum: got 2, want 1"],
       [{ replicas: '2', 'store.kind': 'postgres' }, "at '/store/postgres/existingSecret'"],

@@ -37,6 +37,21 @@ app.kubernetes.io/component: controller
 {{- end }}
 {{- end }}
 
+{{/*
+The controller's image: repository@digest when a digest pins it (the tag is left out: the
+runtime pulls by digest and ignores a tag beside it, so a tag there could only disagree with
+what runs), else repository:tag, the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "agentkourier.image" -}}
+{{- with .Values.image }}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
+{{- printf "%s:%s" .repository (default $.Chart.AppVersion .tag) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* The claim SQLite lives on. */}}
 {{- define "agentkourier.stateClaim" -}}
 {{- default (printf "%s-state" (include "agentkourier.fullname" .)) .Values.store.sqlite.persistence.existingClaim }}
