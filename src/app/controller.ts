@@ -45,6 +45,9 @@ Settings come from the environment; a bad value stops the start with a message n
   AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events, and the trigger webhooks,
                                    POST /triggers/<namespace>/<binding>/<name> (default 8080)
   AGENTKOURIER_METRICS_PORT        /healthz, /readyz, /metrics (default 9090)
+  AGENTKOURIER_SERVICE_ACCOUNT     the controller's service account, and
+  AGENTKOURIER_SECRET_READER_ROLE  the ClusterRole that reads Secrets: a status names both in
+                                   what to grant when a Secret may not be read (the chart sets them)
   LOG_LEVEL                        fatal, error, warn, info (default), debug, trace, silent
   SLACK_BOT_TOKEN                  xoxb-…; unset: no Slack
   SLACK_APP_TOKEN                  xapp-…: Socket Mode
@@ -168,6 +171,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       leaseNamespace: settings.namespace,
       leaseName: settings.leaseName,
       watchNamespaces: settings.watchNamespaces,
+      secretAccess: settings.secretAccess,
       telemetry: observability.controlPlane,
       triggers: triggerDirectory,
       triggerActivity: core.triggerStore,
