@@ -29,17 +29,27 @@ const CHART_YAML = chartYaml.parse(parse(readFileSync(join(CHART, 'Chart.yaml'),
 const DEFAULT_IMAGE = `ghcr.io/agentkourier/agentkourier:${CHART_YAML.appVersion}`;
 const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
 
-/** The rules the controller needs in a namespace it watches: exactly its calls (docs/kubernetes.md). */
-const WATCH_RULES = [
+/** The rules the controller needs on its resources: exactly its calls (docs/kubernetes.md). */
+const RESOURCE_RULES = [
   { apiGroups: ['agentkourier.dev'], resources: ['agentbackends', 'bindings'], verbs: ['list', 'watch'] },
   {
     apiGroups: ['agentkourier.dev'],
     resources: ['agentbackends/status', 'bindings/status'],
     verbs: ['patch'],
   },
-  { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
 ];
+/** Reading Secrets: the named ones, by field selector (RBAC cannot narrow list to names). */
+const SECRET_RULES = [{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] }];
+/** In a namespace it watches by a Role (watchNamespaces), both. */
+const WATCH_RULES = [...RESOURCE_RULES, ...SECRET_RULES];
+const NAMES_NOT_CREDENTIALS = new Set(['AGENTKOURIER_STORE', 'AGENTKOURIER_SECRET_READER_ROLE']);
+const SUBJECTS = [{ kind: 'ServiceAccount', name: 'ak-agentkourier', namespace: 'agentkourier' }];
+const READER_REF = {
+  apiGroup: 'rbac.authorization.k8s.io',
+  kind: 'ClusterRole',
+  name: 'ak-agentkourier-secret-reader',
+};
 const LEASE_RULES = [
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
   {
@@ -95,6 +105,7 @@ describe.skipIf(!HAS_GO)(
         {},
         HA,
         { watchNamespaces: '{team-a,team-b}', 'slack.mode': 'socket' },
+        { 'rbac.secretNamespaces': '{team-a,team-b}', 'rbac.clusterWideSecrets': 'true' },
         OBSERVABILITY,
       ];
       for (const values of variants) {
@@ -184,6 +195,7 @@ describe.skipIf(!HAS_GO)(
       const objects = await renderChart(await helmBinary());
       expect(kinds(objects)).toEqual([
         'ClusterRole/-/ak-agentkourier',
+        'ClusterRole/-/ak-agentkourier-secret-reader',
         'ClusterRoleBinding/-/ak-agentkourier',
         'Deployment/agentkourier/ak-agentkourier',
         'PersistentVolumeClaim/agentkourier/ak-agentkourier-state',
@@ -193,7 +205,9 @@ describe.skipIf(!HAS_GO)(
         'Service/agentkourier/ak-agentkourier',
         'ServiceAccount/agentkourier/ak-agentkourier',
       ]);
-      expect(only(objects, 'ClusterRole').rules).toEqual(WATCH_RULES);
+      // Every namespace's resources, and no Secret anywhere: the reader is bound nowhere yet.
+      expect(only(objects, 'ClusterRole', 'ak-agentkourier').rules).toEqual(RESOURCE_RULES);
+      expect(only(objects, 'ClusterRole', 'ak-agentkourier-secret-reader').rules).toEqual(SECRET_RULES);
       expect(only(objects, 'Role').rules).toEqual(LEASE_RULES);
       for (const binding of ['ClusterRoleBinding', 'RoleBinding']) {
         expect(only(objects, binding).subjects).toEqual([
@@ -237,6 +251,11 @@ describe.skipIf(!HAS_GO)(
       expect(env.AGENTKOURIER_HTTP_PORT?.value).toBe('8080');
       expect(env.AGENTKOURIER_STORE?.value).toBe('sqlite:/var/lib/agentkourier/state.db');
       expect(env.AGENTKOURIER_NAMESPACE?.valueFrom?.fieldRef?.fieldPath).toBe('metadata.namespace');
+      // What a SecretForbidden status names: the pod's service account and the reader role.
+      expect(env.AGENTKOURIER_SERVICE_ACCOUNT?.valueFrom?.fieldRef?.fieldPath).toBe(
+        'spec.serviceAccountName',
+      );
+      expect(env.AGENTKOURIER_SECRET_READER_ROLE?.value).toBe('ak-agentkourier-secret-reader');
       for (const name of ['SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET']) {
         expect(env[name]?.value).toBeUndefined();
         expect(env[name]?.valueFrom?.secretKeyRef?.name).toBe('agentkourier-slack');
@@ -249,6 +268,48 @@ describe.skipIf(!HAS_GO)(
       expect(only(objects, 'PersistentVolumeClaim').metadata.annotations).toEqual({
         'helm.sh/resource-policy': 'keep',
       });
+    });
+
+    it('grants Secrets per namespace (rbac.secretNamespaces), or cluster-wide only when asked', async () => {
+      const helm = await helmBinary();
+      const perNamespace = await renderChart(helm, { 'rbac.secretNamespaces': '{team-a,team-b}' });
+      const readers = perNamespace.filter((o) => o.metadata.name === 'ak-agentkourier-secret-reader');
+      expect(readers.map((o) => [o.kind, o.metadata.namespace ?? '-'])).toEqual([
+        ['ClusterRole', '-'],
+        ['RoleBinding', 'team-a'],
+        ['RoleBinding', 'team-b'],
+      ]);
+      for (const binding of readers.filter((o) => o.kind === 'RoleBinding')) {
+        expect([binding.roleRef, binding.subjects]).toEqual([READER_REF, SUBJECTS]);
+      }
+      expect(perNamespace.filter((o) => o.kind === 'ClusterRoleBinding').map((o) => o.metadata.name)).toEqual(
+        ['ak-agentkourier'],
+      );
+      expect(only(perNamespace, 'ClusterRole', 'ak-agentkourier').rules).toEqual(RESOURCE_RULES);
+
+      // The opt-in: the same reader bound cluster-wide.
+      const clusterWide = await renderChart(helm, { 'rbac.clusterWideSecrets': 'true' });
+      const crb = only(clusterWide, 'ClusterRoleBinding', 'ak-agentkourier-secret-reader');
+      expect([crb.roleRef, crb.subjects]).toEqual([READER_REF, SUBJECTS]);
+      expect(clusterWide.filter((o) => o.kind === 'RoleBinding').map((o) => o.metadata.name)).toEqual([
+        'ak-agentkourier-leader-election',
+      ]);
+
+      // Watching listed namespaces, their Roles hold the Secrets: nothing cluster-wide, whatever
+      // rbac.* says, and no reader role for a status to name.
+      const listed = await renderChart(helm, {
+        watchNamespaces: '{team-a}',
+        'rbac.secretNamespaces': '{team-b}',
+        'rbac.clusterWideSecrets': 'true',
+      });
+      expect(listed.filter((o) => o.kind.startsWith('Cluster'))).toEqual([]);
+      expect(listed.filter((o) => o.metadata.namespace === 'team-b')).toEqual([]);
+      expect(only(listed, 'Role', 'ak-agentkourier').rules).toEqual(WATCH_RULES);
+      expect(envOf(listed).AGENTKOURIER_SECRET_READER_ROLE).toBeUndefined();
+      // rbac.create=false: no RBAC at all, and so no role to name.
+      const none = await renderChart(helm, { 'rbac.create': 'false' });
+      expect(rbacOf(none)).toEqual([]);
+      expect(envOf(none).AGENTKOURIER_SECRET_READER_ROLE).toBeUndefined();
     });
 
     it('renders HA values: PostgreSQL from a Secret, rolling updates, a Role per watched namespace', async () => {
@@ -352,7 +413,8 @@ describe.skipIf(!HAS_GO)(
         expect(objects.some((o) => o.kind === 'Secret')).toBe(false);
         const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
         for (const env of container?.env ?? []) {
-          if (/TOKEN|SECRET|STORE/.test(env.name) && env.name !== 'AGENTKOURIER_STORE') {
+          // The two that only look like credentials: sqlite's path, and a ClusterRole's name.
+          if (/TOKEN|SECRET|STORE/.test(env.name) && !NAMES_NOT_CREDENTIALS.has(env.name)) {
             expect(env.valueFrom?.secretKeyRef, env.name).toBeDefined();
           }
         }
@@ -486,6 +548,9 @@ describe.skipIf(!HAS_GO)(
       [{ watchNamespaces: '{Team_A}' }, "at '/watchNamespaces/0'"],
       [{ 'namespaceChannels.team-a': '{general}' }, "at '/namespaceChannels/team-a/0'"],
       [{ logLevel: 'loud' }, "at '/logLevel'"],
+      [{ 'rbac.secretNamespaces': '{Team_A}' }, "at '/rbac/secretNamespaces/0'"],
+      [{ 'rbac.secretNamespaces': '{team-a,team-a}' }, "at '/rbac/secretNamespaces'"],
+      [{ 'rbac.clusterWideSecrets': 'yes' }, "at '/rbac/clusterWideSecrets': got string, want boolean"],
       [{ logFormat: 'xml' }, "at '/logFormat': value must be one of 'json', 'pretty'"],
       [
         { 'grafanaDashboard.bogus': '1' },
