@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
+import { loadWebChatSettings } from '../../src/config/webchat.js';
 import { tracingConfig } from '../../src/observability/tracing.js';
 import { goAvailable } from '../k8s/apiserver.js';
 import {
@@ -106,6 +107,7 @@ describe.skipIf(!HAS_GO)(
         HA,
         { watchNamespaces: '{team-a,team-b}', 'slack.mode': 'socket' },
         { 'rbac.secretNamespaces': '{team-a,team-b}', 'rbac.clusterWideSecrets': 'true' },
+        { 'webchat.enabled': 'true', 'webchat.existingSecret': 'agentkourier-webchat' },
         OBSERVABILITY,
       ];
       for (const values of variants) {
@@ -312,6 +314,80 @@ describe.skipIf(!HAS_GO)(
       expect(envOf(none).AGENTKOURIER_SECRET_READER_ROLE).toBeUndefined();
     });
 
+    it('serves no web chat by default: no port, no variable', async () => {
+      const objects = await renderChart(await helmBinary());
+      const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
+      expect(container?.ports.map((p) => p.name)).toEqual(['http', 'metrics']);
+      expect(Object.keys(envOf(objects)).filter((n) => n.startsWith('AGENTKOURIER_WEBCHAT'))).toEqual([]);
+    });
+
+    it('renders the web chat when enabled: its port on the container only, the token from the Secret', async () => {
+      const helm = await helmBinary();
+      const objects = await renderChart(helm, {
+        'webchat.enabled': 'true',
+        'webchat.existingSecret': 'agentkourier-webchat',
+      });
+      const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
+      expect(container?.ports.map((p) => [p.name, p.containerPort])).toEqual([
+        ['http', 8080],
+        ['metrics', 9090],
+        ['webchat', 8082],
+      ]);
+      // Not on the Service: kubectl port-forward reaches the pod's loopback, nothing else does.
+      const service = only(objects, 'Service').spec as { ports: Array<{ name: string }> };
+      expect(service.ports.map((p) => p.name)).toEqual(['http', 'metrics']);
+      const env = Object.fromEntries(container?.env.map((e) => [e.name, e]) ?? []);
+      expect(env.AGENTKOURIER_WEBCHAT_PORT?.value).toBe('8082');
+      expect(env.AGENTKOURIER_WEBCHAT_HOST?.value).toBe('127.0.0.1');
+      expect(env.AGENTKOURIER_WEBCHAT_TOKEN?.value).toBeUndefined();
+      expect(env.AGENTKOURIER_WEBCHAT_TOKEN?.valueFrom?.secretKeyRef).toEqual({
+        name: 'agentkourier-webchat',
+        key: 'token',
+      });
+      // The controller's own parser takes what the chart renders (the token as the Secret gives it).
+      expect(
+        loadWebChatSettings({
+          AGENTKOURIER_WEBCHAT_PORT: env.AGENTKOURIER_WEBCHAT_PORT?.value,
+          AGENTKOURIER_WEBCHAT_HOST: env.AGENTKOURIER_WEBCHAT_HOST?.value,
+          AGENTKOURIER_WEBCHAT_TOKEN: 'a-token-from-the-secret',
+        }),
+      ).toEqual({ port: 8082, host: '127.0.0.1', token: 'a-token-from-the-secret' });
+
+      const elsewhere = envOf(
+        await renderChart(helm, {
+          'webchat.enabled': 'true',
+          'webchat.existingSecret': 'chat',
+          'webchat.port': '7000',
+          'webchat.listenAddress': '0.0.0.0',
+        }),
+      );
+      expect([elsewhere.AGENTKOURIER_WEBCHAT_PORT, elsewhere.AGENTKOURIER_WEBCHAT_HOST]).toEqual([
+        '7000',
+        '0.0.0.0',
+      ]);
+
+      // The notes say how to reach it: the port-forward, the page with the token, where the token is.
+      const notes = readFileSync(join(CHART, 'templates/NOTES.txt'), 'utf8');
+      expect(notes).toContain(
+        'port-forward deployment/{{ include "agentkourier.fullname" . }} {{ .Values.webchat.port }}',
+      );
+      expect(notes).toContain('http://localhost:{{ .Values.webchat.port }}/#token=<token>');
+    });
+
+    it('refuses a web chat it could not run: no Secret, a port taken, several replicas', async () => {
+      const helm = await helmBinary();
+      const on = { 'webchat.enabled': 'true', 'webchat.existingSecret': 'chat' };
+      for (const [values, message] of [
+        [{ 'webchat.enabled': 'true' }, "at '/webchat/existingSecret': minLength"],
+        [{ ...on, 'webchat.port': '9090' }, 'webchat.port must differ from ports.http and ports.metrics'],
+        [{ ...on, ...HA }, 'webchat.enabled needs replicas: 1'],
+      ] as const) {
+        const result = await runHelm(helm, ['template', 'ak', CHART, ...setArgs(values)]);
+        expect(result.code, JSON.stringify(values)).not.toBe(0);
+        expect(result.stderr).toContain(message);
+      }
+    });
+
     it('renders HA values: PostgreSQL from a Secret, rolling updates, a Role per watched namespace', async () => {
       const objects = await renderChart(await helmBinary(), {
         ...HA,
@@ -404,6 +480,7 @@ describe.skipIf(!HAS_GO)(
         {},
         HA,
         { watchNamespaces: '{team-a}', 'slack.mode': 'socket' },
+        { 'webchat.enabled': 'true', 'webchat.existingSecret': 'agentkourier-webchat' },
       ];
       for (const values of variants) {
         const objects = await renderChart(helm, values);
@@ -551,6 +628,10 @@ describe.skipIf(!HAS_GO)(
       [{ 'rbac.secretNamespaces': '{Team_A}' }, "at '/rbac/secretNamespaces/0'"],
       [{ 'rbac.secretNamespaces': '{team-a,team-a}' }, "at '/rbac/secretNamespaces'"],
       [{ 'rbac.clusterWideSecrets': 'yes' }, "at '/rbac/clusterWideSecrets': got string, want boolean"],
+      [{ 'webchat.bogus': '1' }, "at '/webchat': additional properties 'bogus' not allowed"],
+      [{ 'webchat.enabled': 'yes' }, "at '/webchat/enabled': got string, want boolean"],
+      [{ 'webchat.port': 'web' }, "at '/webchat/port': got string, want integer"],
+      [{ 'webchat.listenAddress': '10.0.0.1' }, "at '/webchat/listenAddress'"],
       [{ logFormat: 'xml' }, "at '/logFormat': value must be one of 'json', 'pretty'"],
       [
         { 'grafanaDashboard.bogus': '1' },

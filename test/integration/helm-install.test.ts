@@ -36,6 +36,7 @@ const SIGNING_SECRET = 'signing-secret-for-the-chart-test';
 const CHANNEL_A = 'C0TEAMA01';
 const CHANNEL_B = 'C0TEAMB01';
 const CHANNEL_C = 'C0TEAMC01';
+const WEBCHAT_TOKEN = 'webchat-token-for-the-chart-test';
 
 async function freePort(): Promise<number> {
   const { createServer } = await import('node:net');
@@ -78,7 +79,7 @@ describe.skipIf(!HAS_GO)(
     let agent: ContractAgent;
     let slack: FakeSlack;
     let dir: string;
-    let ports: { http: number; metrics: number };
+    let ports: { http: number; metrics: number; webchat: number };
     let controller: ControllerProcess | undefined;
     const helmEnv = (): Record<string, string> => ({ KUBECONFIG: cluster.kubeconfigPath });
 
@@ -161,12 +162,13 @@ describe.skipIf(!HAS_GO)(
       slack = await startFakeSlack();
       slack.addUser({ id: 'U0ADA', name: 'ada', realName: 'Ada', email: 'ada@example.com' });
       dir = mkdtempSync(join(tmpdir(), 'ak-helm-'));
-      ports = { http: await freePort(), metrics: await freePort() };
+      ports = { http: await freePort(), metrics: await freePort(), webchat: await freePort() };
       // The one thing made before `helm install`: the Slack Secret the chart points at.
       await k8s.secret(NS, 'agentkourier-slack', {
         'bot-token': 'xoxb-test',
         'signing-secret': SIGNING_SECRET,
       });
+      await k8s.secret(NS, 'agentkourier-webchat', { token: WEBCHAT_TOKEN });
     }, 900_000);
 
     afterAll(async () => {
@@ -192,6 +194,9 @@ describe.skipIf(!HAS_GO)(
             'slack.apiUrl': slack.url,
             // Every namespace watched, Secrets read in team-a only.
             'rbac.secretNamespaces': '{team-a}',
+            'webchat.enabled': 'true',
+            'webchat.existingSecret': 'agentkourier-webchat',
+            'webchat.port': String(ports.webchat),
           }),
         ],
         helmEnv(),
@@ -205,6 +210,10 @@ describe.skipIf(!HAS_GO)(
         'It reads Secrets only where it is granted: team-a (rbac.secretNamespaces).',
       );
       expect(install.stdout).toContain(`kubectl create rolebinding ${FULLNAME}-secrets -n <namespace>`);
+      expect(install.stdout).toContain(
+        `kubectl -n ${NS} port-forward deployment/${FULLNAME} ${ports.webchat}`,
+      );
+      expect(install.stdout).toContain(`http://localhost:${ports.webchat}/#token=<token>`);
 
       controller = await startPod(`${FULLNAME}-5d8f7c9b4-a1b2c`);
       await waitReady(controller, ports.metrics);
@@ -223,6 +232,30 @@ describe.skipIf(!HAS_GO)(
       }, 30_000);
 
       expect(await answerIn(CHANNEL_A, 'hello from helm')).toContain('hello from helm');
+      // The web chat the chart turned on: the token from its Secret, the Binding by namespace/name.
+      const chat = `http://127.0.0.1:${ports.webchat}`;
+      expect((await fetch(`${chat}/api/bindings`)).status).toBe(401);
+      const auth = { authorization: `Bearer ${WEBCHAT_TOKEN}` };
+      expect(await (await fetch(`${chat}/api/bindings`, { headers: auth })).json()).toEqual({
+        bindings: [{ ref: 'team-a/support', threadCount: 0 }],
+      });
+      const created = await fetch(`${chat}/api/threads`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ binding: 'team-a/support', text: 'hello from the web chat' }),
+      });
+      expect(created.status).toBe(201);
+      const { thread } = (await created.json()) as { thread: { id: string } };
+      const answer = await eventually(async () => {
+        const view = (await (await fetch(`${chat}/api/threads/${thread.id}`, { headers: auth })).json()) as {
+          messages: Array<{ kind: string; final?: boolean; text: string }>;
+        };
+        const final = view.messages.find((m) => m.kind === 'answer' && m.final === true);
+        if (final === undefined) throw new Error('no answer in the web chat yet');
+        return final.text;
+      }, 20_000);
+      expect(answer).toContain('hello from the web chat');
+      expect(controller.output()).not.toContain(WEBCHAT_TOKEN);
       // The token came from the Secret (list+watch on secrets), sent as the Binding's identity.
       expect(agent.rpc('SendStreamingMessage').at(-1)?.headers.authorization).toBe('Bearer team-a-token');
       // Status was patched (Ready above), Events created, the Lease taken: each verb in use.
