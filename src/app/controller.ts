@@ -2,6 +2,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadBrokerConfig } from '../config/broker.js';
 import { slackRequested } from '../config/slack.js';
+import { loadWebChatSettings } from '../config/webchat.js';
 import { LiveRegistry } from '../core/registry.js';
 import { TriggerDirectory } from '../core/triggers.js';
 import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
@@ -9,17 +10,20 @@ import { opsRoutes } from '../observability/index.js';
 import { createStore, migrateWhenReachable } from '../store/open.js';
 import { type Env, openBroker } from './broker.js';
 import { eventsListener, listen, notFound } from './controller-http.js';
+import { ControllerWebChat } from './controller-webchat.js';
 
 /**
  * `agentkourier controller`: one process in the cluster — the control plane (AgentBackends and
  * Bindings into live clients) added to the broker both modes share (./broker.ts: the store,
  * Slack, the engine, triggers). /healthz, /readyz and /metrics on the metrics port; Slack's HTTP
- * events and the trigger webhooks on the HTTP port.
+ * events and the trigger webhooks on the HTTP port; opt-in, the web chat on a port of its own
+ * (./controller-webchat.ts), on loopback for kubectl port-forward.
  *
  * Starting: the metrics port opens first, so /healthz answers at once whatever else waits. The
  * start then waits, as long as it takes and without exiting, for Slack's Web API (auth.test),
  * then the session store, then the first list of AgentBackends and Bindings; /readyz answers
- * 503 naming the wait until the events port serves. A token Slack refuses stops the start.
+ * 503 naming the wait until the events port (and the web chat's, when on) serves. A token Slack
+ * refuses stops the start.
  *
  * Stopping (SIGTERM) drains in this order: /readyz says so and new Slack events are refused
  * with 503 (Slack delivers them again), the engine stops starting turns, cuts its streams, lets
@@ -45,6 +49,9 @@ Settings come from the environment; a bad value stops the start with a message n
   AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events, and the trigger webhooks,
                                    POST /triggers/<namespace>/<binding>/<name> (default 8080)
   AGENTKOURIER_METRICS_PORT        /healthz, /readyz, /metrics (default 9090)
+  AGENTKOURIER_SERVICE_ACCOUNT     the controller's service account, and
+  AGENTKOURIER_SECRET_READER_ROLE  the ClusterRole that reads Secrets: a status names both in
+                                   what to grant when a Secret may not be read (the chart sets them)
   LOG_LEVEL                        fatal, error, warn, info (default), debug, trace, silent
   SLACK_BOT_TOKEN                  xoxb-…; unset: no Slack
   SLACK_APP_TOKEN                  xapp-…: Socket Mode
@@ -54,6 +61,12 @@ Settings come from the environment; a bad value stops the start with a message n
   SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, SLACK_INSTALLATION_KEYS
                                    several workspaces through OAuth instead of SLACK_BOT_TOKEN
                                    (install at GET /slack/install; docs/slack.md)
+  AGENTKOURIER_WEBCHAT_PORT        the web chat (docs/webchat.md), to try Bindings without Slack
+                                   through kubectl port-forward; unset: off
+  AGENTKOURIER_WEBCHAT_TOKEN       its bearer token, at least 16 characters (required with the
+                                   port; never logged)
+  AGENTKOURIER_WEBCHAT_HOST        the address it listens on (default 127.0.0.1, which is what
+                                   kubectl port-forward reaches)
 
 The Kubernetes credentials are the pod's service account, or KUBECONFIG outside a cluster.
 SIGTERM drains: no new turns, writes in flight finish, session leases and the Lease released.`;
@@ -69,6 +82,8 @@ export interface ControllerRunOptions {
    * waiting, everything started so far is stopped, and the result's stop() resolves at once.
    */
   signal?: AbortSignal;
+  /** The web chat page's script; default the one `npm run build` bundled (tests bundle the sources). */
+  webchatPageScript?: () => Promise<string>;
 }
 
 export interface RunningController {
@@ -76,6 +91,8 @@ export interface RunningController {
   httpPort: number;
   /** /healthz, /readyz, /metrics. */
   metricsPort: number;
+  /** The web chat's port, when AGENTKOURIER_WEBCHAT_PORT turned it on. */
+  webchatPort?: number;
   /** Drains and stops; see above. Idempotent. */
   stop(): Promise<void>;
 }
@@ -93,6 +110,16 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     throw new ControllerConfigError(
       'AGENTKOURIER_METRICS_PORT',
       `must differ from AGENTKOURIER_HTTP_PORT (both are ${config.httpPort})`,
+    );
+  }
+  const webchatSettings = loadWebChatSettings(options.env);
+  if (
+    webchatSettings !== undefined &&
+    [config.httpPort, settings.metricsPort].includes(webchatSettings.port)
+  ) {
+    throw new ControllerConfigError(
+      'AGENTKOURIER_WEBCHAT_PORT',
+      `must differ from AGENTKOURIER_HTTP_PORT and AGENTKOURIER_METRICS_PORT (${webchatSettings.port} is taken)`,
     );
   }
   let draining = false;
@@ -132,9 +159,13 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     const triggerDirectory = new TriggerDirectory();
     if (slackRequested(options.env)) waitingFor = "Slack's Web API (auth.test)";
     // Migrated once Slack answered, so /readyz can say the store is what it waits for.
+    const sessions = createStore(config.store);
+    const web =
+      webchatSettings === undefined ? undefined : new ControllerWebChat(webchatSettings, sessions, logger);
     const core = await broker
       .compose({
-        store: createStore(config.store),
+        store: sessions,
+        ...web?.composeOptions(),
         registry,
         triggerDirectory,
         owner: config.replicaName ?? settings.podName,
@@ -168,6 +199,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       leaseNamespace: settings.namespace,
       leaseName: settings.leaseName,
       watchNamespaces: settings.watchNamespaces,
+      secretAccess: settings.secretAccess,
       telemetry: observability.controlPlane,
       triggers: triggerDirectory,
       triggerActivity: core.triggerStore,
@@ -199,7 +231,11 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
         throw error;
       },
     );
-    if (!storeAbandoned) waitingFor = 'the engine and the events port to start';
+    if (!storeAbandoned) {
+      // Its threads come back before the engine resumes their sessions.
+      await web?.restore();
+      waitingFor = 'the engine and the events port to start';
+    }
     broker.defer(() => controller.stop());
     if (!storeAbandoned) await controller.start();
     options.signal?.removeEventListener('abort', abandon);
@@ -217,17 +253,32 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       config.httpPort,
     );
     broker.defer(() => events.close(EVENTS_CLOSE_GRACE_MS));
+    const chat = await web?.listen(core, registry, observability, options.webchatPageScript);
+    if (chat !== undefined) broker.defer(() => chat.close());
+    const webchatPort = chat === undefined ? undefined : Number(new URL(chat.url).port);
     waitingFor = undefined;
     options.out(
       `Agent Kourier controller: Slack events and trigger webhooks on port ${events.port} ` +
         '(POST /slack/events, POST /triggers/<namespace>/<binding>/<name>), ' +
-        `health and metrics on port ${ops.port} (/healthz, /readyz, /metrics)`,
+        `health and metrics on port ${ops.port} (/healthz, /readyz, /metrics)` +
+        // The token is never printed: whoever set it has it, and the page takes it after a #.
+        (chat === undefined ? '' : `, the web chat at ${chat.url} (bearer token required)`),
     );
     logger.info(
-      { httpPort: events.port, metricsPort: ops.port, tracing: observability.tracing.describe },
+      {
+        httpPort: events.port,
+        metricsPort: ops.port,
+        ...(webchatPort === undefined ? {} : { webchatPort }),
+        tracing: observability.tracing.describe,
+      },
       'controller serving',
     );
-    return { httpPort: events.port, metricsPort: ops.port, stop };
+    return {
+      httpPort: events.port,
+      metricsPort: ops.port,
+      ...(webchatPort === undefined ? {} : { webchatPort }),
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;

@@ -22,6 +22,7 @@ export const Reasons = {
   CredentialsRejected: 'CredentialsRejected',
   BackendNotFound: 'BackendNotFound',
   SecretNotFound: 'SecretNotFound',
+  SecretForbidden: 'SecretForbidden',
   InvalidSpec: 'InvalidSpec',
   ChannelConflict: 'ChannelConflict',
   ChannelNotAllowed: 'ChannelNotAllowed',

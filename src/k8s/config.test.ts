@@ -16,6 +16,19 @@ describe('loadControllerSettings', () => {
       namespaceChannels: { 'team-a': ['C0123ABCD', 'direct-messages'], 'team-b': [] },
       watchNamespaces: [],
       metricsPort: 9090,
+      secretAccess: { serviceAccount: undefined, secretReaderRole: undefined },
+    });
+  });
+
+  it('reads the service account and the Secret-reading ClusterRole a 403 status names', () => {
+    const settings = loadControllerSettings({
+      AGENTKOURIER_NAMESPACE: 'agentkourier',
+      AGENTKOURIER_SERVICE_ACCOUNT: 'ak-agentkourier',
+      AGENTKOURIER_SECRET_READER_ROLE: 'ak-agentkourier-secret-reader',
+    });
+    expect(settings.secretAccess).toEqual({
+      serviceAccount: { namespace: 'agentkourier', name: 'ak-agentkourier' },
+      secretReaderRole: 'ak-agentkourier-secret-reader',
     });
   });
 
@@ -67,6 +80,14 @@ describe('loadControllerSettings', () => {
     ],
     [{ AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_METRICS_PORT: '70000' }, 'AGENTKOURIER_METRICS_PORT'],
     [{ AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_METRICS_PORT: 'http' }, 'AGENTKOURIER_METRICS_PORT'],
+    [
+      { AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_SERVICE_ACCOUNT: 'system:serviceaccount:ns:x' },
+      'AGENTKOURIER_SERVICE_ACCOUNT must be a DNS-1123 subdomain',
+    ],
+    [
+      { AGENTKOURIER_NAMESPACE: 'ns', AGENTKOURIER_SECRET_READER_ROLE: 'Reader' },
+      'AGENTKOURIER_SECRET_READER_ROLE must be a DNS-1123 subdomain',
+    ],
   ])('names the bad setting: %j', (env, words) => {
     let caught: unknown;
     try {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ALLOWLIST_ENTRY_RE, DIRECT_MESSAGES_ENTRY, type NamespaceChannels } from '../control/channels.js';
 import { namespaceName, objectName } from '../control/crds/common.js';
 import { InvalidConfigError } from '../core/errors.js';
+import type { SecretAccessGrant } from './secret-access.js';
 
 /**
  * The controller's settings from its environment, validated once at start. An error names the
@@ -19,6 +20,11 @@ import { InvalidConfigError } from '../core/errors.js';
  *                                    Unset or empty: every namespace (a ClusterRole).
  *   AGENTKOURIER_METRICS_PORT        port of /healthz, /readyz and /metrics (default 9090), apart
  *                                    from AGENTKOURIER_HTTP_PORT (Slack's events, default 8080)
+ *   AGENTKOURIER_SERVICE_ACCOUNT     the controller's service account (the chart passes the pod's
+ *                                    spec.serviceAccountName), named in what a status says to grant
+ *                                    when a Secret may not be read
+ *   AGENTKOURIER_SECRET_READER_ROLE  the ClusterRole that reads Secrets (the chart's
+ *                                    <fullname>-secret-reader), for the same message
  */
 
 export const DEFAULT_LEASE_NAME = 'agentkourier-controller';
@@ -43,6 +49,8 @@ export interface ControllerSettings {
   /** Empty: every namespace. Sorted, without duplicates. */
   watchNamespaces: readonly string[];
   metricsPort: number;
+  /** What a status names when a Secret may not be read; each unknown when not set. */
+  secretAccess: SecretAccessGrant;
 }
 
 const channelsSchema = z.record(
@@ -124,5 +132,19 @@ export function loadControllerSettings(
   const rawPort = env.AGENTKOURIER_METRICS_PORT?.trim() ?? '';
   const metricsPort =
     rawPort === '' ? DEFAULT_METRICS_PORT : parse('AGENTKOURIER_METRICS_PORT', portSchema, rawPort);
-  return { namespace, podName, leaseName, namespaceChannels, watchNamespaces, metricsPort };
+  const serviceAccount = optionalName(env, 'AGENTKOURIER_SERVICE_ACCOUNT');
+  const secretAccess: SecretAccessGrant = {
+    serviceAccount: serviceAccount === undefined ? undefined : { namespace, name: serviceAccount },
+    secretReaderRole: optionalName(env, 'AGENTKOURIER_SECRET_READER_ROLE'),
+  };
+  return { namespace, podName, leaseName, namespaceChannels, watchNamespaces, metricsPort, secretAccess };
+}
+
+/** An object name from the environment, or undefined when unset or empty. */
+function optionalName(
+  env: Readonly<Record<string, string | undefined>>,
+  setting: 'AGENTKOURIER_SERVICE_ACCOUNT' | 'AGENTKOURIER_SECRET_READER_ROLE',
+): string | undefined {
+  const raw = env[setting]?.trim() ?? '';
+  return raw === '' ? undefined : parse(setting, objectName, raw);
 }

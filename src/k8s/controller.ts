@@ -22,6 +22,7 @@ import { KubeApi, type ResourcePlural } from './kube-api.js';
 import { checkLeaderTimings, DEFAULT_LEADER_TIMINGS, LeaderElector, type LeaderTimings } from './leader.js';
 import { KubeLeaseStore } from './lease-store.js';
 import { Reconciler } from './reconciler.js';
+import { forbiddenSecretsMessage, type SecretAccessGrant } from './secret-access.js';
 import { SecretWatch } from './secret-watch.js';
 
 /**
@@ -81,6 +82,11 @@ export interface ControllerOptions {
   concurrency?: number;
   /** Metrics and spans of reconciles, leadership and card reads; the clients' telemetry. */
   telemetry?: ControlPlaneTelemetry;
+  /**
+   * Who the controller is and which ClusterRole reads Secrets, so a Secret it may not read gets a
+   * status saying what to grant (./secret-access.ts); unknown parts are left out of the message.
+   */
+  secretAccess?: SecretAccessGrant;
   /** Every Binding's triggers are put here, on every replica (deliveries land on any of them). */
   triggers?: TriggerDirectory;
   /**
@@ -167,6 +173,11 @@ export class Controller {
       onChange: (namespace, name) => {
         for (const key of this.#reconciler.readersOf(namespace, name)) this.#queue.add(key);
       },
+      forbidden: (namespace) =>
+        forbiddenSecretsMessage(
+          namespace,
+          options.secretAccess ?? { serviceAccount: undefined, secretReaderRole: undefined },
+        ),
       ...restart,
     });
     this.#backends = this.#informer('agentbackends', 'AgentBackend', restart);

@@ -1,24 +1,33 @@
 import type { KubeConfig, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { decodeSecretData, type SecretView } from '../control/reconcile/secrets.js';
-import type { KubeApi } from './kube-api.js';
+import { type KubeApi, statusOf } from './kube-api.js';
 import { Informer } from './watch.js';
 
 /**
  * Follows exactly the Secrets that AgentBackends and Bindings reference: one list+watch per
  * Secret, by name (a field selector), started when the first resource names it and stopped when
  * the last lets go. No other Secret is read, and none is ever logged.
+ *
+ * A list the API server refuses (403: RBAC grants no Secrets in that namespace) is a state a
+ * person must act on, not a passing fault: the Secret's view says so with what to grant (the
+ * resources' status shows it), and it is logged once per namespace, not at every retry. The
+ * retries go on with backoff, so a grant made later is picked up without a restart.
  */
 
 export interface SecretWatchOptions {
   kubeConfig: KubeConfig;
-  api: KubeApi;
+  api: Pick<KubeApi, 'listSecret'>;
   logger: Logger;
   /** A followed Secret was added, changed or deleted. */
   onChange: (namespace: string, name: string) => void;
+  /** What a 403 in `namespace` means and what grants it (./secret-access.ts). */
+  forbidden?: (namespace: string) => string;
   restartBaseMs?: number;
   restartMaxMs?: number;
 }
+
+const FORBIDDEN = 403;
 
 function secretKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
@@ -27,6 +36,8 @@ function secretKey(namespace: string, name: string): string {
 export class SecretWatch {
   readonly #o: SecretWatchOptions;
   readonly #informers = new Map<string, { informer: Informer<V1Secret>; started: Promise<void> }>();
+  /** Namespaces whose refusal was logged; forgotten when a list there succeeds. */
+  readonly #refusalLogged = new Set<string>();
 
   constructor(options: SecretWatchOptions) {
     this.#o = options;
@@ -47,6 +58,9 @@ export class SecretWatch {
   /** What reconcile may know of a Secret. Only Secrets passed to follow() are ever read. */
   view(namespace: string, name: string): SecretView {
     const entry = this.#informers.get(secretKey(namespace, name));
+    if (entry !== undefined && !entry.informer.synced && statusOf(entry.informer.lastError) === FORBIDDEN) {
+      return { kind: 'forbidden', message: this.#forbiddenMessage(namespace) };
+    }
     if (entry === undefined || !entry.informer.synced) {
       return { kind: 'unreadable', message: 'not read yet (the API server did not answer the list)' };
     }
@@ -65,6 +79,23 @@ export class SecretWatch {
     await Promise.all(entries.map((e) => e.informer.stop()));
   }
 
+  #forbiddenMessage(namespace: string): string {
+    return (
+      this.#o.forbidden?.(namespace) ??
+      `the controller may not list Secrets in namespace "${namespace}" (the API server answered 403)`
+    );
+  }
+
+  /** A 403 is logged once per namespace, with what to grant; true when it was a 403. */
+  #refused(namespace: string, error: unknown): boolean {
+    if (statusOf(error) !== FORBIDDEN) return false;
+    if (!this.#refusalLogged.has(namespace)) {
+      this.#refusalLogged.add(namespace);
+      this.#o.logger.warn({ namespace, status: FORBIDDEN }, this.#forbiddenMessage(namespace));
+    }
+    return true;
+  }
+
   #ensure(ref: string): Promise<void> {
     const existing = this.#informers.get(ref);
     if (existing !== undefined) return existing.started;
@@ -80,7 +111,11 @@ export class SecretWatch {
       },
       logger: this.#o.logger,
       what: `Secret ${ref}`,
-      onSynced: () => this.#o.onChange(namespace, name),
+      onSynced: () => {
+        this.#refusalLogged.delete(namespace);
+        this.#o.onChange(namespace, name);
+      },
+      onFailure: (error) => this.#refused(namespace, error),
       ...(this.#o.restartBaseMs === undefined ? {} : { restartBaseMs: this.#o.restartBaseMs }),
       ...(this.#o.restartMaxMs === undefined ? {} : { restartMaxMs: this.#o.restartMaxMs }),
     });

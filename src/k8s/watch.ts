@@ -41,6 +41,11 @@ export interface InformerOptions<T extends KubernetesObject> {
   restartMaxMs?: number;
   /** Called once, when the first list has arrived (after a failed start too). */
   onSynced?: () => void;
+  /**
+   * Sees every failure first; true when it told someone itself (the owner logs a refusal once,
+   * with what to do), and the informer then logs it at debug only. It is restarted either way.
+   */
+  onFailure?: (error: unknown) => boolean;
 }
 
 export class Informer<T extends KubernetesObject> {
@@ -131,7 +136,8 @@ export class Informer<T extends KubernetesObject> {
     const base = this.#o.restartBaseMs ?? 1000;
     const max = this.#o.restartMaxMs ?? 30_000;
     const delay = backoffDelay(this.#failures - 1, { baseMs: base, maxMs: max, jitter: 0.2 });
-    this.#o.logger.warn(
+    const reported = this.#o.onFailure?.(error) === true;
+    this.#o.logger[reported ? 'debug' : 'warn'](
       {
         what: this.#o.what,
         status: statusOf(error),

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+import { loadWebChatSettings } from '../../src/config/webchat.js';
 import { tracingConfig } from '../../src/observability/tracing.js';
 import { goAvailable } from '../k8s/apiserver.js';
 import {
@@ -18,17 +20,37 @@ import {
 
 const HAS_GO = goAvailable();
 
-/** The rules the controller needs in a namespace it watches: exactly its calls (docs/kubernetes.md). */
-const WATCH_RULES = [
+const chartYaml = z.object({
+  appVersion: z.string(),
+  kubeVersion: z.string(),
+  annotations: z.record(z.string(), z.string()),
+});
+const CHART_YAML = chartYaml.parse(parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')));
+/** The published image at the chart's appVersion: what the default values run. */
+const DEFAULT_IMAGE = `ghcr.io/agentkourier/agentkourier:${CHART_YAML.appVersion}`;
+const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
+
+/** The rules the controller needs on its resources: exactly its calls (docs/kubernetes.md). */
+const RESOURCE_RULES = [
   { apiGroups: ['agentkourier.dev'], resources: ['agentbackends', 'bindings'], verbs: ['list', 'watch'] },
   {
     apiGroups: ['agentkourier.dev'],
     resources: ['agentbackends/status', 'bindings/status'],
     verbs: ['patch'],
   },
-  { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
 ];
+/** Reading Secrets: the named ones, by field selector (RBAC cannot narrow list to names). */
+const SECRET_RULES = [{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] }];
+/** In a namespace it watches by a Role (watchNamespaces), both. */
+const WATCH_RULES = [...RESOURCE_RULES, ...SECRET_RULES];
+const NAMES_NOT_CREDENTIALS = new Set(['AGENTKOURIER_STORE', 'AGENTKOURIER_SECRET_READER_ROLE']);
+const SUBJECTS = [{ kind: 'ServiceAccount', name: 'ak-agentkourier', namespace: 'agentkourier' }];
+const READER_REF = {
+  apiGroup: 'rbac.authorization.k8s.io',
+  kind: 'ClusterRole',
+  name: 'ak-agentkourier-secret-reader',
+};
 const LEASE_RULES = [
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
   {
@@ -57,6 +79,10 @@ const OBSERVABILITY = {
   logFormat: 'pretty',
 };
 
+function imageOf(objects: RenderedObject[]): string | undefined {
+  return deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0]?.image;
+}
+
 /** The controller container's literal environment (name → value). */
 function envOf(objects: RenderedObject[]): Record<string, string | undefined> {
   const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
@@ -80,6 +106,8 @@ describe.skipIf(!HAS_GO)(
         {},
         HA,
         { watchNamespaces: '{team-a,team-b}', 'slack.mode': 'socket' },
+        { 'rbac.secretNamespaces': '{team-a,team-b}', 'rbac.clusterWideSecrets': 'true' },
+        { 'webchat.enabled': 'true', 'webchat.existingSecret': 'agentkourier-webchat' },
         OBSERVABILITY,
       ];
       for (const values of variants) {
@@ -89,10 +117,87 @@ describe.skipIf(!HAS_GO)(
       }
     });
 
+    it('runs the published image at the chart appVersion by default, and pins it by digest when given one', async () => {
+      const helm = await helmBinary();
+      expect(imageOf(await renderChart(helm))).toBe(DEFAULT_IMAGE);
+      expect(imageOf(await renderChart(helm, { 'image.tag': '0.2.0' }))).toBe(
+        'ghcr.io/agentkourier/agentkourier:0.2.0',
+      );
+      // A digest alone names what runs: the tag (set or defaulted) is left out, not kept beside it.
+      const pinned: Array<Record<string, string>> = [
+        { 'image.digest': DIGEST },
+        { 'image.digest': DIGEST, 'image.tag': '0.2.0' },
+      ];
+      for (const values of pinned) {
+        expect(imageOf(await renderChart(helm, values))).toBe(`ghcr.io/agentkourier/agentkourier@${DIGEST}`);
+      }
+      expect(
+        imageOf(
+          await renderChart(helm, {
+            'image.repository': 'registry.example.com/agentkourier',
+            'image.tag': 'dev',
+          }),
+        ),
+      ).toBe('registry.example.com/agentkourier:dev');
+    });
+
+    it("refuses a cluster older than Chart.yaml's kubeVersion and accepts the minimum", async () => {
+      const helm = await helmBinary();
+      expect(CHART_YAML.kubeVersion).toBe('>=1.25.0-0');
+      const render = (version: string) => runHelm(helm, ['template', 'ak', CHART, '--kube-version', version]);
+      for (const older of ['1.24.0', '1.24.17', '1.23.0']) {
+        const refused = await render(older);
+        expect(refused.code, older).not.toBe(0);
+        expect(refused.stderr).toContain(
+          `chart requires kubeVersion: >=1.25.0-0 which is incompatible with Kubernetes v${older}`,
+        );
+      }
+      // The minimum, a managed cluster's pre-release suffix on it, and the version the tests run.
+      for (const version of ['1.25.0', '1.25.16-eks-3025e55', '1.34.4']) {
+        const accepted = await render(version);
+        expect(accepted.stderr, version).toBe('');
+        expect(accepted.code).toBe(0);
+      }
+    });
+
+    it("describes itself for Artifact Hub: the default image, the CRDs and examples/a2a.yaml's resources", async () => {
+      const a = CHART_YAML.annotations;
+      expect(a['artifacthub.io/license']).toBe(
+        (JSON.parse(readFileSync(join(CHART, '../../package.json'), 'utf8')) as { license: string }).license,
+      );
+      expect(a['artifacthub.io/operator']).toBe('true');
+      expect(['true', 'false']).toContain(a['artifacthub.io/prerelease']);
+      expect(parse(a['artifacthub.io/images'] ?? '')).toEqual([
+        { name: 'agentkourier', image: DEFAULT_IMAGE },
+      ]);
+      const links = z
+        .array(z.object({ name: z.string(), url: z.url() }))
+        .parse(parse(a['artifacthub.io/links'] ?? ''));
+      expect(links.map((l) => l.name)).toContain('support');
+      // The CRD cards name the CRDs the chart installs.
+      const crds = z
+        .array(z.object({ kind: z.string(), version: z.string(), name: z.string() }).loose())
+        .parse(parse(a['artifacthub.io/crds'] ?? ''));
+      const installed = ['agentbackends', 'bindings'].map((plural) => {
+        const crd = parse(readFileSync(join(CHART, `crds/agentkourier.dev_${plural}.yaml`), 'utf8')) as {
+          metadata: { name: string };
+          spec: { names: { kind: string }; versions: Array<{ name: string }> };
+        };
+        return { kind: crd.spec.names.kind, version: crd.spec.versions[0]?.name, name: crd.metadata.name };
+      });
+      expect(crds.map((c) => ({ kind: c.kind, version: c.version, name: c.name }))).toEqual(installed);
+      // The examples are examples/a2a.yaml's own resources (its Secret left out), so they stay valid.
+      const example = parseAllDocuments(readFileSync(join(CHART, '../../examples/a2a.yaml'), 'utf8'))
+        .map((d) => d.toJSON() as { kind: string })
+        .filter((o) => o.kind !== 'Secret');
+      expect(parse(a['artifacthub.io/crdsExamples'] ?? '')).toEqual(example);
+    });
+
     it('renders, by default, exactly the objects of one SQLite replica watching every namespace', async () => {
       const objects = await renderChart(await helmBinary());
       expect(kinds(objects)).toEqual([
         'ClusterRole/-/ak-agentkourier',
+        'ClusterRole/-/ak-agentkourier-secret-reader',
         'ClusterRoleBinding/-/ak-agentkourier',
         'Deployment/agentkourier/ak-agentkourier',
         'PersistentVolumeClaim/agentkourier/ak-agentkourier-state',
@@ -102,7 +207,9 @@ describe.skipIf(!HAS_GO)(
         'Service/agentkourier/ak-agentkourier',
         'ServiceAccount/agentkourier/ak-agentkourier',
       ]);
-      expect(only(objects, 'ClusterRole').rules).toEqual(WATCH_RULES);
+      // Every namespace's resources, and no Secret anywhere: the reader is bound nowhere yet.
+      expect(only(objects, 'ClusterRole', 'ak-agentkourier').rules).toEqual(RESOURCE_RULES);
+      expect(only(objects, 'ClusterRole', 'ak-agentkourier-secret-reader').rules).toEqual(SECRET_RULES);
       expect(only(objects, 'Role').rules).toEqual(LEASE_RULES);
       for (const binding of ['ClusterRoleBinding', 'RoleBinding']) {
         expect(only(objects, binding).subjects).toEqual([
@@ -146,6 +253,11 @@ describe.skipIf(!HAS_GO)(
       expect(env.AGENTKOURIER_HTTP_PORT?.value).toBe('8080');
       expect(env.AGENTKOURIER_STORE?.value).toBe('sqlite:/var/lib/agentkourier/state.db');
       expect(env.AGENTKOURIER_NAMESPACE?.valueFrom?.fieldRef?.fieldPath).toBe('metadata.namespace');
+      // What a SecretForbidden status names: the pod's service account and the reader role.
+      expect(env.AGENTKOURIER_SERVICE_ACCOUNT?.valueFrom?.fieldRef?.fieldPath).toBe(
+        'spec.serviceAccountName',
+      );
+      expect(env.AGENTKOURIER_SECRET_READER_ROLE?.value).toBe('ak-agentkourier-secret-reader');
       for (const name of ['SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET']) {
         expect(env[name]?.value).toBeUndefined();
         expect(env[name]?.valueFrom?.secretKeyRef?.name).toBe('agentkourier-slack');
@@ -158,6 +270,122 @@ describe.skipIf(!HAS_GO)(
       expect(only(objects, 'PersistentVolumeClaim').metadata.annotations).toEqual({
         'helm.sh/resource-policy': 'keep',
       });
+    });
+
+    it('grants Secrets per namespace (rbac.secretNamespaces), or cluster-wide only when asked', async () => {
+      const helm = await helmBinary();
+      const perNamespace = await renderChart(helm, { 'rbac.secretNamespaces': '{team-a,team-b}' });
+      const readers = perNamespace.filter((o) => o.metadata.name === 'ak-agentkourier-secret-reader');
+      expect(readers.map((o) => [o.kind, o.metadata.namespace ?? '-'])).toEqual([
+        ['ClusterRole', '-'],
+        ['RoleBinding', 'team-a'],
+        ['RoleBinding', 'team-b'],
+      ]);
+      for (const binding of readers.filter((o) => o.kind === 'RoleBinding')) {
+        expect([binding.roleRef, binding.subjects]).toEqual([READER_REF, SUBJECTS]);
+      }
+      expect(perNamespace.filter((o) => o.kind === 'ClusterRoleBinding').map((o) => o.metadata.name)).toEqual(
+        ['ak-agentkourier'],
+      );
+      expect(only(perNamespace, 'ClusterRole', 'ak-agentkourier').rules).toEqual(RESOURCE_RULES);
+
+      // The opt-in: the same reader bound cluster-wide.
+      const clusterWide = await renderChart(helm, { 'rbac.clusterWideSecrets': 'true' });
+      const crb = only(clusterWide, 'ClusterRoleBinding', 'ak-agentkourier-secret-reader');
+      expect([crb.roleRef, crb.subjects]).toEqual([READER_REF, SUBJECTS]);
+      expect(clusterWide.filter((o) => o.kind === 'RoleBinding').map((o) => o.metadata.name)).toEqual([
+        'ak-agentkourier-leader-election',
+      ]);
+
+      // Watching listed namespaces, their Roles hold the Secrets: nothing cluster-wide, whatever
+      // rbac.* says, and no reader role for a status to name.
+      const listed = await renderChart(helm, {
+        watchNamespaces: '{team-a}',
+        'rbac.secretNamespaces': '{team-b}',
+        'rbac.clusterWideSecrets': 'true',
+      });
+      expect(listed.filter((o) => o.kind.startsWith('Cluster'))).toEqual([]);
+      expect(listed.filter((o) => o.metadata.namespace === 'team-b')).toEqual([]);
+      expect(only(listed, 'Role', 'ak-agentkourier').rules).toEqual(WATCH_RULES);
+      expect(envOf(listed).AGENTKOURIER_SECRET_READER_ROLE).toBeUndefined();
+      // rbac.create=false: no RBAC at all, and so no role to name.
+      const none = await renderChart(helm, { 'rbac.create': 'false' });
+      expect(rbacOf(none)).toEqual([]);
+      expect(envOf(none).AGENTKOURIER_SECRET_READER_ROLE).toBeUndefined();
+    });
+
+    it('serves no web chat by default: no port, no variable', async () => {
+      const objects = await renderChart(await helmBinary());
+      const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
+      expect(container?.ports.map((p) => p.name)).toEqual(['http', 'metrics']);
+      expect(Object.keys(envOf(objects)).filter((n) => n.startsWith('AGENTKOURIER_WEBCHAT'))).toEqual([]);
+    });
+
+    it('renders the web chat when enabled: its port on the container only, the token from the Secret', async () => {
+      const helm = await helmBinary();
+      const objects = await renderChart(helm, {
+        'webchat.enabled': 'true',
+        'webchat.existingSecret': 'agentkourier-webchat',
+      });
+      const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
+      expect(container?.ports.map((p) => [p.name, p.containerPort])).toEqual([
+        ['http', 8080],
+        ['metrics', 9090],
+        ['webchat', 8082],
+      ]);
+      // Not on the Service: kubectl port-forward reaches the pod's loopback, nothing else does.
+      const service = only(objects, 'Service').spec as { ports: Array<{ name: string }> };
+      expect(service.ports.map((p) => p.name)).toEqual(['http', 'metrics']);
+      const env = Object.fromEntries(container?.env.map((e) => [e.name, e]) ?? []);
+      expect(env.AGENTKOURIER_WEBCHAT_PORT?.value).toBe('8082');
+      expect(env.AGENTKOURIER_WEBCHAT_HOST?.value).toBe('127.0.0.1');
+      expect(env.AGENTKOURIER_WEBCHAT_TOKEN?.value).toBeUndefined();
+      expect(env.AGENTKOURIER_WEBCHAT_TOKEN?.valueFrom?.secretKeyRef).toEqual({
+        name: 'agentkourier-webchat',
+        key: 'token',
+      });
+      // The controller's own parser takes what the chart renders (the token as the Secret gives it).
+      expect(
+        loadWebChatSettings({
+          AGENTKOURIER_WEBCHAT_PORT: env.AGENTKOURIER_WEBCHAT_PORT?.value,
+          AGENTKOURIER_WEBCHAT_HOST: env.AGENTKOURIER_WEBCHAT_HOST?.value,
+          AGENTKOURIER_WEBCHAT_TOKEN: 'a-token-from-the-secret',
+        }),
+      ).toEqual({ port: 8082, host: '127.0.0.1', token: 'a-token-from-the-secret' });
+
+      const elsewhere = envOf(
+        await renderChart(helm, {
+          'webchat.enabled': 'true',
+          'webchat.existingSecret': 'chat',
+          'webchat.port': '7000',
+          'webchat.listenAddress': '0.0.0.0',
+        }),
+      );
+      expect([elsewhere.AGENTKOURIER_WEBCHAT_PORT, elsewhere.AGENTKOURIER_WEBCHAT_HOST]).toEqual([
+        '7000',
+        '0.0.0.0',
+      ]);
+
+      // The notes say how to reach it: the port-forward, the page with the token, where the token is.
+      const notes = readFileSync(join(CHART, 'templates/NOTES.txt'), 'utf8');
+      expect(notes).toContain(
+        'port-forward deployment/{{ include "agentkourier.fullname" . }} {{ .Values.webchat.port }}',
+      );
+      expect(notes).toContain('http://localhost:{{ .Values.webchat.port }}/#token=<token>');
+    });
+
+    it('refuses a web chat it could not run: no Secret, a port taken, several replicas', async () => {
+      const helm = await helmBinary();
+      const on = { 'webchat.enabled': 'true', 'webchat.existingSecret': 'chat' };
+      for (const [values, message] of [
+        [{ 'webchat.enabled': 'true' }, "at '/webchat/existingSecret': minLength"],
+        [{ ...on, 'webchat.port': '9090' }, 'webchat.port must differ from ports.http and ports.metrics'],
+        [{ ...on, ...HA }, 'webchat.enabled needs replicas: 1'],
+      ] as const) {
+        const result = await runHelm(helm, ['template', 'ak', CHART, ...setArgs(values)]);
+        expect(result.code, JSON.stringify(values)).not.toBe(0);
+        expect(result.stderr).toContain(message);
+      }
     });
 
     it('renders HA values: PostgreSQL from a Secret, rolling updates, a Role per watched namespace', async () => {
@@ -252,6 +480,7 @@ describe.skipIf(!HAS_GO)(
         {},
         HA,
         { watchNamespaces: '{team-a}', 'slack.mode': 'socket' },
+        { 'webchat.enabled': 'true', 'webchat.existingSecret': 'agentkourier-webchat' },
       ];
       for (const values of variants) {
         const objects = await renderChart(helm, values);
@@ -261,7 +490,8 @@ describe.skipIf(!HAS_GO)(
         expect(objects.some((o) => o.kind === 'Secret')).toBe(false);
         const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
         for (const env of container?.env ?? []) {
-          if (/TOKEN|SECRET|STORE/.test(env.name) && env.name !== 'AGENTKOURIER_STORE') {
+          // The two that only look like credentials: sqlite's path, and a ClusterRole's name.
+          if (/TOKEN|SECRET|STORE/.test(env.name) && !NAMES_NOT_CREDENTIALS.has(env.name)) {
             expect(env.valueFrom?.secretKeyRef, env.name).toBeDefined();
           }
         }
@@ -385,6 +615,8 @@ describe.skipIf(!HAS_GO)(
     it.each([
       [{ bogus: '1' }, "additional properties 'bogus' not allowed"],
       [{ 'image.bogus': 'x' }, "at '/image': additional properties 'bogus' not allowed"],
+      [{ 'image.digest': 'sha256:0123' }, "at '/image/digest'"],
+      [{ 'image.digest': `md5:${'0'.repeat(32)}` }, "at '/image/digest'"],
       [{ 'ports.metrics': 'nine' }, "at '/ports/metrics': got string, want integer"],
       [{ replicas: '2' }, "at '/replicas': maximum: got 2, want 1"],
       [{ replicas: '2', 'store.kind': 'postgres' }, "at '/store/postgres/existingSecret'"],
@@ -393,6 +625,13 @@ describe.skipIf(!HAS_GO)(
       [{ watchNamespaces: '{Team_A}' }, "at '/watchNamespaces/0'"],
       [{ 'namespaceChannels.team-a': '{general}' }, "at '/namespaceChannels/team-a/0'"],
       [{ logLevel: 'loud' }, "at '/logLevel'"],
+      [{ 'rbac.secretNamespaces': '{Team_A}' }, "at '/rbac/secretNamespaces/0'"],
+      [{ 'rbac.secretNamespaces': '{team-a,team-a}' }, "at '/rbac/secretNamespaces'"],
+      [{ 'rbac.clusterWideSecrets': 'yes' }, "at '/rbac/clusterWideSecrets': got string, want boolean"],
+      [{ 'webchat.bogus': '1' }, "at '/webchat': additional properties 'bogus' not allowed"],
+      [{ 'webchat.enabled': 'yes' }, "at '/webchat/enabled': got string, want boolean"],
+      [{ 'webchat.port': 'web' }, "at '/webchat/port': got string, want integer"],
+      [{ 'webchat.listenAddress': '10.0.0.1' }, "at '/webchat/listenAddress'"],
       [{ logFormat: 'xml' }, "at '/logFormat': value must be one of 'json', 'pretty'"],
       [
         { 'grafanaDashboard.bogus': '1' },

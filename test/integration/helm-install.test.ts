@@ -24,6 +24,7 @@ import {
   waitReady,
 } from '../k8s/controller-process.js';
 import { CHART, deploymentShape, helmBinary, resolveEnv, runHelm, setArgs } from '../k8s/helm.js';
+import { parseCreateRoleBinding, runCreateRoleBinding } from '../k8s/kubectl.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
 
 const HAS_GO = goAvailable();
@@ -34,6 +35,8 @@ const FULLNAME = 'ak-agentkourier';
 const SIGNING_SECRET = 'signing-secret-for-the-chart-test';
 const CHANNEL_A = 'C0TEAMA01';
 const CHANNEL_B = 'C0TEAMB01';
+const CHANNEL_C = 'C0TEAMC01';
+const WEBCHAT_TOKEN = 'webchat-token-for-the-chart-test';
 
 async function freePort(): Promise<number> {
   const { createServer } = await import('node:net');
@@ -76,7 +79,7 @@ describe.skipIf(!HAS_GO)(
     let agent: ContractAgent;
     let slack: FakeSlack;
     let dir: string;
-    let ports: { http: number; metrics: number };
+    let ports: { http: number; metrics: number; webchat: number };
     let controller: ControllerProcess | undefined;
     const helmEnv = (): Record<string, string> => ({ KUBECONFIG: cluster.kubeconfigPath });
 
@@ -106,7 +109,7 @@ describe.skipIf(!HAS_GO)(
       const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
       const env = await resolveEnv(
         container,
-        { namespace: NS, name: podName },
+        { namespace: NS, name: podName, serviceAccountName: pod.serviceAccountName },
         async (name, key) => {
           const secret = await core.readNamespacedSecret({ namespace: NS, name });
           const value = secret.data?.[key];
@@ -152,19 +155,20 @@ describe.skipIf(!HAS_GO)(
     beforeAll(async () => {
       [cluster, helm] = await Promise.all([startCluster(), helmBinary()]);
       k8s = new Cluster(cluster.kubeConfig);
-      for (const ns of [NS, 'team-a', 'team-b']) await k8s.namespace(ns);
+      for (const ns of [NS, 'team-a', 'team-b', 'team-c']) await k8s.namespace(ns);
       // The image's dist/, as the Dockerfile's build stage makes it.
       execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
       agent = await startContractAgent({ version: '1.0' });
       slack = await startFakeSlack();
       slack.addUser({ id: 'U0ADA', name: 'ada', realName: 'Ada', email: 'ada@example.com' });
       dir = mkdtempSync(join(tmpdir(), 'ak-helm-'));
-      ports = { http: await freePort(), metrics: await freePort() };
+      ports = { http: await freePort(), metrics: await freePort(), webchat: await freePort() };
       // The one thing made before `helm install`: the Slack Secret the chart points at.
       await k8s.secret(NS, 'agentkourier-slack', {
         'bot-token': 'xoxb-test',
         'signing-secret': SIGNING_SECRET,
       });
+      await k8s.secret(NS, 'agentkourier-webchat', { token: WEBCHAT_TOKEN });
     }, 900_000);
 
     afterAll(async () => {
@@ -188,6 +192,11 @@ describe.skipIf(!HAS_GO)(
             'ports.http': String(ports.http),
             'ports.metrics': String(ports.metrics),
             'slack.apiUrl': slack.url,
+            // Every namespace watched, Secrets read in team-a only.
+            'rbac.secretNamespaces': '{team-a}',
+            'webchat.enabled': 'true',
+            'webchat.existingSecret': 'agentkourier-webchat',
+            'webchat.port': String(ports.webchat),
           }),
         ],
         helmEnv(),
@@ -197,6 +206,14 @@ describe.skipIf(!HAS_GO)(
       // NOTES.txt says what comes next, with the commands.
       expect(install.stdout).toContain('kubectl apply -n team-a -f -');
       expect(install.stdout).toContain('kind: Binding');
+      expect(install.stdout).toContain(
+        'It reads Secrets only where it is granted: team-a (rbac.secretNamespaces).',
+      );
+      expect(install.stdout).toContain(`kubectl create rolebinding ${FULLNAME}-secrets -n <namespace>`);
+      expect(install.stdout).toContain(
+        `kubectl -n ${NS} port-forward deployment/${FULLNAME} ${ports.webchat}`,
+      );
+      expect(install.stdout).toContain(`http://localhost:${ports.webchat}/#token=<token>`);
 
       controller = await startPod(`${FULLNAME}-5d8f7c9b4-a1b2c`);
       await waitReady(controller, ports.metrics);
@@ -215,6 +232,30 @@ describe.skipIf(!HAS_GO)(
       }, 30_000);
 
       expect(await answerIn(CHANNEL_A, 'hello from helm')).toContain('hello from helm');
+      // The web chat the chart turned on: the token from its Secret, the Binding by namespace/name.
+      const chat = `http://127.0.0.1:${ports.webchat}`;
+      expect((await fetch(`${chat}/api/bindings`)).status).toBe(401);
+      const auth = { authorization: `Bearer ${WEBCHAT_TOKEN}` };
+      expect(await (await fetch(`${chat}/api/bindings`, { headers: auth })).json()).toEqual({
+        bindings: [{ ref: 'team-a/support', threadCount: 0 }],
+      });
+      const created = await fetch(`${chat}/api/threads`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ binding: 'team-a/support', text: 'hello from the web chat' }),
+      });
+      expect(created.status).toBe(201);
+      const { thread } = (await created.json()) as { thread: { id: string } };
+      const answer = await eventually(async () => {
+        const view = (await (await fetch(`${chat}/api/threads/${thread.id}`, { headers: auth })).json()) as {
+          messages: Array<{ kind: string; final?: boolean; text: string }>;
+        };
+        const final = view.messages.find((m) => m.kind === 'answer' && m.final === true);
+        if (final === undefined) throw new Error('no answer in the web chat yet');
+        return final.text;
+      }, 20_000);
+      expect(answer).toContain('hello from the web chat');
+      expect(controller.output()).not.toContain(WEBCHAT_TOKEN);
       // The token came from the Secret (list+watch on secrets), sent as the Binding's identity.
       expect(agent.rpc('SendStreamingMessage').at(-1)?.headers.authorization).toBe('Bearer team-a-token');
       // Status was patched (Ready above), Events created, the Lease taken: each verb in use.
@@ -224,6 +265,60 @@ describe.skipIf(!HAS_GO)(
         `${FULLNAME}-5d8f7c9b4-a1b2c`,
       );
       expect(forbidden(controller.output())).toEqual([]);
+    });
+
+    it('[secrets] a Binding whose Secret is in a namespace not granted says so; the RoleBinding it names makes it ready', async () => {
+      // The ClusterRole reads no Secrets: the controller may not list team-c's.
+      await k8s.secret('team-c', 'agent-token', { token: 'team-c-token' });
+      await k8s.create('agentbackends', 'team-c', 'agents', { dialect: 'a2a', url: agent.endpoint });
+      await k8s.create('bindings', 'team-c', 'support', {
+        backendRef: { name: 'agents' },
+        identity: { tokenSecretRef: { name: 'agent-token', key: 'token' } },
+        slack: { channels: [CHANNEL_C] },
+      });
+      const refused = await eventually(async () => {
+        const ready = await k8s.condition('bindings', 'team-c', 'support');
+        if (ready?.reason !== 'SecretForbidden')
+          throw new Error(`not refused yet: ${ready?.reason ?? 'no status'}`);
+        return ready;
+      }, 30_000);
+      expect(refused.status).toBe('False');
+      expect(refused.message).toContain('identity.tokenSecretRef: Secret "agent-token" cannot be read');
+      expect(refused.message).toContain('may not list Secrets in namespace "team-c"');
+      expect(refused.message).toContain('rbac.secretNamespaces (add team-c)');
+      // The command the status gives is the one a person runs, as it is.
+      const command = /kubectl create rolebinding .*$/.exec(refused.message ?? '')?.[0] ?? '';
+      expect(parseCreateRoleBinding(command)).toEqual({
+        name: `${FULLNAME}-secrets`,
+        namespace: 'team-c',
+        clusterRole: `${FULLNAME}-secret-reader`,
+        serviceAccount: { namespace: NS, name: FULLNAME },
+      });
+      // Nothing reached the agent from team-c meanwhile.
+      expect(agent.rpc('SendStreamingMessage').map((r) => r.headers.authorization)).not.toContain(
+        'Bearer team-c-token',
+      );
+
+      await runCreateRoleBinding(command, cluster);
+      const made = await cluster.kubeConfig
+        .makeApiClient(RbacAuthorizationV1Api)
+        .readNamespacedRoleBinding({ namespace: 'team-c', name: `${FULLNAME}-secrets` });
+      expect([made.roleRef, made.subjects]).toEqual([
+        { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${FULLNAME}-secret-reader` },
+        [{ kind: 'ServiceAccount', name: FULLNAME, namespace: NS }],
+      ]);
+      // The refused list is retried with backoff (30 s at most between tries).
+      await eventually(async () => {
+        const ready = await k8s.condition('bindings', 'team-c', 'support');
+        if (ready?.status !== 'True') throw new Error(`not ready: ${ready?.reason ?? 'no status yet'}`);
+      }, 60_000);
+      expect(await answerIn(CHANNEL_C, 'hello from team-c')).toContain('hello from team-c');
+      expect(agent.rpc('SendStreamingMessage').at(-1)?.headers.authorization).toBe('Bearer team-c-token');
+      // Logged once, with the same words, though the list was refused on every try.
+      const refusals = forbidden(controller?.output() ?? '');
+      expect(refusals).toHaveLength(1);
+      expect(refusals[0]).toContain('may not list Secrets in namespace \\"team-c\\"');
+      expect(refusals[0]).toContain(command);
     });
 
     it('[upgrade] watchNamespaces rolls out: only team-a is watched, team-b and its Secrets are out of reach', async () => {
@@ -248,6 +343,13 @@ describe.skipIf(!HAS_GO)(
       expect(upgrade.code, upgrade.stderr).toBe(0);
       const rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
       expect(await statusOf(rbac.readClusterRole({ name: FULLNAME }))).toBe(404);
+      // The reused rbac.secretNamespaces grants nothing more: the Roles hold the Secrets.
+      expect(await statusOf(rbac.readClusterRole({ name: `${FULLNAME}-secret-reader` }))).toBe(404);
+      expect(
+        await statusOf(
+          rbac.readNamespacedRoleBinding({ namespace: 'team-a', name: `${FULLNAME}-secret-reader` }),
+        ),
+      ).toBe(404);
       expect(await statusOf(rbac.readNamespacedRole({ namespace: 'team-a', name: FULLNAME }))).toBe(200);
       expect(await statusOf(rbac.readNamespacedRole({ namespace: 'team-b', name: FULLNAME }))).toBe(404);
       const env = Object.fromEntries(

@@ -172,7 +172,7 @@ export type ContainerShape = DeploymentShape['spec']['template']['spec']['contai
  */
 export async function resolveEnv(
   container: ContainerShape,
-  pod: { namespace: string; name: string },
+  pod: { namespace: string; name: string; serviceAccountName: string },
   readSecret: (name: string, key: string) => Promise<string>,
   mounts: Record<string, string>,
 ): Promise<Record<string, string>> {
@@ -191,6 +191,7 @@ export async function resolveEnv(
       const path = v.valueFrom.fieldRef.fieldPath;
       if (path === 'metadata.namespace') out[v.name] = pod.namespace;
       else if (path === 'metadata.name') out[v.name] = pod.name;
+      else if (path === 'spec.serviceAccountName') out[v.name] = pod.serviceAccountName;
       else throw new Error(`resolveEnv: no value for fieldRef ${path}`);
     } else if (v.valueFrom?.secretKeyRef !== undefined) {
       out[v.name] = await readSecret(v.valueFrom.secretKeyRef.name, v.valueFrom.secretKeyRef.key);

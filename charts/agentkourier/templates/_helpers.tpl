@@ -37,6 +37,21 @@ app.kubernetes.io/component: controller
 {{- end }}
 {{- end }}
 
+{{/*
+The controller's image: repository@digest when a digest pins it (the tag is left out: the
+runtime pulls by digest and ignores a tag beside it, so a tag there could only disagree with
+what runs), else repository:tag, the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "agentkourier.image" -}}
+{{- with .Values.image }}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
+{{- printf "%s:%s" .repository (default $.Chart.AppVersion .tag) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* The claim SQLite lives on. */}}
 {{- define "agentkourier.stateClaim" -}}
 {{- default (printf "%s-state" (include "agentkourier.fullname" .)) .Values.store.sqlite.persistence.existingClaim }}
@@ -44,23 +59,40 @@ app.kubernetes.io/component: controller
 
 {{/*
 What the controller does in the namespaces it watches, and nothing more (docs/kubernetes.md,
-"RBAC"): list and watch its two kinds, patch their status, list and watch Secrets (it follows
-only the Secrets its resources name, by field selector; RBAC cannot narrow list to names), and
-create Events on its resources (an Event lives in its object's namespace).
+"RBAC"): list and watch its two kinds, patch their status, and create Events on its resources
+(an Event lives in its object's namespace).
 */}}
-{{- define "agentkourier.watchRules" -}}
+{{- define "agentkourier.resourceRules" -}}
 - apiGroups: [agentkourier.dev]
   resources: [agentbackends, bindings]
   verbs: [list, watch]
 - apiGroups: [agentkourier.dev]
   resources: [agentbackends/status, bindings/status]
   verbs: [patch]
-- apiGroups: [""]
-  resources: [secrets]
-  verbs: [list, watch]
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create]
+{{- end }}
+
+{{/*
+Reading Secrets: list and watch (it follows only the Secrets its resources name, by field
+selector; RBAC cannot narrow list to names, so this reaches every Secret where it is granted).
+*/}}
+{{- define "agentkourier.secretRules" -}}
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [list, watch]
+{{- end }}
+
+{{/* A Role per watched namespace holds both: there the Secrets are the namespace's own. */}}
+{{- define "agentkourier.watchRules" -}}
+{{ include "agentkourier.resourceRules" . }}
+{{ include "agentkourier.secretRules" . }}
+{{- end }}
+
+{{/* The ClusterRole that reads Secrets, bound per namespace (only when every namespace is watched). */}}
+{{- define "agentkourier.secretReaderRole" -}}
+{{- printf "%s-secret-reader" (include "agentkourier.fullname" .) }}
 {{- end }}
 
 {{/*

@@ -6,6 +6,7 @@ import { conflictsByBinding, DIRECT_MESSAGES_ENTRY } from '../channels.js';
 import { findCondition } from '../status.js';
 import { bindingStatus, type CardState, planBinding } from './binding.js';
 import { acceptedCard, refusedCard } from './card.js';
+import type { SecretView } from './secrets.js';
 
 const now = new Date('2026-11-30T10:00:00Z');
 
@@ -98,6 +99,23 @@ describe('planBinding', () => {
     expect(plan.live).toBeUndefined();
     expect(plan.credentialsCondition).toMatchObject({ status: 'False', reason: 'SecretNotFound' });
     expect(plan.credentialsCondition.message).toContain(message);
+  });
+
+  it('reports SecretForbidden, with what to grant, when the control plane may not read the Secret', () => {
+    const grant = 'the controller may not list Secrets in namespace "team-a": grant it';
+    const plan = planBinding({
+      binding: bindingObject({ identity: { tokenSecretRef: { name: 'tok', key: 'token' } } }),
+      backend: backendObject(),
+      secrets: (): SecretView => ({ kind: 'forbidden', message: grant }),
+      allowedChannels: undefined,
+    });
+    expect(plan.live).toBeUndefined();
+    expect(plan.credentialsCondition).toEqual({
+      type: 'CredentialsResolved',
+      status: 'False',
+      reason: 'SecretForbidden',
+      message: `identity.tokenSecretRef: Secret "tok" cannot be read: ${grant}`,
+    });
   });
 
   it('reports a backend header whose Secret is missing on the Binding too', () => {

@@ -10,14 +10,20 @@ import { Reasons } from '../status.js';
 export type SecretView =
   | { kind: 'found'; data: ReadonlyMap<string, string> }
   | { kind: 'missing' }
-  | { kind: 'unreadable'; message: string };
+  | { kind: 'unreadable'; message: string }
+  /** The control plane may not read it (RBAC): `message` says what to grant, and where. */
+  | { kind: 'forbidden'; message: string };
 
 /** A Secret in the namespace being reconciled, by name. */
 export type SecretLookup = (name: string) => SecretView;
 
 export type KeyResolution =
   | { ok: true; value: string }
-  | { ok: false; reason: typeof Reasons.SecretNotFound | typeof Reasons.InvalidSpec; message: string };
+  | {
+      ok: false;
+      reason: typeof Reasons.SecretNotFound | typeof Reasons.SecretForbidden | typeof Reasons.InvalidSpec;
+      message: string;
+    };
 
 /** Decodes a Secret's `data` (base64 values) into strings, trimmed: files often end in a newline. */
 export function decodeSecretData(data: Readonly<Record<string, string>> | undefined): Map<string, string> {
@@ -32,6 +38,13 @@ export function resolveSecretKey(lookup: SecretLookup, ref: SecretKeyRef, field:
   const view = lookup(ref.name);
   if (view.kind === 'missing') {
     return { ok: false, reason: Reasons.SecretNotFound, message: `${field}: Secret "${ref.name}" not found` };
+  }
+  if (view.kind === 'forbidden') {
+    return {
+      ok: false,
+      reason: Reasons.SecretForbidden,
+      message: `${field}: Secret "${ref.name}" cannot be read: ${view.message}`,
+    };
   }
   if (view.kind === 'unreadable') {
     return {

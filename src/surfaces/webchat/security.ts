@@ -6,14 +6,17 @@ import { WebChatRequestError } from './errors.js';
  * Who may use the web chat. It listens on loopback by default, where any local program (and any
  * web page the person opens) can reach it, so three checks stand in front of the API:
  *
- * - Host: on loopback without a token, the Host header must name the loopback address. A page
- *   on another site that rebinds its DNS name to 127.0.0.1 sends its own name, and is refused.
+ * - Host: on loopback, the Host header must name a loopback address. A page on another site
+ *   that rebinds its DNS name to 127.0.0.1 sends its own name, and is refused. Only the name is
+ *   checked, not the port: a browser always sends the port it connected to, which differs from
+ *   the server's when a tunnel stands between them (kubectl port-forward 9000:8082), and the
+ *   port tells nothing about the site that made the page.
  * - Token: when one is configured, every API call carries `Authorization: Bearer <token>`.
  * - Origin: a state-changing request from a browser must come from this origin (CSRF).
  */
 
 export interface AccessPolicy {
-  /** Host header values accepted; null: any (a token guards a non-loopback listener). */
+  /** Host names accepted in the Host header (its port aside); null: any (a token guards a non-loopback listener). */
   allowedHosts: ReadonlySet<string> | null;
   /** sha256 of the configured token, so comparisons take the same time whatever the input. */
   tokenDigest: Buffer | null;
@@ -25,11 +28,19 @@ export function isLoopback(host: string): boolean {
   return LOOPBACK.has(host) || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
-export function accessPolicy(host: string, port: number, token: string | undefined): AccessPolicy {
+export function accessPolicy(host: string, token: string | undefined): AccessPolicy {
   const tokenDigest = token === undefined ? null : digest(token);
   if (!isLoopback(host)) return { allowedHosts: null, tokenDigest };
-  const names = new Set(['127.0.0.1', 'localhost', '[::1]', host.includes(':') ? `[${host}]` : host]);
-  return { allowedHosts: new Set([...names].map((name) => `${name}:${port}`)), tokenDigest };
+  return {
+    allowedHosts: new Set(['127.0.0.1', 'localhost', '[::1]', host.includes(':') ? `[${host}]` : host]),
+    tokenDigest,
+  };
+}
+
+/** The name part of a Host header: `[::1]:8080` → `[::1]`, `localhost:8080` → `localhost`. */
+function hostName(header: string): string {
+  if (header.startsWith('[')) return header.slice(0, header.indexOf(']') + 1);
+  return header.split(':')[0] ?? '';
 }
 
 function digest(value: string): Buffer {
@@ -38,7 +49,7 @@ function digest(value: string): Buffer {
 
 export function checkHost(req: IncomingMessage, policy: AccessPolicy): void {
   if (policy.allowedHosts === null) return;
-  const host = (req.headers.host ?? '').toLowerCase();
+  const host = hostName((req.headers.host ?? '').toLowerCase());
   if (!policy.allowedHosts.has(host)) {
     throw new WebChatRequestError(
       403,

@@ -119,7 +119,7 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
     server.close();
     throw new InvalidConfigError('web chat: the server has no TCP address');
   }
-  const policy = accessPolicy(host, address.port, token);
+  const policy = accessPolicy(host, token);
   const assets = staticAssets(script);
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {

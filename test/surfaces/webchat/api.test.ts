@@ -444,6 +444,15 @@ describe('web chat access', () => {
     expect([rebound.status, errorOf(rebound.json).code]).toEqual([403, 'host_not_allowed']);
     const local = await w.call('GET', '/api/bindings', { headers: { host: `localhost:${port}` } });
     expect(local.status).toBe(200);
+    // Through a tunnel (kubectl port-forward 9000:<port>) the browser names the tunnel's port.
+    const tunnelled = await w.call('GET', '/api/bindings', { headers: { host: 'localhost:9000' } });
+    expect(tunnelled.status).toBe(200);
+    const v6 = await w.call('GET', '/api/bindings', { headers: { host: '[::1]:9000' } });
+    expect(v6.status).toBe(200);
+    const reboundElsewhere = await w.call('GET', '/api/bindings', { headers: { host: 'evil.example:9000' } });
+    expect(reboundElsewhere.status).toBe(403);
+    const prefixed = await w.call('GET', '/api/bindings', { headers: { host: 'localhost.evil.example' } });
+    expect(prefixed.status).toBe(403);
   });
 
   it('will not listen beyond loopback without a token', async () => {

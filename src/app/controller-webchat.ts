@@ -1,0 +1,69 @@
+import type { Logger } from 'pino';
+import type { WebChatSettings } from '../config/webchat.js';
+import type { LiveRegistry } from '../core/registry.js';
+import type { SessionStore } from '../core/store.js';
+import type { Observability } from '../observability/index.js';
+import { transcriptStoreOf } from '../store/open.js';
+import { createWebChat, type WebChat, WebChatSurface } from '../surfaces/webchat/index.js';
+import type { BrokerCore, ComposeOptions } from './broker.js';
+import { kagentAnswerer } from './structured-answers.js';
+
+/**
+ * The web chat in the controller (opt-in, AGENTKOURIER_WEBCHAT_PORT): the local web chat as it
+ * is, so a platform engineer can try a Binding before wiring Slack, through kubectl
+ * port-forward and behind a token. Three steps, each at its place in the controller's start:
+ *
+ *   const web = new ControllerWebChat(settings, store, logger);  // before compose: its surface
+ *   broker.compose({ …, ...web.composeOptions() });
+ *   await web.restore();       // once the store is migrated, before the engine serves
+ *   await web.listen(core, …); // with the other ports, once the engine serves
+ *
+ * Its threads live in this process and in the store (transcripts), so it is meant for one
+ * replica (the chart refuses more). Trigger threads stay Slack's: none starts here.
+ */
+export class ControllerWebChat {
+  readonly surface: WebChatSurface;
+  readonly #settings: WebChatSettings;
+  readonly #logger: Logger;
+
+  constructor(settings: WebChatSettings, store: SessionStore, logger: Logger) {
+    this.#settings = settings;
+    this.#logger = logger;
+    this.surface = new WebChatSurface({ transcripts: transcriptStoreOf(store), logger });
+  }
+
+  /** What compose() takes: the surface by name, its activity, its last writes before the store closes. */
+  composeOptions(): Pick<ComposeOptions, 'surfaces' | 'sinks' | 'beforeStoreCloses'> {
+    return {
+      surfaces: { webchat: this.surface },
+      sinks: [this.surface.activity],
+      beforeStoreCloses: () => this.surface.close(),
+    };
+  }
+
+  /** The threads kept before a restart, read back before the engine resumes their sessions. */
+  async restore(): Promise<void> {
+    const restored = await this.surface.restore();
+    if (restored > 0) this.#logger.info({ threads: restored }, 'web chat threads restored');
+  }
+
+  listen(
+    core: BrokerCore,
+    registry: LiveRegistry,
+    observability: Observability,
+    pageScript?: () => Promise<string>,
+  ): Promise<WebChat> {
+    return createWebChat({
+      engine: core.engine,
+      surface: this.surface,
+      registry,
+      store: core.store,
+      answerStructured: kagentAnswerer(core.engine, observability.metrics),
+      host: this.#settings.host,
+      port: this.#settings.port,
+      token: this.#settings.token,
+      logger: this.#logger,
+      ...(pageScript === undefined ? {} : { pageScript }),
+    });
+  }
+}
