@@ -4,8 +4,14 @@ import { SocketModeClient } from '@slack/socket-mode';
 import { WebAPIPlatformError, WebClient } from '@slack/web-api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../testkit/slack/index.js';
-import { SOCKET_LIMITS, SocketAckTimeoutError } from '../../testkit/slack/socket-mode.js';
+import {
+  type FakeSlack,
+  type FakeSlackOptions,
+  SOCKET_LIMITS,
+  SocketAckTimeoutError,
+  startFakeSlack,
+} from '../../testkit/slack/index.js';
+
 import { blockActionsPayload, mentionEvent } from './events.js';
 
 /**
