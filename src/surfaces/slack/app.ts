@@ -362,11 +362,18 @@ export class SlackConnection {
       });
       receiver = this.#receiver;
     } else {
-      receiver = new SocketModeReceiver({
+      const socket = new SocketModeReceiver({
         appToken: connection.appToken,
         logger,
         installerOptions: { clientOptions: this.#socketClientOptions(options) },
       });
+      // The client reconnects by itself (a refresh Slack asks for, a dropped network); these
+      // lines are how an operator sees that happen, Bolt's own being debug lines.
+      socket.client.on('connected', () => this.#logger.info('Slack Socket Mode connection open'));
+      socket.client.on('reconnecting', () =>
+        this.#logger.warn('Slack Socket Mode connection lost; opening a new one'),
+      );
+      receiver = socket;
     }
     // Single-workspace mode gives Bolt the token; OAuth mode leaves it to the receiver's
     // installer, which looks each event's up by workspace (Bolt refuses both at once).

@@ -100,5 +100,9 @@ describe('Slack in Socket Mode end to end', () => {
     expect(h.fake.socketMode.acks.at(-1)?.connection).toBe(3);
     expect(h.fake.callsOf('apps.connections.open')).toHaveLength(3);
     expect(h.fake.socketMode.problems).toEqual([]);
+    // Each reconnection is in the broker's log, where an operator looks.
+    const said = (msg: string): number => h.logs.filter((l) => l.msg === msg).length;
+    expect(said('Slack Socket Mode connection open')).toBe(3);
+    expect(said('Slack Socket Mode connection lost; opening a new one')).toBe(2);
   }, 60_000);
 });
