@@ -128,6 +128,8 @@ export function openBroker(options: BrokerOpenOptions): Broker {
     })();
     return stopping;
   };
+  // The start's wait for Slack ends on this signal in Socket Mode's listen too (serve).
+  let slackSignal: AbortSignal | undefined;
 
   return {
     logger,
@@ -143,6 +145,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       observeCheckpoints(o.store, sqliteCheckpointObserver(logger, obs.metrics));
       if (o.beforeStoreCloses !== undefined) stops.push(o.beforeStoreCloses);
       const triggerStore = obs.triggerStore(triggerStoreOf(o.store));
+      slackSignal = o.slackWait?.signal;
       const slackConfig = slackRequested(options.env) ? loadSlackConfig(options.env) : undefined;
       const slack =
         slackConfig === undefined
@@ -202,6 +205,8 @@ export function openBroker(options: BrokerOpenOptions): Broker {
     serve: async (core, o = {}) => {
       const { slack, engine, triggers } = core;
       if (slack !== undefined) {
+        // Pushed first: a listen that ends early (the signal, in Socket Mode) still gets its stop.
+        stops.push(() => slack.stop());
         await slack.listen({
           engine,
           answerStructured: kagentAnswerer(engine, observability.metrics),
@@ -210,8 +215,8 @@ export function openBroker(options: BrokerOpenOptions): Broker {
           ...(core.feedbackRows === undefined ? {} : { feedbackRows: core.feedbackRows }),
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
+          ...(slackSignal === undefined ? {} : { signal: slackSignal }),
         });
-        stops.push(() => slack.stop());
       }
       await engine.start();
       stops.push(() => engine.stop());

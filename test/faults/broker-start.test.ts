@@ -14,7 +14,8 @@ import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
  * Fault matrix: `agentkourier controller` started while PostgreSQL, or Slack's Web API, cannot be
  * reached. What must hold: the process does not exit; it serves /healthz at once (a kubelet's
  * liveness probe must never kill a pod that only waits) and says on /readyz what it waits for;
- * once the peer answers, it starts and is ready. SIGTERM during the wait ends the start.
+ * once the peer answers, it starts and is ready. SIGTERM during the wait ends the start, in
+ * Socket Mode's wait for apps.connections.open too.
  */
 
 const HAS_GO = goAvailable();
@@ -193,6 +194,46 @@ describe.skipIf(!HAS_GO)(
         // The metrics port is closed with the rest.
         await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
       } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+    it('Socket Mode: SIGTERM while apps.connections.open cannot reach Slack ends the start at once, and nothing connects', async () => {
+      const fake = await startFakeSlack();
+      // auth.test answers; Socket Mode's URL does not (a 5xx counts as Slack not reachable).
+      fake.serverErrorNext('apps.connections.open', 503, 1_000);
+      const dir = mkdtempSync(join(tmpdir(), 'kourier-slack-wait-'));
+      const port = await freePort();
+      const early = new AbortController();
+      try {
+        const { SLACK_SIGNING_SECRET: _http, ...env } = slackEnv(fake.url, port, await freePort(), dir);
+        const starting = startController({
+          env: { ...env, SLACK_BOT_TOKEN: fake.botToken, SLACK_APP_TOKEN: fake.appToken },
+          out: () => undefined,
+          logger: capturingLogger().logger,
+          kubeConfig: cluster.kubeConfig,
+          signal: early.signal,
+        });
+        const outcome = starting.then(
+          () => 'started',
+          () => 'ended',
+        );
+        await eventually(
+          () => expect(fake.callsOf('apps.connections.open').length).toBeGreaterThan(1),
+          30_000,
+        );
+        expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
+        const aborted = Date.now();
+        early.abort();
+        await outcome;
+        expect(Date.now() - aborted).toBeLessThan(5_000);
+        await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+        const calls = fake.callsOf('apps.connections.open').length;
+        // Longer than the next wait would have been (2 s): nothing is tried, nothing connects.
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        expect(fake.callsOf('apps.connections.open')).toHaveLength(calls);
+        expect(fake.socketMode.connections).toHaveLength(0);
+      } finally {
+        await fake.close();
         rmSync(dir, { recursive: true, force: true });
       }
     });

@@ -1,9 +1,15 @@
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadSlackConfig } from '../../src/config/slack.js';
-import { SlackConnection } from '../../src/surfaces/slack/app.js';
-import { SlackAuthError } from '../../src/surfaces/slack/errors.js';
+import { type ListenOptions, SlackConnection } from '../../src/surfaces/slack/app.js';
+import {
+  SlackAuthError,
+  type SlackRateLimitedError,
+  SlackStoppedError,
+  SlackUnavailableError,
+} from '../../src/surfaces/slack/errors.js';
 import { markdownForStream, markdownToMrkdwn } from '../../src/surfaces/slack/mrkdwn.js';
+import { mentionEvent } from '../../testkit/slack/events.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import { answer } from '../agents/contract-agent.js';
 import {
@@ -16,14 +22,38 @@ import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 /**
  * Fault matrix: Slack misbehaving end to end (the real Bolt and the surface's Web API transport against the fake Web
  * API): storms of 5xx and 429 on every method an answer uses, and Slack unreachable when the
- * broker starts. What must hold: the answer is still exactly the agent's text, in one message;
- * after a 429 nothing is called again before its Retry-After; the broker waits for Slack at
- * start rather than exiting, and still refuses a bad token at once.
+ * broker starts — for auth.test, and in Socket Mode for apps.connections.open and its WebSocket.
+ * What must hold: the answer is still exactly the agent's text, in one message; after a 429
+ * nothing is called again before its Retry-After; the broker waits for Slack at start rather than
+ * exiting (and the abort signal ends that wait), still refuses a bad token at once, and a Socket
+ * Mode connection lost later comes back once Slack answers again.
  */
 
 const SEND = 'SendStreamingMessage';
 const EDITS: SlackHarnessOptions = { fake: { streaming: false } };
 const silent = pino({ level: 'silent' });
+
+/** What listen needs besides Slack; these rows only watch the connection, never a turn. */
+const NO_ENGINE: ListenOptions = {
+  engine: {
+    receive: async () => ({ sessionId: '', turnId: '', duplicate: false }),
+    cancel: async () => ({ status: 'nothing-running' as const, sessionId: '' }),
+  },
+  answerStructured: async () => ({ status: 'stale' as const, sessionId: '' }),
+  store: {
+    claimInboundEvent: async () => true,
+    getSession: async () => undefined,
+    getTurn: async () => undefined,
+    openTurns: async () => [],
+    commit: async () => undefined,
+  },
+  bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
+};
+
+/** An event for the socket; Bolt acknowledges events before its listeners run. */
+function ping(ts: string): Record<string, unknown> {
+  return mentionEvent({ channel: 'C0SOCK', user: 'U0ADA', text: 'ping', ts });
+}
 
 /** No call of `method` came sooner than its Retry-After after a 429 (seconds → ms). */
 function waitedOut(fake: FakeSlack, method: string, retryAfterMs: number): void {
@@ -143,5 +173,146 @@ describe('Slack faults end to end', () => {
       SlackAuthError,
     );
     expect(fake.callsOf('auth.test')).toHaveLength(5);
+  });
+  /** Socket Mode through a proxy the test controls: auth.test passes, then what listen meets is up to the row. */
+  async function socketBehindProxy(): Promise<{ fake: FakeSlack; proxy: TcpProxy; slack: SlackConnection }> {
+    const fake = await startFakeSlack();
+    closers.push(() => fake.close());
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(fake.url).port) }, 'http');
+    closers.push(() => proxy.close());
+    const config = loadSlackConfig({
+      SLACK_BOT_TOKEN: fake.botToken,
+      SLACK_APP_TOKEN: fake.appToken,
+      SLACK_API_URL: proxy.url(new URL(fake.url).pathname),
+    });
+    const slack = await SlackConnection.connect({
+      config,
+      logger: silent,
+      connectRetry: { baseMs: 100, maxMs: 300 },
+    });
+    closers.push(() => slack.stop());
+    return { fake, proxy, slack };
+  }
+
+  it('Socket Mode, Slack unreachable at start: listen waits for apps.connections.open, tells each miss, connects once it answers', async () => {
+    const { fake, proxy, slack } = await socketBehindProxy();
+    proxy.mode('refuse');
+    const misses: Array<SlackUnavailableError | SlackRateLimitedError> = [];
+    let listening = false;
+    const listen = slack.listen({ ...NO_ENGINE, onUnreachable: (e) => misses.push(e) }).then(() => {
+      listening = true;
+    });
+    await vi.waitFor(() => expect(misses.length).toBeGreaterThanOrEqual(3), { timeout: 10_000 });
+    expect(listening).toBe(false);
+    expect(misses[0]).toBeInstanceOf(SlackUnavailableError);
+    expect(misses[0]?.method).toBe('apps.connections.open');
+    expect(fake.callsOf('apps.connections.open')).toHaveLength(0);
+    proxy.mode('pass');
+    await listen;
+    // The WebSocket went through the proxy too: the URL named the address the broker used.
+    expect(fake.socketMode.connections).toEqual([expect.objectContaining({ id: 1 })]);
+    expect((await fake.socketMode.sendEvent(ping('1700000000.000100'))).connection).toBe(1);
+  });
+
+  it('Socket Mode, Slack answering 5xx and 429 at start: waited out (Retry-After honoured); a refused app token fails at once', async () => {
+    const fake = await startFakeSlack();
+    closers.push(() => fake.close());
+    fake.serverErrorNext('apps.connections.open', 503, 2);
+    fake.rateLimitNext('apps.connections.open', 1, 1);
+    const config = loadSlackConfig({
+      SLACK_BOT_TOKEN: fake.botToken,
+      SLACK_APP_TOKEN: fake.appToken,
+      SLACK_API_URL: fake.url,
+    });
+    const slack = await SlackConnection.connect({
+      config,
+      logger: silent,
+      connectRetry: { baseMs: 50, maxMs: 100 },
+    });
+    closers.push(() => slack.stop());
+    const misses: string[] = [];
+    await slack.listen({ ...NO_ENGINE, onUnreachable: (e) => misses.push(e.code) });
+    expect(fake.callsOf('apps.connections.open').map((c) => c.status)).toEqual([503, 503, 429, 200]);
+    expect(misses).toEqual(['slack_unavailable', 'slack_unavailable', 'slack_rate_limited']);
+    waitedOut(fake, 'apps.connections.open', 1_000);
+    expect(fake.socketMode.openCount).toBe(1);
+
+    const refused = await SlackConnection.connect({
+      config: loadSlackConfig({
+        SLACK_BOT_TOKEN: fake.botToken,
+        SLACK_APP_TOKEN: 'xapp-1-not-this-app',
+        SLACK_API_URL: fake.url,
+      }),
+      logger: silent,
+    });
+    closers.push(() => refused.stop());
+    const error = await refused.listen(NO_ENGINE).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SlackAuthError);
+    expect((error as SlackAuthError).setting).toBe('SLACK_APP_TOKEN');
+    expect(fake.callsOf('apps.connections.open')).toHaveLength(5);
+
+    // A refusal @slack/socket-mode would retry every few seconds for ever (a token without
+    // connections:write, say) fails at once too.
+    fake.failNext('apps.connections.open', 'missing_scope');
+    const unscoped = await SlackConnection.connect({ config, logger: silent });
+    closers.push(() => unscoped.stop());
+    const scopeError = await unscoped.listen(NO_ENGINE).catch((e: unknown) => e);
+    expect(scopeError).toBeInstanceOf(SlackAuthError);
+    expect((scopeError as SlackAuthError).message).toBe(
+      'SLACK_APP_TOKEN was refused by Slack (missing_scope)',
+    );
+    expect(fake.callsOf('apps.connections.open')).toHaveLength(6);
+  });
+
+  it('Socket Mode, the wait for Slack ends on the signal: listen rejects with its reason, nothing connects afterwards', async () => {
+    const { fake, proxy, slack } = await socketBehindProxy();
+    proxy.mode('refuse');
+    const stopping = new AbortController();
+    const misses: unknown[] = [];
+    const listen = slack
+      .listen({ ...NO_ENGINE, signal: stopping.signal, onUnreachable: (e) => misses.push(e) })
+      .catch((e: unknown) => e);
+    await vi.waitFor(() => expect(misses.length).toBeGreaterThanOrEqual(1), { timeout: 10_000 });
+    const reason = new Error('SIGTERM');
+    stopping.abort(reason);
+    expect(await listen).toBe(reason);
+    const triedBefore = proxy.accepted;
+    proxy.mode('pass');
+    // Longer than the longest backoff (300 ms): a retry still pending would have come by now.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(proxy.accepted).toBe(triedBefore);
+    expect(fake.callsOf('apps.connections.open')).toHaveLength(0);
+    expect(fake.socketMode.connections).toHaveLength(0);
+  });
+
+  it('Socket Mode, stop() during the wait for Slack: listen rejects with SlackStoppedError, nothing connects afterwards', async () => {
+    const { fake, proxy, slack } = await socketBehindProxy();
+    proxy.mode('refuse');
+    const misses: unknown[] = [];
+    const listen = slack
+      .listen({ ...NO_ENGINE, onUnreachable: (e) => misses.push(e) })
+      .catch((e: unknown) => e);
+    await vi.waitFor(() => expect(misses.length).toBeGreaterThanOrEqual(1), { timeout: 10_000 });
+    await slack.stop();
+    expect(await listen).toBeInstanceOf(SlackStoppedError);
+    const triedBefore = proxy.accepted;
+    proxy.mode('pass');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(proxy.accepted).toBe(triedBefore);
+    expect(fake.socketMode.connections).toHaveLength(0);
+  });
+
+  it('Socket Mode, the connection drops while Slack cannot be reached: the client waits and reconnects once it can', async () => {
+    const { fake, proxy, slack } = await socketBehindProxy();
+    await slack.listen(NO_ENGINE);
+    expect((await fake.socketMode.sendEvent(ping('1700000000.000200'))).connection).toBe(1);
+    // 'refuse' cuts the open WebSocket (no close frame) and refuses the reconnection's calls.
+    proxy.mode('refuse');
+    await vi.waitFor(() => expect(fake.socketMode.openCount).toBe(0), { timeout: 10_000 });
+    const refusedBefore = proxy.accepted;
+    await vi.waitFor(() => expect(proxy.accepted).toBeGreaterThan(refusedBefore + 2), { timeout: 20_000 });
+    proxy.mode('pass');
+    await fake.socketMode.opened(2, 20_000);
+    expect((await fake.socketMode.sendEvent(ping('1700000000.000300'))).connection).toBe(2);
   });
 });

@@ -65,6 +65,19 @@ export interface FakeSlackOptions {
   workspaces?: FakeWorkspaceOptions[];
   /** The app's OAuth credentials: oauth.v2.access exists and checks them. */
   oauth?: FakeOAuthOptions;
+  /**
+   * The app-level token (`xapp-…`, default 'xapp-test') apps.connections.open accepts for Socket
+   * Mode (./socket-mode.ts). Slack mints it in the app's settings, one per app, not per workspace.
+   */
+  appToken?: string;
+  /**
+   * The address to listen on (default 127.0.0.1). A cluster test runs the fake on the node's
+   * address or 0.0.0.0 so pods reach it; the `ws://` URL apps.connections.open hands out then
+   * names the address each caller used (its Host header), not this one.
+   */
+  host?: string;
+  /** The port to listen on (default 0: any free one). */
+  port?: number;
 }
 
 export type FakeWorkspaceOptions = Pick<
@@ -230,6 +243,93 @@ export interface FakeSlack {
   }): string;
   /** Every POST to a response_url, in order: what was sent and what the fake answered. */
   responses: Array<{ path: string; body: unknown; status: number; ok: boolean }>;
+  /** The app-level token apps.connections.open accepts (Socket Mode). */
+  appToken: string;
+  /** Socket Mode: the WebSocket side of the fake (./socket-mode.ts). */
+  socketMode: FakeSocketMode;
+}
+
+/** Why Slack tells a Socket Mode connection to go (docs.slack.dev/apis/events-api/using-socket-mode#disconnect). */
+export type SocketDisconnectReason = 'warning' | 'refresh_requested' | 'link_disabled';
+
+/** One WebSocket connection an app opened with a ticket from apps.connections.open. */
+export interface FakeSocketConnection {
+  /** 1, 2, … in the order they opened. */
+  id: number;
+  openedAt: number;
+  /** The peer's address as the fake saw it. */
+  remoteAddress: string;
+  /** Set once closed: by the app (a close frame), or dropped by the fake (`drop()`), or at close(). */
+  closedAt?: number;
+  closeCode?: number;
+}
+
+/** An envelope the fake sent over a connection. */
+export interface FakeSocketEnvelope {
+  envelopeId: string;
+  type: 'events_api' | 'interactive';
+  payload: Record<string, unknown>;
+  connection: number;
+  at: number;
+}
+
+/** An acknowledgement the app sent back: `{envelope_id, payload?}`. */
+export interface FakeSocketAck {
+  envelopeId: string;
+  /** What the app answered with (a view_submission's `response_action`, say); absent when it sent none. */
+  payload?: Record<string, unknown>;
+  connection: number;
+  at: number;
+  /** No envelope was waiting for it: an unknown id, a second ack, or one after the wait gave up. */
+  unexpected?: boolean;
+}
+
+/** What the fake refused or could not read on the WebSocket side, for tests to assert there is none. */
+export interface FakeSocketProblem {
+  connection?: number;
+  /** e.g. 'unknown ticket', 'ticket used', 'not JSON', 'not an acknowledgement: …' */
+  reason: string;
+  at: number;
+}
+
+/** Options of one envelope: how long to wait for the ack, and the envelope's own fields. */
+export interface SocketEnvelopeOptions {
+  /** How long to wait for an open connection and then the ack (default 3,000 ms; see SOCKET_LIMITS). */
+  timeoutMs?: number;
+}
+
+export interface SocketEventOptions extends SocketEnvelopeOptions {
+  teamId?: string;
+  /** Keep one to model a redelivery. */
+  eventId?: string;
+  eventTime?: number;
+  /** The envelope's retry_attempt / retry_reason (a redelivery), default 0 and ''. */
+  retryAttempt?: number;
+  retryReason?: string;
+}
+
+export interface FakeSocketMode {
+  /** Every connection opened so far, open or closed, in order. */
+  readonly connections: readonly FakeSocketConnection[];
+  /** How many are open now. */
+  readonly openCount: number;
+  readonly envelopes: readonly FakeSocketEnvelope[];
+  readonly acks: readonly FakeSocketAck[];
+  readonly problems: readonly FakeSocketProblem[];
+  /**
+   * Sends an Events API event (`event`, wrapped in its event_callback envelope as over HTTP) in an
+   * `events_api` envelope and resolves with the app's ack; rejects with SocketAckTimeoutError when
+   * no connection opens or no ack comes within the timeout.
+   */
+  sendEvent(event: Record<string, unknown>, options?: SocketEventOptions): Promise<FakeSocketAck>;
+  /** Sends an interactivity payload (block_actions, view_submission, …) in an `interactive` envelope. */
+  sendInteraction(payload: Record<string, unknown>, options?: SocketEnvelopeOptions): Promise<FakeSocketAck>;
+  /** Tells every open connection to go (`{type: 'disconnect', reason}`); returns how many were told. */
+  disconnect(reason?: SocketDisconnectReason): number;
+  /** Cuts every open connection without a close frame (a network drop); returns how many. */
+  drop(): number;
+  /** Resolves once `count` connections have opened in all and one is open (default wait 10 s). */
+  opened(count: number, timeoutMs?: number): Promise<void>;
 }
 
 /** Slack's documented tiers at their floor (Tier 2 = 20/min, Tier 3 = 50/min, Tier 4 = 100/min). */

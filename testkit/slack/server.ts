@@ -1,7 +1,8 @@
 /**
  * A stand-in for Slack's Web API on loopback, for tests that drive the real `@slack/web-api` WebClient
  * (and Bolt, which uses it) or the surface's own Web API transport against it:
- * `new WebClient(token, { slackApiUrl: fake.url })`.
+ * `new WebClient(token, { slackApiUrl: fake.url })`. Socket Mode too: apps.connections.open and the
+ * WebSocket it points to are served on the same port (./socket-mode.ts).
  *
  * It answers the way Slack does — HTTP 200 with `{ok: true, …}` or `{ok: false, error: 'code'}`, HTTP 429
  * with `Retry-After` when rate limited — and refuses what Slack refuses, so a test fails where production
@@ -18,7 +19,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIP } from 'node:net';
+import { z } from 'zod';
 import type {
   FakeAgentSession,
   FakeMessage,
@@ -29,6 +31,7 @@ import type {
 } from './api.js';
 import { OAuthDesk } from './oauth.js';
 import { ResponseUrls } from './responses.js';
+import { SocketMode } from './socket-mode.js';
 import { TeamView, Tenant } from './tenant.js';
 import { type Args, isRecord, type Result, SlackRefusal, str } from './values.js';
 import type { Workspace } from './workspace.js';
@@ -73,6 +76,9 @@ class FakeSlackServer implements FakeSlack {
   private readonly pages = new Map<string, Array<{ left: number }>>();
   private server: Server | undefined;
   private readonly responseUrls: ResponseUrls;
+  readonly socketMode: SocketMode;
+  private readonly host: string;
+  private readonly port: number;
 
   constructor(options: FakeSlackOptions) {
     const first = new Tenant(options, 'installed');
@@ -102,6 +108,29 @@ class FakeSlackServer implements FakeSlack {
     this.streaming = options.streaming ?? true;
     this.clock = this.ws.clock;
     this.responseUrls = new ResponseUrls(this.clock);
+    const listenOn = LISTEN_OPTIONS.safeParse({ host: options.host, port: options.port });
+    if (!listenOn.success)
+      throw new Error(
+        `fake Slack: ${listenOn.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`,
+      );
+    this.host = listenOn.data.host ?? '127.0.0.1';
+    this.port = listenOn.data.port ?? 0;
+    const opensPerMinute = options.rateLimits?.['apps.connections.open'];
+    this.socketMode = new SocketMode({
+      appToken: options.appToken ?? 'xapp-test',
+      appId: this.ws.appId,
+      teamId: this.teamId,
+      botUserId: this.botUserId,
+      clock: this.clock,
+      rateLimitsEnabled: options.rateLimitsEnabled ?? true,
+      ...(opensPerMinute === undefined
+        ? {}
+        : { opensPerMinute: typeof opensPerMinute === 'number' ? opensPerMinute : opensPerMinute.perMinute }),
+    });
+  }
+
+  get appToken(): string {
+    return this.socketMode.appToken;
   }
 
   responseUrl(o: Parameters<FakeSlack['responseUrl']>[0]): string {
@@ -159,19 +188,22 @@ class FakeSlackServer implements FakeSlack {
         res.end(String(err));
       });
     });
+    server.on('upgrade', (req, socket, head) => this.socketMode.upgrade(req, socket, head));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
+      server.listen(this.port, this.host, () => resolve());
     });
     const { port } = server.address() as AddressInfo;
-    this.url = `http://127.0.0.1:${port}/api/`;
+    this.url = `http://${urlHost(this.host)}:${port}/api/`;
   }
 
   close(): Promise<void> {
     const server = this.server;
     if (!server) return Promise.resolve();
     this.server = undefined;
+    // Upgraded sockets are no longer the HTTP server's to close: the WebSockets end first.
+    this.socketMode.close();
     return new Promise((resolve, reject) => {
       server.close((err) => (err ? reject(err) : resolve()));
       server.closeAllConnections();
@@ -393,6 +425,24 @@ class FakeSlackServer implements FakeSlack {
       refuse(new SlackRefusal(bodyError));
       return;
     }
+    // Socket Mode's URL takes the app-level token, not a workspace's (./socket-mode.ts).
+    if (method === 'apps.connections.open') {
+      try {
+        const opened = this.socketMode.open(
+          { httpMethod: req.method ?? '', token, tokenIn },
+          (t) => this.tenants.some((x) => x.token === t || x.rotated.has(t)),
+          req.headers.host,
+          new URL(this.url).host,
+        );
+        if ('retryAfter' in opened)
+          reply(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(opened.retryAfter) });
+        else reply(200, opened);
+      } catch (e) {
+        if (e instanceof SlackRefusal) refuse(e);
+        else throw e;
+      }
+      return;
+    }
     // oauth.v2.access takes the app's credentials, not a token.
     if (method === 'oauth.v2.access' && this.oauth !== undefined) {
       try {
@@ -405,6 +455,13 @@ class FakeSlackServer implements FakeSlack {
     }
     if (token === undefined || token === '') {
       refuse(new SlackRefusal('not_authed'));
+      return;
+    }
+    // Assumed: an app-level token works only with the few methods Slack lists for it
+    // (docs.slack.dev/authentication/tokens#app); elsewhere the answer a wrong kind of token
+    // gets on apps.connections.open (slack-ruby-client#363).
+    if (token === this.socketMode.appToken) {
+      refuse(new SlackRefusal('not_allowed_token_type'));
       return;
     }
     if (caller === undefined || caller.state === 'new') {
@@ -455,6 +512,19 @@ class FakeSlackServer implements FakeSlack {
     if (head.left <= 0) list.shift();
     return head;
   }
+}
+
+/** The listen address and port a test may choose (the rest of the options are Slack's). */
+const LISTEN_OPTIONS = z.object({
+  host: z.string().min(1, 'must name an address, such as 127.0.0.1 or 0.0.0.0').optional(),
+  port: z.number().int().min(0).max(65_535).optional(),
+});
+
+/** The host part of the fake's own URL: a wildcard address is reached at loopback from here. */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return isIP(host) === 6 ? `[${host}]` : host;
 }
 
 export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<FakeSlack> {

@@ -4,10 +4,10 @@
 // desk lives in its own module; splitting this file would scatter one list of wiring.
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { App, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
+import { App, HTTPReceiver, type Receiver, SocketModeReceiver, type webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
-import { backoffDelay } from '../../core/backoff.js';
+import { type BackoffPolicy, backoffDelay } from '../../core/backoff.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import {
   type AnswerStructured,
@@ -34,6 +34,7 @@ import {
   SlackAuthError,
   SlackPlatformError,
   SlackRateLimitedError,
+  SlackStoppedError,
   SlackUnavailableError,
 } from './errors.js';
 import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './feedback.js';
@@ -41,6 +42,7 @@ import { FeedbackNotes, type FeedbackNotesDeps } from './feedback-notes.js';
 import { InboundRouter } from './inbound.js';
 import { Workspaces } from './installations/workspaces.js';
 import { slackLogger } from './logger.js';
+import { patientFetch } from './patient-fetch.js';
 import { People, type PeopleOptions } from './people.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
 import { PromptTokens } from './prompt-token.js';
@@ -70,7 +72,8 @@ export interface ConnectOptions {
   clock?: Clock;
   /**
    * While Slack cannot be reached at start (no answer, 5xx, 429), auth.test is tried again
-   * with this backoff, for as long as it takes; a refused token fails at once.
+   * with this backoff, for as long as it takes; a refused token fails at once. Socket Mode's
+   * apps.connections.open waits the same way, at start and whenever the connection is reopened.
    */
   connectRetry?: { baseMs: number; maxMs: number };
   /**
@@ -138,6 +141,16 @@ export interface ListenOptions {
   ackWithinMs?: number;
   /** A Binding's agent as its card describes it: the DM's suggested prompts (suggested-prompts.ts). */
   describeAgent?: DescribeAgent;
+  /**
+   * Socket Mode: ends the wait for an unreachable Slack at start (SIGTERM during the start):
+   * listen rejects with the signal's reason. Once it aborts, a lost connection is not reopened.
+   */
+  signal?: AbortSignal;
+  /**
+   * Socket Mode: told each time apps.connections.open could not reach Slack during the start
+   * and another try is due (later reconnections only log theirs).
+   */
+  onUnreachable?: (error: SlackUnavailableError | SlackRateLimitedError) => void;
 }
 
 export class SlackConnection {
@@ -159,9 +172,17 @@ export class SlackConnection {
   readonly #people: People;
   readonly #botId: string | undefined;
   readonly #feedback: FeedbackCounter | undefined;
+  readonly #connectRetry: BackoffPolicy;
   #app: App | undefined;
   #receiver: HTTPReceiver | undefined;
   #server: Server | undefined;
+  /** Socket Mode: ends the waits for Slack of its connection (stop(), or the listen signal). */
+  #halt: AbortController | undefined;
+  #unlinkSignal: (() => void) | undefined;
+  /** Socket Mode: while listen waits for the first connection (its misses are told to readiness). */
+  #socketStarting = false;
+  /** Socket Mode, while starting: ends the start when apps.connections.open refuses the token. */
+  #socketRefused: ((slackError: string) => void) | undefined;
 
   private constructor(
     init: {
@@ -183,6 +204,7 @@ export class SlackConnection {
     this.teamId = init.teamId;
     this.#botId = init.botId;
     this.#feedback = options.feedback;
+    this.#connectRetry = options.connectRetry ?? DEFAULT_CONNECT_RETRY;
     this.workspaces = init.workspaces;
     this.#people = new People(init.api, this.#clock, options.logger, options.people);
     this.approvals = new PromptDesk({
@@ -340,11 +362,18 @@ export class SlackConnection {
       });
       receiver = this.#receiver;
     } else {
-      receiver = new SocketModeReceiver({
+      const socket = new SocketModeReceiver({
         appToken: connection.appToken,
         logger,
-        installerOptions: { clientOptions: { slackApiUrl: this.#config.apiUrl } },
+        installerOptions: { clientOptions: this.#socketClientOptions(options) },
       });
+      // The client reconnects by itself (a refresh Slack asks for, a dropped network); these
+      // lines are how an operator sees that happen, Bolt's own being debug lines.
+      socket.client.on('connected', () => this.#logger.info('Slack Socket Mode connection open'));
+      socket.client.on('reconnecting', () =>
+        this.#logger.warn('Slack Socket Mode connection lost; opening a new one'),
+      );
+      receiver = socket;
     }
     // Single-workspace mode gives Bolt the token; OAuth mode leaves it to the receiver's
     // installer, which looks each event's up by workspace (Bolt refuses both at once).
@@ -432,15 +461,7 @@ export class SlackConnection {
     });
     this.#app = app;
     if (connection.kind === 'socket') {
-      try {
-        await app.start();
-      } catch (error) {
-        // apps.connections.open refused the app-level token (or Slack could not be reached).
-        const mapped = mapError('apps.connections.open', error);
-        if (mapped instanceof SlackPlatformError)
-          throw new SlackAuthError(mapped.slackError, 'SLACK_APP_TOKEN', { cause: error });
-        throw mapped;
-      }
+      await this.#startSocketMode(app, options.signal);
       return {};
     }
     if (options.port === undefined) return {};
@@ -452,8 +473,84 @@ export class SlackConnection {
     return { port: (server.address() as AddressInfo).port };
   }
 
+  /**
+   * Socket Mode's Web API client: its apps.connections.open waits while Slack cannot be reached
+   * (patient-fetch.ts), with no retries of its own on top; a refusal ends the start at once.
+   */
+  #socketClientOptions(options: ListenOptions): webApi.WebClientOptions {
+    const halt = new AbortController();
+    this.#halt = halt;
+    const { signal } = options;
+    if (signal?.aborted === true) halt.abort(signal.reason);
+    else if (signal !== undefined) {
+      const onAbort = (): void => halt.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#unlinkSignal = () => signal.removeEventListener('abort', onAbort);
+    }
+    return {
+      slackApiUrl: this.#config.apiUrl,
+      retryConfig: { retries: 0 },
+      fetch: patientFetch({
+        clock: this.#clock,
+        backoff: this.#connectRetry,
+        logger: this.#logger,
+        halt: halt.signal,
+        // Readiness hears of the start's misses; a reconnection's are only logged.
+        onMiss: (error) => {
+          if (this.#socketStarting) options.onUnreachable?.(error);
+        },
+        onRefused: (_method, slackError) => {
+          this.#socketRefused?.(slackError);
+        },
+      }),
+    };
+  }
+
+  /**
+   * app.start() in Socket Mode: opens the connection and waits for Slack's hello. It ends early
+   * when apps.connections.open refuses the app token (SlackAuthError naming SLACK_APP_TOKEN), the
+   * signal aborts (its reason) or stop() is called (SlackStoppedError); each time the half-started
+   * client is stopped.
+   */
+  async #startSocketMode(app: App, signal: AbortSignal | undefined): Promise<void> {
+    const halt = this.#halt;
+    if (halt === undefined) throw new SlackStoppedError();
+    halt.signal.throwIfAborted();
+    let unlisten = (): void => undefined;
+    const ended = new Promise<never>((_resolve, reject) => {
+      this.#socketRefused = (slackError) => reject(new SlackAuthError(slackError, 'SLACK_APP_TOKEN'));
+      // The halt carries the signal's reason, or stop()'s.
+      const onHalt = (): void => reject(halt.signal.reason);
+      halt.signal.addEventListener('abort', onHalt, { once: true });
+      unlisten = () => halt.signal.removeEventListener('abort', onHalt);
+    });
+    this.#socketStarting = true;
+    try {
+      await Promise.race([app.start(), ended]);
+    } catch (error) {
+      halt.abort(error);
+      await app.stop().catch(() => undefined);
+      if (error instanceof SlackAuthError || error === signal?.reason || error instanceof SlackStoppedError)
+        throw error;
+      // A refusal @slack/socket-mode gives up on by itself (invalid_auth, …), or something else.
+      const mapped = mapError('apps.connections.open', error);
+      if (mapped instanceof SlackPlatformError)
+        throw new SlackAuthError(mapped.slackError, 'SLACK_APP_TOKEN', { cause: error });
+      throw mapped;
+    } finally {
+      this.#socketStarting = false;
+      this.#socketRefused = undefined;
+      unlisten();
+    }
+  }
+
   /** Stops receiving events, pending budget waits and timers. */
   async stop(): Promise<void> {
+    // First: a wait for Slack must not open a connection once the stop has begun.
+    this.#halt?.abort(new SlackStoppedError());
+    this.#halt = undefined;
+    this.#unlinkSignal?.();
+    this.#unlinkSignal = undefined;
     const app = this.#app;
     this.#app = undefined;
     if (app !== undefined && (this.#server !== undefined || this.#config.connection.kind === 'socket')) {
@@ -468,6 +565,9 @@ export class SlackConnection {
   }
 }
 
+/** How long the waits for an unreachable Slack are: 1 s, doubling, at most a minute apart. */
+const DEFAULT_CONNECT_RETRY: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
+
 /**
  * auth.test, tried again while Slack is unreachable or overloaded: a broker started during a
  * Slack outage (or with its egress not up yet) waits and logs instead of exiting. Slack's own
@@ -478,7 +578,7 @@ async function authTestWhenReachable(
   clock: Clock,
   options: ConnectOptions,
 ): Promise<Awaited<ReturnType<SlackApi['authTest']>>> {
-  const { baseMs, maxMs } = options.connectRetry ?? { baseMs: 1_000, maxMs: 60_000 };
+  const { baseMs, maxMs } = options.connectRetry ?? DEFAULT_CONNECT_RETRY;
   for (let attempt = 0; ; attempt++) {
     options.signal?.throwIfAborted();
     try {

@@ -60,6 +60,13 @@ export class SlackAuthError extends KourierError {
   }
 }
 
+/** stop() came while listen still waited for Slack (Socket Mode): listen ends with this. */
+export class SlackStoppedError extends KourierError {
+  constructor() {
+    super('slack_stopped', 'the Slack connection was stopped before it connected');
+  }
+}
+
 /** Slack's error string for a stream it ended itself: the message can only be edited now. */
 export const STREAM_ENDED = 'message_not_in_streaming_state';
 

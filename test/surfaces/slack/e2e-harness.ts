@@ -42,8 +42,13 @@ import {
 
 /**
  * Everything real but Slack's Web API: the real Bolt app in HTTP mode on port 0 with signature
- * checks on, the real session engine on SQLite in memory, a LiveRegistry Binding whose client is
- * an A2AClient to the contract test agent — and the fake Slack for the Web API.
+ * checks on (or, with `mode: 'socket'`, in Socket Mode over the fake's WebSocket), the real
+ * session engine on SQLite in memory, a LiveRegistry Binding whose client is an A2AClient to the
+ * contract test agent — and the fake Slack for the Web API.
+ *
+ * Events and presses reach the app the way the mode has Slack send them: signed POSTs in HTTP
+ * mode, envelopes over the WebSocket in Socket Mode; either way a send resolves once Slack would
+ * have its answer (the HTTP response, the envelope's ack), as `{status: 200, body}` on success.
  */
 
 export const SECRET = 'e2e-signing-secret-0123';
@@ -54,6 +59,8 @@ export const DM = 'D0ADA';
 export const ADA = 'U0ADA';
 
 export interface SlackHarnessOptions {
+  /** How Slack reaches the app: signed HTTP requests (default) or Socket Mode. */
+  mode?: 'http' | 'socket';
   version?: WireVersion;
   fake?: FakeSlackOptions;
   answers?: Partial<AnswerSettings>;
@@ -81,6 +88,16 @@ export interface SlackHarnessOptions {
   feedbackToAgent?: boolean;
 }
 
+/** What Slack got back: the HTTP response, or in Socket Mode the ack (its payload as the body). */
+export interface Delivered {
+  status: number;
+  body: string;
+  elapsedMs: number;
+}
+
+/** How long the harness waits for an envelope's ack: generous, the harness does not test Slack's 3 s. */
+const SOCKET_ACK_WAIT_MS = 10_000;
+
 /** A button of a message's blocks, as a press needs it. */
 export interface FoundButton {
   actionId: string;
@@ -97,8 +114,14 @@ export interface SlackHarness {
   engine: SessionEngine;
   slack: SlackConnection;
   events: EngineEvent[];
+  /** HTTP mode: where signed events go ('' in Socket Mode, where nothing listens on a port). */
   appUrl: string;
+  mode: 'http' | 'socket';
   logs: Array<Record<string, unknown>>;
+  /** Sends an Events API event as the mode has Slack send it (signed POST, or an envelope). */
+  deliver(event: Record<string, unknown>, o?: SendEventOptions): Promise<Delivered>;
+  /** Sends an interactivity payload as the mode has Slack send it. */
+  interact(payload: Record<string, unknown>): Promise<Delivered>;
   /** Posts a person's message mentioning the app in `channel` (or a thread of it) and sends its event. */
   mention(
     text: string,
@@ -192,11 +215,17 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
       },
     }),
   );
-  const config = loadSlackConfig({
-    SLACK_BOT_TOKEN: fake.botToken,
-    SLACK_SIGNING_SECRET: SECRET,
-    SLACK_API_URL: fake.url,
-  });
+  const mode = options.mode ?? 'http';
+  const config = loadSlackConfig(
+    mode === 'socket'
+      ? {
+          SLACK_BOT_TOKEN: fake.botToken,
+          SLACK_APP_TOKEN: fake.appToken,
+          SLACK_MODE: 'socket',
+          SLACK_API_URL: fake.url,
+        }
+      : { SLACK_BOT_TOKEN: fake.botToken, SLACK_SIGNING_SECRET: SECRET, SLACK_API_URL: fake.url },
+  );
   const slack = await SlackConnection.connect({
     config,
     logger,
@@ -231,10 +260,33 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     bindings: registry,
     ...(feedbackRows === undefined ? {} : { feedbackRows }),
     describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),
-    port: 0,
-    host: '127.0.0.1',
+    ...(mode === 'http' ? { port: 0, host: '127.0.0.1' } : {}),
   });
-  const appUrl = `http://127.0.0.1:${port ?? 0}/slack/events`;
+  const appUrl = mode === 'http' ? `http://127.0.0.1:${port ?? 0}/slack/events` : '';
+
+  const deliver = async (event: Record<string, unknown>, o: SendEventOptions = {}): Promise<Delivered> => {
+    if (mode === 'http') return sendSlackEvent(appUrl, SECRET, event, o);
+    if (o.badSignature !== undefined || o.timestampSeconds !== undefined)
+      throw new Error(
+        'Socket Mode events are not signed: badSignature and timestampSeconds mean nothing there',
+      );
+    const started = performance.now();
+    const ack = await fake.socketMode.sendEvent(event, {
+      timeoutMs: SOCKET_ACK_WAIT_MS,
+      ...(o.teamId === undefined ? {} : { teamId: o.teamId }),
+      ...(o.eventId === undefined ? {} : { eventId: o.eventId }),
+      ...(o.eventTime === undefined ? {} : { eventTime: o.eventTime }),
+      ...(o.retryNum === undefined ? {} : { retryAttempt: o.retryNum }),
+      ...(o.retryReason === undefined ? {} : { retryReason: o.retryReason }),
+    });
+    return { status: 200, body: ackBody(ack.payload), elapsedMs: performance.now() - started };
+  };
+  const interact = async (payload: Record<string, unknown>): Promise<Delivered> => {
+    if (mode === 'http') return sendSlackInteraction(appUrl, SECRET, payload);
+    const started = performance.now();
+    const ack = await fake.socketMode.sendInteraction(payload, { timeoutMs: SOCKET_ACK_WAIT_MS });
+    return { status: 200, body: ackBody(ack.payload), elapsedMs: performance.now() - started };
+  };
 
   const waitFor = async (what: string, predicate: () => boolean, timeoutMs = 10_000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
@@ -253,7 +305,10 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     slack,
     events,
     appUrl,
+    mode,
     logs,
+    deliver,
+    interact,
     async mention(text, o = {}) {
       const channel = o.channel ?? CHANNEL;
       const user = o.user ?? ADA;
@@ -264,9 +319,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
         text: typed,
         ...(o.threadTs === undefined ? {} : { threadTs: o.threadTs }),
       });
-      const sent = await sendSlackEvent(
-        appUrl,
-        SECRET,
+      const sent = await deliver(
         mentionEvent({
           channel,
           user,
@@ -283,11 +336,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
       const channel = o.channel ?? CHANNEL;
       const user = o.user ?? ADA;
       const message = fake.postUserMessage({ channel, user, text, threadTs });
-      const sent = await sendSlackEvent(
-        appUrl,
-        SECRET,
-        messageEvent({ channel, user, text, ts: message.ts, threadTs }),
-      );
+      const sent = await deliver(messageEvent({ channel, user, text, ts: message.ts, threadTs }));
       if (sent.status !== 200) throw new Error(`reply refused: ${sent.status}`);
       return { ts: message.ts };
     },
@@ -299,9 +348,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
         text,
         ...(o.threadTs === undefined ? {} : { threadTs: o.threadTs }),
       });
-      const sent = await sendSlackEvent(
-        appUrl,
-        SECRET,
+      const sent = await deliver(
         messageEvent({
           channel: DM,
           user,
@@ -366,7 +413,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
         messageText: stored?.text ?? '',
         botUserId: fake.botUserId,
       });
-      return sendSlackInteraction(appUrl, SECRET, payload);
+      return interact(payload);
     },
     async press(message, button, user) {
       const channel = message.channel ?? CHANNEL;
@@ -383,7 +430,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
         messageText: stored?.text ?? '',
         botUserId: fake.botUserId,
       });
-      return sendSlackInteraction(appUrl, SECRET, payload);
+      return interact(payload);
     },
     async pressEphemeral(ephemeral, button, user) {
       if (ephemeral.ts === undefined) throw new Error('the ephemeral has no ts');
@@ -403,10 +450,10 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
           ephemeral: true,
         }),
       });
-      return sendSlackInteraction(appUrl, SECRET, payload);
+      return interact(payload);
     },
     submitView(view, user, values) {
-      return sendSlackInteraction(appUrl, SECRET, viewSubmissionPayload({ user, view, values }));
+      return interact(viewSubmissionPayload({ user, view, values }));
     },
     thread: (threadTs, channel = CHANNEL) => fake.messages(channel, threadTs),
     botMessages: (threadTs, channel = CHANNEL) =>
@@ -422,4 +469,9 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     },
   };
   return harness;
+}
+
+/** An ack's payload as the HTTP response body would carry it: nothing for an empty ack. */
+function ackBody(payload: Record<string, unknown> | undefined): string {
+  return payload === undefined || Object.keys(payload).length === 0 ? '' : JSON.stringify(payload);
 }
