@@ -128,8 +128,9 @@ export function openBroker(options: BrokerOpenOptions): Broker {
     })();
     return stopping;
   };
-  // The start's wait for Slack ends on this signal in Socket Mode's listen too (serve).
-  let slackSignal: AbortSignal | undefined;
+  // The start's wait for Slack (its signal, its report of each miss) goes on in Socket Mode's
+  // listen (serve).
+  let slackWait: ComposeOptions['slackWait'];
 
   return {
     logger,
@@ -145,7 +146,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       observeCheckpoints(o.store, sqliteCheckpointObserver(logger, obs.metrics));
       if (o.beforeStoreCloses !== undefined) stops.push(o.beforeStoreCloses);
       const triggerStore = obs.triggerStore(triggerStoreOf(o.store));
-      slackSignal = o.slackWait?.signal;
+      slackWait = o.slackWait;
       const slackConfig = slackRequested(options.env) ? loadSlackConfig(options.env) : undefined;
       const slack =
         slackConfig === undefined
@@ -215,7 +216,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
           ...(core.feedbackRows === undefined ? {} : { feedbackRows: core.feedbackRows }),
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
-          ...(slackSignal === undefined ? {} : { signal: slackSignal }),
+          ...slackWait,
         });
       }
       await engine.start();

@@ -1,7 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadBrokerConfig } from '../config/broker.js';
-import { slackRequested } from '../config/slack.js';
+import { loadSlackConfig, slackRequested } from '../config/slack.js';
 import { loadWebChatSettings } from '../config/webchat.js';
 import { LiveRegistry } from '../core/registry.js';
 import { TriggerDirectory } from '../core/triggers.js';
@@ -157,7 +157,11 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     if (options.kubeConfig === undefined) kubeConfig.loadFromDefault();
     const registry = new LiveRegistry();
     const triggerDirectory = new TriggerDirectory();
-    if (slackRequested(options.env)) waitingFor = "Slack's Web API (auth.test)";
+    // Which call to Slack the start is waiting on: auth.test, then in Socket Mode the connection.
+    let slackStep = "Slack's Web API (auth.test)";
+    const socketMode =
+      slackRequested(options.env) && loadSlackConfig(options.env).connection.kind === 'socket';
+    if (slackRequested(options.env)) waitingFor = slackStep;
     // Migrated once Slack answered, so /readyz can say the store is what it waits for.
     const sessions = createStore(config.store);
     const web =
@@ -173,7 +177,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
         slackWait: {
           ...(options.signal === undefined ? {} : { signal: options.signal }),
           onUnreachable: (error) => {
-            waitingFor = `Slack's Web API (auth.test: ${error.code})`;
+            waitingFor = `${slackStep.slice(0, -1)}: ${error.code})`;
           },
         },
       })
@@ -243,7 +247,22 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       await stop();
       return { httpPort: 0, metricsPort: ops.port, stop };
     }
-    await broker.serve(core);
+    if (socketMode) {
+      slackStep = "Slack's Socket Mode connection (apps.connections.open)";
+      waitingFor = slackStep;
+    }
+    const served = await broker.serve(core).then(
+      () => true,
+      (error: unknown) => {
+        // SIGTERM while Socket Mode could not connect: a clean stop, as during auth.test.
+        if (options.signal?.aborted === true) return false;
+        throw error;
+      },
+    );
+    if (!served) {
+      await stop();
+      return { httpPort: 0, metricsPort: ops.port, stop };
+    }
     const events = await listen(
       eventsListener({
         slack: () => slack?.requestListener,

@@ -197,7 +197,7 @@ describe.skipIf(!HAS_GO)(
         rmSync(dir, { recursive: true, force: true });
       }
     });
-    it('Socket Mode: SIGTERM while apps.connections.open cannot reach Slack ends the start at once, and nothing connects', async () => {
+    it('Socket Mode: /readyz names the connection it waits for; SIGTERM while apps.connections.open cannot reach Slack ends the start at once and cleanly, and nothing connects', async () => {
       const fake = await startFakeSlack();
       // auth.test answers; Socket Mode's URL does not (a 5xx counts as Slack not reachable).
       fake.serverErrorNext('apps.connections.open', 503, 1_000);
@@ -214,17 +214,22 @@ describe.skipIf(!HAS_GO)(
           signal: early.signal,
         });
         const outcome = starting.then(
-          () => 'started',
-          () => 'ended',
+          (result) => ({ stopped: result.httpPort === 0 }),
+          (error: unknown) => ({ failed: error }),
         );
         await eventually(
           () => expect(fake.callsOf('apps.connections.open').length).toBeGreaterThan(1),
           30_000,
         );
-        expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
+        const readyz = await fetch(`http://127.0.0.1:${port}/readyz`);
+        expect(readyz.status).toBe(503);
+        expect(await readyz.text()).toContain(
+          "waiting for Slack's Socket Mode connection (apps.connections.open",
+        );
         const aborted = Date.now();
         early.abort();
-        await outcome;
+        // A stop, as during auth.test: the process exits 0, not with an error.
+        expect(await outcome).toEqual({ stopped: true });
         expect(Date.now() - aborted).toBeLessThan(5_000);
         await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
         const calls = fake.callsOf('apps.connections.open').length;
