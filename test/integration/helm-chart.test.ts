@@ -258,9 +258,15 @@ describe.skipIf(!HAS_GO)(
         'spec.serviceAccountName',
       );
       expect(env.AGENTKOURIER_SECRET_READER_ROLE?.value).toBe('ak-agentkourier-secret-reader');
-      for (const name of ['SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET']) {
+      // Socket Mode by default, as the app manifest: the bot token and the app-level token.
+      expect(env.SLACK_MODE?.value).toBe('socket');
+      expect(env.SLACK_SIGNING_SECRET).toBeUndefined();
+      for (const [name, key] of [
+        ['SLACK_BOT_TOKEN', 'bot-token'],
+        ['SLACK_APP_TOKEN', 'app-token'],
+      ] as const) {
         expect(env[name]?.value).toBeUndefined();
-        expect(env[name]?.valueFrom?.secretKeyRef?.name).toBe('agentkourier-slack');
+        expect(env[name]?.valueFrom?.secretKeyRef).toMatchObject({ name: 'agentkourier-slack', key });
       }
       const service = only(objects, 'Service').spec as { ports: Array<{ name: string; port: number }> };
       expect(service.ports.map((p) => [p.name, p.port])).toEqual([
@@ -661,6 +667,7 @@ describe.skipIf(!HAS_GO)(
     it('renders OAuth mode: the client id in clear, its secret and the sealing keys from the Secret, no bot token', async () => {
       const helm = await helmBinary();
       const objects = await renderChart(helm, {
+        'slack.mode': 'http',
         'slack.oauth.enabled': 'true',
         'slack.oauth.clientId': '1111.2222',
         'slack.oauth.redirectUri': 'https://kourier.example.com/slack/oauth_redirect',
@@ -684,7 +691,7 @@ describe.skipIf(!HAS_GO)(
         'lint',
         '--strict',
         CHART,
-        ...setArgs({ 'slack.oauth.enabled': 'true', 'slack.oauth.clientId': '1.2' }),
+        ...setArgs({ 'slack.mode': 'http', 'slack.oauth.enabled': 'true', 'slack.oauth.clientId': '1.2' }),
       ]);
       expect(lint.code).toBe(0);
       for (const [values, message] of [
@@ -692,7 +699,7 @@ describe.skipIf(!HAS_GO)(
           { 'slack.oauth.enabled': 'true', 'slack.oauth.clientId': '1.2', 'slack.mode': 'socket' },
           'needs slack.mode http',
         ],
-        [{ 'slack.oauth.enabled': 'true' }, 'needs slack.oauth.clientId'],
+        [{ 'slack.mode': 'http', 'slack.oauth.enabled': 'true' }, 'needs slack.oauth.clientId'],
       ] as const) {
         const result = await runHelm(helm, ['template', 'ak', CHART, ...setArgs(values)]);
         expect(result.code).not.toBe(0);

@@ -192,6 +192,8 @@ describe.skipIf(!HAS_GO)(
             'ports.http': String(ports.http),
             'ports.metrics': String(ports.metrics),
             'slack.apiUrl': slack.url,
+            // Slack's events come to the Service here (Socket Mode is the default).
+            'slack.mode': 'http',
             // Every namespace watched, Secrets read in team-a only.
             'rbac.secretNamespaces': '{team-a}',
             'webchat.enabled': 'true',
