@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
 import { agentBackend } from '../../src/control/crds/agent-backend.js';
 import { binding } from '../../src/control/crds/binding.js';
 import { EXAMPLE_FILES, type ExampleDocument, exampleDocuments } from './examples.js';
@@ -53,4 +54,29 @@ describe('manifests in the install docs', () => {
       }
     },
   );
+});
+
+describe('examples/demo-agent.yaml (the README quick start applies it)', () => {
+  it("holds the demo agent's Deployment and Service, an AgentBackend and a Binding that parse; the image is the chart's appVersion", async () => {
+    const docs = await exampleDocuments('demo-agent.yaml');
+    expect(docs.map((d) => d.kind)).toEqual(['Deployment', 'Service', 'AgentBackend', 'Binding']);
+    expect(agentBackend.safeParse(inNamespace(docs[2])).error?.issues ?? []).toEqual([]);
+    expect(binding.safeParse(inNamespace(docs[3])).error?.issues ?? []).toEqual([]);
+    const chart = await readFile(new URL('../../charts/agentkourier/Chart.yaml', import.meta.url), 'utf8');
+    const appVersion = /^appVersion: "?([^"\n]+)"?$/m.exec(chart)?.[1];
+    const pod = z
+      .object({
+        spec: z.object({
+          template: z.object({
+            spec: z.object({
+              containers: z.array(z.object({ image: z.string(), args: z.array(z.string()) })),
+            }),
+          }),
+        }),
+      })
+      .parse(docs[0]);
+    const [container] = pod.spec.template.spec.containers;
+    expect(container?.image).toBe(`ghcr.io/agentkourier/agentkourier:${appVersion}`);
+    expect(container?.args.slice(0, 1)).toEqual(['demo-agent']);
+  });
 });
