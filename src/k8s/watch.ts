@@ -142,6 +142,9 @@ export class Informer<T extends KubernetesObject> {
         what: this.#o.what,
         status: statusOf(error),
         error: error instanceof Error ? error.name : 'error',
+        // What failed and how (KubeApiError's message names the call and the status or the
+        // network error): without it a pod that cannot reach the API server says nothing useful.
+        detail: error instanceof Error ? error.message.slice(0, 300) : undefined,
         retryInMs: Math.round(delay),
       },
       'watch failed; restarting',

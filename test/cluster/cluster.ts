@@ -15,6 +15,7 @@ import {
   cniConflist,
   containerdToml,
   corefile,
+  KUBE_PROXY_HEALTHZ_PORT,
   kubeletConfigYaml,
   kubeProxyConfigYaml,
   type NodeLayout,
@@ -224,6 +225,8 @@ export async function startNodeCluster(parts: ClusterParts): Promise<NodeCluster
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       `--kubelet-client-certificate=${apiKubeletClient.certPath}`,
       `--kubelet-client-key=${apiKubeletClient.keyPath}`,
+      // The node's name resolves nowhere here: logs, exec and the kubelet's metrics go by its IP.
+      '--kubelet-preferred-address-types=InternalIP',
       '--allow-privileged=true',
       '--profiling=false',
     ]);
@@ -276,12 +279,22 @@ export async function startNodeCluster(parts: ClusterParts): Promise<NodeCluster
       p.kubeProxyConfig,
       kubeProxyConfigYaml(layout, kubeconfig('kube-proxy', 'system:kube-proxy')),
     );
-    procs.push(janitor.spawn('kube-proxy', bin('kube-proxy'), [`--config=${p.kubeProxyConfig}`, '--v=1']));
+    const kubeProxy = janitor.spawn('kube-proxy', bin('kube-proxy'), [
+      `--config=${p.kubeProxyConfig}`,
+      '--v=1',
+    ]);
+    procs.push(kubeProxy);
     writeFileSync(p.corefile, corefile(layout, admin));
     procs.push(janitor.spawn('coredns', parts.corednsBin, ['-conf', p.corefile]));
 
     await waitReady(kubelet, 'the node', READY_MS, () => nodeReady(admin, bin('kubectl')));
     step('node Ready');
+    // Without kube-proxy no pod reaches a Service, the API server's included.
+    await waitReady(kubeProxy, 'kube-proxy', READY_MS, async () => {
+      const res = await fetch(`http://127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}/healthz`).catch(() => undefined);
+      return res?.status === 200;
+    });
+    step('kube-proxy ready');
     // Pods need their namespace's `default` ServiceAccount and `kube-root-ca.crt` (the
     // controller-manager makes both).
     await waitReady(kubelet, 'the default ServiceAccount', READY_MS, async () => {

@@ -123,6 +123,11 @@ export class ClusterClient {
     return r.stdout;
   }
 
+  /** A command line as a person types it (bash, in the clone, kubectl and helm on PATH). */
+  shell(line: string): Promise<CommandResult> {
+    return exec('bash', ['-c', line], this.env);
+  }
+
   helm(args: string[]): Promise<CommandResult> {
     return exec(this.info.helm, args, this.#env);
   }
@@ -189,7 +194,11 @@ export class ClusterClient {
    * A hostPath PersistentVolume (no StorageClass here) that a claim without a class binds to:
    * the node's directory outlives the pods, as a disk would.
    */
-  async hostPathVolume(name: string, size = '1Gi'): Promise<string> {
+  async hostPathVolume(
+    name: string,
+    claim?: { namespace: string; name: string },
+    size = '1Gi',
+  ): Promise<string> {
     const path = join(this.info.volumesDir, name);
     mkdirSync(path, { recursive: true });
     // The pod's user (1000) writes there; the kubelet applies no fsGroup to a hostPath.
@@ -206,10 +215,29 @@ export class ClusterClient {
           persistentVolumeReclaimPolicy: 'Retain',
           storageClassName: '',
           hostPath: { path, type: 'Directory' },
+          // Reserved for its test's claim, so another file's claim cannot take it.
+          ...(claim === undefined ? {} : { claimRef: claim }),
         },
       }),
     );
     return path;
+  }
+
+  /**
+   * The chart as the release workflow publishes it: packaged by scripts/package-chart.sh for
+   * the image at ghcr.io/agentkourier/agentkourier, pushed to the registry that stands in for
+   * ghcr.io. Returns what `helm install` takes: the oci:// reference and its flags.
+   */
+  async publishChart(version = this.info.appVersion): Promise<string[]> {
+    const packaged = await exec(
+      'bash',
+      [join(ROOT, 'scripts/package-chart.sh'), version, 'ghcr.io/agentkourier/agentkourier'],
+      { ...this.env, HELM: this.info.helm },
+    );
+    if (packaged.code !== 0) throw new Error(`package-chart.sh failed: ${packaged.stderr}`);
+    const tgz = packaged.stdout.trim().split('\n').at(-1) ?? '';
+    await this.helmOk(['push', tgz, `oci://${this.info.registry}/charts`, '--plain-http']);
+    return [`oci://${this.info.registry}/charts/agentkourier`, '--version', version, '--plain-http'];
   }
 
   /** Deletes this file's namespaces (and what is in them); the cluster itself stays. */

@@ -167,6 +167,9 @@ export function kubeletConfigYaml(
   });
 }
 
+/** kube-proxy's /healthz: 200 once it has programmed the Services' rules. */
+export const KUBE_PROXY_HEALTHZ_PORT = 10256;
+
 export function kubeProxyConfigYaml(layout: NodeLayout, kubeconfigPath: string): string {
   return stringify({
     apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
@@ -177,8 +180,9 @@ export function kubeProxyConfigYaml(layout: NodeLayout, kubeconfigPath: string):
     hostnameOverride: layout.nodeName,
     // It may not set the conntrack sysctls here; zero leaves them as they are.
     conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
-    metricsBindAddress: '127.0.0.1:0',
-    healthzBindAddress: '127.0.0.1:10256',
+    // Port 0 is refused; one cluster per machine, so its usual ports.
+    metricsBindAddress: '127.0.0.1:10249',
+    healthzBindAddress: `127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}`,
   });
 }
 
