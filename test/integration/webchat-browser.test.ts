@@ -184,10 +184,23 @@ describe.skipIf(skipReason !== undefined)(
       await page.locator('li.msg.answer.streaming', { hasText: 'pods' }).waitFor({ timeout: 5_000 });
       const partial = await answerItem.locator('.text').textContent();
       expect(partial).not.toBe('The pods in payments are all healthy.');
+      // One caret while it streams (after the plain text, or after the last Markdown block: the
+      // answer's element is both), none once settled.
+      const carets = () =>
+        answerItem.evaluate((li) => ({
+          streaming: li.classList.contains('streaming'),
+          carets: [li, ...li.querySelectorAll('*')].filter((el) =>
+            getComputedStyle(el, '::after').content.includes('▍'),
+          ).length,
+        }));
+      const whileStreaming = await carets();
+      if (whileStreaming.streaming) expect(whileStreaming.carets).toBe(1);
       await page
         .locator('li.msg.answer:not(.streaming)', { hasText: 'healthy.' })
         .waitFor({ timeout: 10_000 });
       expect(await answerItem.locator('.text').textContent()).toBe('The pods in payments are all healthy.');
+      expect(await carets()).toEqual({ streaming: false, carets: 0 });
+      expect(whileStreaming.streaming, 'the answer was seen streaming').toBe(true);
       await activity.waitFor({ state: 'hidden', timeout: 5_000 });
       await expect.poll(() => page.locator('#bindings a[data-thread]').count()).toBe(1);
 

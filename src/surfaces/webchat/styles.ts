@@ -51,7 +51,10 @@ button:disabled { opacity: .5; cursor: default; }
 .msg.person { align-self: flex-end; background: var(--person); border-color: transparent; }
 .msg.failed { border-color: var(--bad); }
 .msg.notice { background: var(--broker); border-color: #eedc9a; font-size: 14px; }
-.msg.answer.streaming .text::after { content: "▍"; color: var(--muted); animation: blink 1s steps(2) infinite; }
+/* One caret on a streaming answer: after its plain text, or, when the text is Markdown (the same
+   element is .text and .md), after its last block or in the still empty element. */
+.msg.answer.streaming .text:not(.md)::after, .msg.answer.streaming .md:empty::after,
+.msg.answer.streaming .md > :last-child::after { content: "▍"; color: var(--muted); animation: blink 1s steps(2) infinite; }
 @keyframes blink { 50% { opacity: 0; } }
 .msg.question, .msg.approval { border-color: var(--accent); }
 
@@ -79,7 +82,6 @@ button:disabled { opacity: .5; cursor: default; }
   overflow-wrap: normal; }
 .md th { background: var(--bg); }
 .md .align-center { text-align: center; } .md .align-right { text-align: right; }
-.msg.answer.streaming .md > :last-child::after { content: "▍"; color: var(--muted); animation: blink 1s steps(2) infinite; }
 
 .msg.tool-step { background: var(--bg); font-size: 13px; }
 .step-head .name { font: 600 13px var(--mono); }
