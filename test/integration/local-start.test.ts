@@ -19,12 +19,17 @@ interface Message {
 describe('npm start', () => {
   let child: ChildProcess | undefined;
   let dir: string | undefined;
+  let url = '';
   afterAll(async () => {
-    if (child !== undefined && child.exitCode === null && child.pid !== undefined) {
-      // npm runs the broker in a shell of its own: stop the whole process group, or the broker
-      // outlives the test and keeps the worker alive.
-      const exited = once(child, 'exit');
-      process.kill(-child.pid, 'SIGTERM');
+    if (child?.pid !== undefined) {
+      // Whatever is left of npm's process group (all of it when a test failed early, or the
+      // broker if the SIGTERM did not reach it): it would outlive the test and keep the worker.
+      const exited = child.exitCode === null ? once(child, 'exit') : undefined;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // The group is gone already.
+      }
       await exited;
     }
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
@@ -40,7 +45,7 @@ describe('npm start', () => {
     const stdout = child.stdout;
     if (stdout === null) throw new Error('no stdout');
     const lines = createInterface({ input: stdout });
-    const url = await new Promise<string>((resolve, reject) => {
+    url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('npm start printed no URL in 90 s')), 90_000);
       child?.once('exit', (code) => reject(new Error(`npm start exited with ${code}`)));
       lines.on('line', (line) => {
@@ -75,5 +80,24 @@ describe('npm start', () => {
     expect(answer?.final).toBe(true);
     expect(answer?.text).toContain('hello from the test');
     expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('stops on a SIGTERM to the npm process itself, as a supervisor sends it, and frees its port', async () => {
+    const npm = child as ChildProcess;
+    const exited = once(npm, 'exit');
+    // To npm only, not its process group: npm passes it to the script, whose last command is
+    // exec'd so the broker is the one that gets it.
+    npm.kill('SIGTERM');
+    await exited;
+    await expect
+      .poll(
+        async () =>
+          fetch(`${url}healthz`).then(
+            () => 'still served',
+            () => 'closed',
+          ),
+        { timeout: 15_000, interval: 200 },
+      )
+      .toBe('closed');
   });
 });
