@@ -30,6 +30,11 @@ export interface LocalOptions {
   /** The web chat's bearer token; required off loopback (the web chat refuses to start otherwise). */
   token?: string;
   demo: boolean;
+  /**
+   * The demo agent's port (default DEMO_AGENT_PORT, so the `check` command printed at start is
+   * the same every time); when it is taken, any free port, said in the log.
+   */
+  demoPort?: number;
   env: Env;
   /** Where the URL to open is printed. */
   out(line: string): void;
@@ -40,7 +45,27 @@ export interface LocalOptions {
 
 export interface RunningLocal {
   url: string;
+  /** The demo agent's base URL, when it runs. */
+  demoUrl?: string;
   stop(): Promise<void>;
+}
+
+/** The demo agent's port in local mode, the one `agentkourier demo-agent` listens on too. */
+export const DEMO_AGENT_PORT = 8090;
+
+/** The demo agent on its port, or on any free one when that is taken (another broker, a test). */
+async function startDemo(port: number, logger: Logger): Promise<DemoAgent> {
+  try {
+    return await startDemoAgent({ host: '127.0.0.1', port });
+  } catch (error) {
+    if (port === 0 || (error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    const demo = await startDemoAgent({ host: '127.0.0.1', port: 0 });
+    logger.info(
+      { taken: port, url: demo.url },
+      'the demo agent’s usual port is taken; it listens on another',
+    );
+    return demo;
+  }
 }
 
 export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
@@ -59,7 +84,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
   try {
     let demo: DemoAgent | undefined;
     if (options.demo) {
-      demo = await startDemoAgent({ host: '127.0.0.1', port: 0 });
+      demo = await startDemo(options.demoPort ?? DEMO_AGENT_PORT, logger);
       broker.defer(() => (demo as DemoAgent).close());
       logger.info({ url: demo.url }, 'demo agent listening');
     }
@@ -137,7 +162,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       ...(demo === undefined ? {} : { demoAgentUrl: demo.url }),
     }))
       options.out(line);
-    return { url: chat.url, stop };
+    return { url: chat.url, ...(demo === undefined ? {} : { demoUrl: demo.url }), stop };
   } catch (error) {
     await stop();
     throw error;
