@@ -34,7 +34,7 @@ export function demoCard(endpoint: string): AgentCard {
         name: 'Demo',
         description: 'Say anything; or "ask", "approve", "fail", "long".',
         tags: ['demo'],
-        examples: ['hello', 'ask me something', 'approve a deploy', 'fail please'],
+        examples: ['hello', 'ask me something', 'approve a deploy', 'fail please', 'a long answer'],
         inputModes: [],
         outputModes: [],
         securityRequirements: [],

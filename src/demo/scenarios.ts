@@ -19,13 +19,16 @@ export function personWords(text: string): string {
     .trim();
 }
 
-/** Picks the scenario from the person's words. */
+/**
+ * Picks the scenario from the person's words: the documented words only (`ask`, `approve`,
+ * `fail`, `long`, as whole words), so ordinary text ("hello after restart") gets an answer.
+ */
 export function scenarioFor(text: string): Scenario {
   const words = personWords(text).toLowerCase();
-  if (/\b(fail|break|error)\b/.test(words)) return 'failure';
-  if (/\b(approve|approval|deploy|restart)\b/.test(words)) return 'approval';
-  if (/\b(ask|question|choose)\b/.test(words)) return 'question';
-  if (/\b(long|story|essay)\b/.test(words)) return 'long';
+  if (/\bfail\b/.test(words)) return 'failure';
+  if (/\bapprove\b/.test(words)) return 'approval';
+  if (/\bask\b/.test(words)) return 'question';
+  if (/\blong\b/.test(words)) return 'long';
   return 'answer';
 }
 

@@ -109,9 +109,24 @@ describe('the demo agent (a real A2A 1.0 server on the official SDK)', () => {
 
   it('sends only a text hint for an approval when the extension was not asked for', async () => {
     const plain = new A2AClient({ endpoint: demo.endpoint, identity: { kind: 'user-id', userId: 'U1' } });
-    const asked = await collect(plain.sendStreamingMessage({ messageId: 'd6', text: 'deploy it' }));
+    const asked = await collect(plain.sendStreamingMessage({ messageId: 'd6', text: 'approve it' }));
     const pause = asked.findLast((e) => e.kind === 'status-update');
     expect(pause?.kind === 'status-update' && pause.status.message?.metadata).toBeUndefined();
+  });
+
+  it('answers ordinary text, even with a word near a documented one ("hello after restart")', async () => {
+    for (const [id, text] of [
+      ['d8', 'hello after restart'],
+      ['d9', 'please deploy and tell me a story'],
+      ['d10', 'any question? an error?'],
+    ]) {
+      const events = await collect(
+        client.sendStreamingMessage({ messageId: id as string, text: text as string }),
+      );
+      expect(lastState(events), text).toBe('completed');
+      const paused = events.some((e) => e.kind === 'status-update' && e.status.state === 'input-required');
+      expect(paused, text).toBe(false);
+    }
   });
 
   it('fails when asked to', async () => {

@@ -239,7 +239,7 @@ describe.skipIf(!HAS_GO)(
       expect((await fetch(`${chat}/api/bindings`)).status).toBe(401);
       const auth = { authorization: `Bearer ${WEBCHAT_TOKEN}` };
       expect(await (await fetch(`${chat}/api/bindings`, { headers: auth })).json()).toEqual({
-        bindings: [{ ref: 'team-a/support', threadCount: 0 }],
+        bindings: [expect.objectContaining({ ref: 'team-a/support', threadCount: 0 })],
       });
       const created = await fetch(`${chat}/api/threads`, {
         method: 'POST',

@@ -479,6 +479,10 @@ describe.skipIf(skipReason !== undefined)(
       page.on('pageerror', (error) => problems.push(error.message));
       await page.goto(url);
       await page.locator('#new-binding option').first().waitFor({ state: 'attached' });
+      // The first message's box offers what the demo understands, from its card's examples.
+      expect(await page.locator('#new-text').getAttribute('placeholder')).toBe(
+        'Ask the agent… (try: hello · ask me something · approve a deploy · fail please · a long answer)',
+      );
       // No Stop before there is anything to stop.
       expect(await page.locator('#stop').isVisible()).toBe(false);
       await page.fill('#new-text', 'Tell me a long story');

@@ -88,9 +88,16 @@ describe('local mode: web chat threads survive a restart', () => {
       { id: thread.id, binding: 'default/demo', title: before.title },
     ]);
     const bindings = (await (await fetch(`${url}api/bindings`)).json()) as {
-      bindings: Array<{ ref: string; threadCount: number }>;
+      bindings: Array<{ ref: string; threadCount: number; examples: string[] }>;
     };
-    expect(bindings.bindings).toEqual([{ ref: 'default/demo', threadCount: 1 }]);
+    // With the demo agent's example requests from its card, which the page offers.
+    expect(bindings.bindings).toEqual([
+      {
+        ref: 'default/demo',
+        threadCount: 1,
+        examples: ['hello', 'ask me something', 'approve a deploy', 'fail please', 'a long answer'],
+      },
+    ]);
     const after = await read(url, thread.id);
     expect(shown(after.messages)).toEqual(shown(before.messages));
     expect(after.createdAt).toBe(before.createdAt);

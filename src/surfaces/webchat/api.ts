@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Actor } from '../../core/compose.js';
-import type { AnswerStructured, StructuredReply } from '../../core/ports.js';
+import type { AgentClient, AnswerStructured, StructuredReply } from '../../core/ports.js';
 import type { SessionEngine } from '../../core/session/engine.js';
 import { type SessionStore, sessionIdOf } from '../../core/store.js';
 import { checkAnswers, checkDecisions, summariseAnswers, summariseDecisions } from './answers.js';
@@ -16,7 +17,8 @@ import type { BindingView, MessageView } from './view.js';
 
 /** The Bindings the web chat offers (LiveRegistry fits). */
 export interface BindingDirectory {
-  list(): ReadonlyArray<{ ref: string }>;
+  /** The Bindings, with their agent's client when it can describe the agent (card examples). */
+  list(): ReadonlyArray<{ ref: string; client?: Pick<AgentClient, 'describe'> }>;
   get(ref: string): { ref: string } | undefined;
 }
 
@@ -91,11 +93,14 @@ export class WebChatApi {
   }
 
   async #bindings(res: ServerResponse): Promise<void> {
-    const bindings: BindingView[] = this.#deps.registry
-      .list()
-      .map((b) => ({ ref: b.ref, threadCount: this.#deps.surface.threads.countFor(b.ref) }))
-      .sort((a, b) => a.ref.localeCompare(b.ref));
-    sendJson(res, 200, { bindings });
+    const bindings: BindingView[] = await Promise.all(
+      this.#deps.registry.list().map(async (b) => ({
+        ref: b.ref,
+        threadCount: this.#deps.surface.threads.countFor(b.ref),
+        examples: b.client === undefined ? [] : await cardExamples(b.client),
+      })),
+    );
+    sendJson(res, 200, { bindings: bindings.sort((a, b) => a.ref.localeCompare(b.ref)) });
   }
 
   async #threads(res: ServerResponse, url: URL): Promise<void> {
@@ -280,4 +285,23 @@ export class WebChatApi {
 
 function badShape(message: string): WebChatRequestError {
   return new WebChatRequestError(400, 'invalid_request', message);
+}
+
+const EXAMPLES = 5;
+const EXAMPLE_CHARS = 80;
+/** The list never waits long for a card: a slow agent's Binding is listed without examples. */
+const EXAMPLES_WAIT_MS = 500;
+
+/** The first few example requests of an agent card's skills, cut short; none if it is slow. */
+async function cardExamples(client: Pick<AgentClient, 'describe'>): Promise<string[]> {
+  if (client.describe === undefined) return [];
+  const wait = new AbortController();
+  const late = delay(EXAMPLES_WAIT_MS, undefined, { signal: wait.signal }).catch(() => undefined);
+  const described = await Promise.race([client.describe().catch(() => undefined), late]);
+  wait.abort();
+  return (described?.skills ?? [])
+    .flatMap((skill) => skill.examples)
+    .map((example) => example.replace(/\s+/g, ' ').trim().slice(0, EXAMPLE_CHARS))
+    .filter((example) => example !== '')
+    .slice(0, EXAMPLES);
 }

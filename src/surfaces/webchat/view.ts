@@ -131,6 +131,11 @@ export interface ThreadView extends ThreadSummary {
 export interface BindingView {
   ref: string;
   threadCount: number;
+  /**
+   * A few example requests from the agent card's skills, to offer before a first message
+   * (untrusted text: shown as text, each cut short). Empty until the card has been read.
+   */
+  examples: string[];
 }
 
 /**

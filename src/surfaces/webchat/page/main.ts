@@ -12,7 +12,7 @@ import { Api, ApiError, takeTokenFromUrl } from './api.js';
 import { el, must } from './dom.js';
 import { follow } from './follow.js';
 import { type AnswerBody, type Rendered, renderMessage } from './render.js';
-import { bindingOptions, markCurrent, markRunning, threadList } from './sidebar.js';
+import { bindingOptions, firstMessageHint, markCurrent, markRunning, threadList } from './sidebar.js';
 
 /**
  * The web chat page: threads per Binding in a list, the open thread beside it (on a phone, one
@@ -59,12 +59,20 @@ function showError(error: unknown): void {
 
 // ---- sidebar ---------------------------------------------------------------------------------
 
+/** The Bindings as last listed (their example requests follow the chosen one). */
+let known: BindingView[] = [];
+ui.newBinding.addEventListener('change', () => {
+  ui.newText.placeholder = firstMessageHint(known, ui.newBinding.value);
+});
+
 async function refreshSidebar(): Promise<void> {
   const [{ bindings }, { threads }] = await Promise.all([
     api.get<{ bindings: BindingView[] }>('/api/bindings'),
     api.get<{ threads: ThreadSummary[] }>('/api/threads'),
   ]);
   bindingOptions(ui.newBinding, bindings);
+  known = bindings;
+  ui.newText.placeholder = firstMessageHint(known, ui.newBinding.value);
   ui.bindings.replaceChildren(...threadList(bindings, threads, current?.id, (id) => openThread(id, true)));
   // The list was read before the open thread's latest activity, maybe: the stream knows better.
   if (current !== undefined) markRunning(ui.bindings, current.id, activity !== null);

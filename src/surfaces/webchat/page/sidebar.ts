@@ -14,6 +14,12 @@ export function bindingOptions(select: HTMLSelectElement, bindings: readonly Bin
   if (bindings.some((b) => b.ref === selected)) select.value = selected;
 }
 
+/** What the first message's box offers: the chosen agent's example requests, from its card. */
+export function firstMessageHint(bindings: readonly BindingView[], ref: string): string {
+  const examples = bindings.find((b) => b.ref === ref)?.examples ?? [];
+  return examples.length === 0 ? 'Ask the agent…' : `Ask the agent… (try: ${examples.join(' · ')})`;
+}
+
 export function threadList(
   bindings: readonly BindingView[],
   threads: readonly ThreadSummary[],
