@@ -5,7 +5,7 @@ import type { Binding, BindingStatus } from '../control/crds/binding.js';
 import { type ClientFactory, clientFactory, type LiveClient, LiveClients } from '../control/live-clients.js';
 import { KeyedQueue } from '../control/queue.js';
 import { type BindingPlan, bindingRef, bindingStatus, planBinding } from '../control/reconcile/binding.js';
-import { readyTransition } from '../control/status.js';
+import { Reasons, readyTransition } from '../control/status.js';
 import type { ControlPlaneObserver, ControlPlaneTelemetry } from '../control/telemetry.js';
 import type { LiveRegistry } from '../core/registry.js';
 import type { TriggerDirectory } from '../core/triggers.js';
@@ -160,6 +160,8 @@ export class LocalBindings {
     if (transition !== undefined) {
       const fields = { binding: ref, ready: transition.reason, detail: transition.note };
       if (transition.type === 'Normal') this.#log.info(fields, 'binding ready');
+      // Waiting for the first card read is every start's first state, not a fault.
+      else if (transition.reason === Reasons.Pending) this.#log.info(fields, 'binding waiting for its agent');
       else this.#log.warn(fields, 'binding not ready');
     }
     entry.status = status;

@@ -4,7 +4,7 @@
 // desk lives in its own module; splitting this file would scatter one list of wiring.
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { App, HTTPReceiver, type Receiver, SocketModeReceiver, type webApi } from '@slack/bolt';
+import { App, ErrorCode, HTTPReceiver, type Receiver, SocketModeReceiver, type webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
 import { type BackoffPolicy, backoffDelay } from '../../core/backoff.js';
@@ -457,6 +457,15 @@ export class SlackConnection {
       await bounded(this.approvals.submitted(body));
     });
     app.error(async (error) => {
+      // An event from a workspace without an installation (one that uninstalled the app, whose
+      // events may still be on their way) is expected traffic: it is dropped, and said so.
+      if (error.code === ErrorCode.AuthorizationError) {
+        this.#logger.warn(
+          { code: error.code },
+          'an event came from a Slack workspace the app is not installed in (or no longer); it was dropped',
+        );
+        return;
+      }
       this.#logger.error({ code: error.code }, 'the Slack app failed to handle a request');
     });
     this.#app = app;

@@ -346,6 +346,14 @@ describe('several Slack workspaces through OAuth', () => {
     expect(botReplies(r, ALPHA, late.ts)).toEqual([]);
     expect(r.events.filter((e) => e.type === 'turn.settled').length).toBe(settledBefore + 1);
     expect(r.fake.calls.filter((c) => c.team === ALPHA.teamId && !c.ok)).toEqual([]);
+    // Expected traffic, said at warn with what happened; nothing at error.
+    const lines = r.logs
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: number; msg: string });
+    expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
+    expect(lines.some((l) => l.level === 40 && l.msg.includes('not installed'))).toBe(true);
   });
 
   it('a turn in flight when its workspace uninstalls settles, and its session makes no more calls', async () => {
