@@ -521,5 +521,43 @@ describe.skipIf(skipReason !== undefined)(
       expect(problems).toEqual([]);
       await again.close();
     });
+
+    it('an answer cut off by a restart (Ctrl-C mid-answer) is shown settled afterwards, with no caret', async () => {
+      if (browser === undefined) throw new Error('no browser');
+      let url = local?.url ?? (await startLocalMode());
+      const page = await browser.newPage({ viewport: { width: 1200, height: 860 } });
+      const problems: string[] = [];
+      page.on('pageerror', (error) => problems.push(error.message));
+      await page.goto(url);
+      await page.locator('#new-binding option').first().waitFor({ state: 'attached' });
+      await page.fill('#new-text', 'Another long one, cut by a restart');
+      await page.click('#new-thread button[type=submit]');
+      await page
+        .locator('li.msg.answer.streaming', { hasText: 'A long answer' })
+        .waitFor({ timeout: 10_000 });
+      const threadId = new URL(page.url()).searchParams.get('thread') ?? '';
+      await page.close();
+      // The broker stops in the middle of the answer, as on Ctrl-C, and starts again.
+      await local?.stop();
+      local = undefined;
+      url = await startLocalMode();
+
+      const again = await browser.newPage({ viewport: { width: 1200, height: 860 } });
+      again.on('pageerror', (error) => problems.push(error.message));
+      await again.goto(`${url}?thread=${threadId}`);
+      const answer = again.locator('li.msg.answer').first();
+      await again.locator('li.msg.answer:not(.streaming)').first().waitFor({ timeout: 20_000 });
+      const carets = await answer.evaluate(
+        (li) =>
+          [li, ...li.querySelectorAll('*')].filter((el) =>
+            getComputedStyle(el, '::after').content.includes('▍'),
+          ).length,
+      );
+      expect(carets).toBe(0);
+      expect(await answer.locator('.text').textContent()).toContain('A long answer');
+      expect(await again.locator('li.msg.answer.streaming').count()).toBe(0);
+      expect(problems).toEqual([]);
+      await again.close();
+    });
   },
 );

@@ -112,4 +112,32 @@ describe('local mode: web chat threads survive a restart', () => {
     expect(last?.seq).toBeGreaterThan(before.messages.length + 1);
     expect(goneOn.messages.map((m) => m.id)).toEqual(goneOn.messages.map((m) => `m${m.seq}`));
   });
+
+  it('an answer cut off by a stop in the middle ends settled after the restart, never streaming for ever', async () => {
+    let url = await start();
+    const created = await post(url, 'api/threads', { binding: 'default/demo', text: 'a long answer please' });
+    const { thread } = (await created.json()) as { thread: ThreadSummary };
+    // Part of the long answer is shown, still streaming; then the broker stops (Ctrl-C).
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const view = await read(url, thread.id);
+      if (view.messages.some((m) => m.kind === 'answer' && m.final === false && m.text.length > 0)) break;
+      if (Date.now() > deadline) throw new Error(`no streaming answer: ${JSON.stringify(view.messages)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await running?.stop();
+    running = undefined;
+    url = await start();
+
+    // Whatever became of the turn (the demo agent forgot its task with the restart), the answer
+    // the page showed streaming is settled: no message is left streaming once the engine is done.
+    const settleBy = Date.now() + 15_000;
+    let view = await read(url, thread.id);
+    while (view.activity !== null || view.messages.some((m) => m.kind === 'answer' && m.final !== true)) {
+      if (Date.now() > settleBy) throw new Error(`still streaming: ${JSON.stringify(shown(view.messages))}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      view = await read(url, thread.id);
+    }
+    expect(view.messages.filter((m) => m.kind === 'answer').every((m) => m.final === true)).toBe(true);
+  });
 });

@@ -4,6 +4,7 @@ import type {
   ChatSurface,
   ChatTarget,
   Notice,
+  NoticeKind,
   Question,
   QuestionPrompt,
   ToolStep,
@@ -74,6 +75,15 @@ export class WebChatSurface implements ChatSurface {
     if (notice.kind === 'question-timeout') this.#closePrompts(thread, 'expired');
     // A stopped task takes no answer to what it asked.
     if (notice.kind === 'task-canceled') this.#closePrompts(thread, 'closed');
+    // A notice that ends its turn settles the turn's answer as it stands. The answer is
+    // finished by its own sink in the process that streamed it; after a restart that sink is
+    // gone, and without this the answer would look as if it streamed for ever.
+    if (notice.turnId !== undefined && !TURN_GOES_ON.has(notice.kind)) {
+      for (const answer of thread.unsettledAnswers(notice.turnId))
+        thread.change(answer.id, (m) => {
+          m.final = true;
+        });
+    }
     thread.add({
       author: 'broker',
       kind: 'notice',
@@ -156,3 +166,6 @@ function promptMessage(turnId: string, question: Question): NewMessage {
     question: { key: question.key, mode: 'structured', choices: [], items, status: 'open' },
   };
 }
+
+/** Notices after which the turn is not over: its answer may still grow. */
+const TURN_GOES_ON = new Set<NoticeKind>(['agent-busy', 'context-changed', 'cancel-failed']);

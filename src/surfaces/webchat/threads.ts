@@ -135,6 +135,11 @@ export class Thread {
     this.#emit({ event: 'append', data: { id, at, text, updatedAt: message.updatedAt } });
   }
 
+  /** A turn's answers still shown as streaming. */
+  unsettledAnswers(turnId: string): MessageView[] {
+    return this.#messages.filter((m) => m.kind === 'answer' && m.turnId === turnId && m.final !== true);
+  }
+
   /** Prompts still open, newest last. */
   openPrompts(): MessageView[] {
     return this.#messages.filter((m) => promptStatus(m) === 'open');
