@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../control/card-check.js';
+import { CardCheckPool, DEFAULT_CARD_POOL } from '../control/card-pool.js';
 import { type ClaimConflict, conflictsByBinding } from '../control/channels.js';
 import type { Binding, BindingStatus } from '../control/crds/binding.js';
 import { type ClientFactory, clientFactory, type LiveClient, LiveClients } from '../control/live-clients.js';
@@ -46,6 +47,7 @@ export class LocalBindings {
   readonly #clients: LiveClients;
   readonly #cards: CardChecker;
   readonly #queue: KeyedQueue;
+  readonly #pool: CardCheckPool;
   readonly #now: () => Date;
   readonly #entries = new Map<string, Entry>();
   readonly #observer: ControlPlaneObserver | undefined;
@@ -69,8 +71,20 @@ export class LocalBindings {
       (ref, outcome) => this.#observer?.cardRead(ref, outcome.ok ? 'ok' : outcome.reason),
     );
     this.#now = options.now ?? (() => new Date());
-    // One card read per Binding at a time; a Binding changed mid-read is read again after.
-    this.#queue = new KeyedQueue((ref, signal) => this.#checkCard(ref, signal), {
+    // The reads themselves go through the controller's pool: a few per namespace, namespaces
+    // taking turns, so one tenant's slow agent delays no other tenant's Binding. A Binding
+    // changed mid-read is read again after.
+    this.#pool = new CardCheckPool(this.#cards, {
+      ...DEFAULT_CARD_POOL,
+      onChecked: (ref, result) => {
+        const entry = this.#entries.get(ref);
+        if (entry === undefined) return;
+        this.#refresh(ref, entry);
+        this.#queue.addAfter(ref, result.nextInMs);
+      },
+    });
+    // When each Binding's card is due again; asking the pool returns at once.
+    this.#queue = new KeyedQueue(async (ref) => this.#checkCard(ref), {
       concurrency: 4,
       retryBaseMs: 1000,
       retryMaxMs: 60_000,
@@ -125,8 +139,9 @@ export class LocalBindings {
   }
 
   /** Resolves once no card read is waiting or running. */
-  idle(): Promise<void> {
-    return this.#queue.idle();
+  async idle(): Promise<void> {
+    await this.#queue.idle();
+    await this.#pool.idle();
   }
 
   /**
@@ -134,6 +149,7 @@ export class LocalBindings {
    * sessions finishing their turns still have their clients.
    */
   async close(): Promise<void> {
+    this.#pool.stop();
     await this.#queue.stop();
   }
 
@@ -141,6 +157,7 @@ export class LocalBindings {
     this.#clients.remove(ref);
     this.#cards.forget(ref);
     this.#queue.forget(ref);
+    this.#pool.forget(ref);
     this.#entries.delete(ref);
     this.#triggers?.remove(ref);
     this.#log.info({ binding: ref }, 'binding removed');
@@ -167,24 +184,8 @@ export class LocalBindings {
     entry.status = status;
   }
 
-  async #checkCard(ref: string, signal: AbortSignal): Promise<void> {
+  #checkCard(ref: string): void {
     const live = this.#entries.get(ref)?.live;
-    if (live === undefined) return;
-    const result = await untilAborted(this.#cards.check(ref, live.client, live.fingerprint), signal);
-    const entry = this.#entries.get(ref);
-    // A reload may have changed the client meanwhile; the queue reads its card next.
-    if (entry?.live?.fingerprint !== live.fingerprint) return;
-    this.#refresh(ref, entry);
-    this.#queue.addAfter(ref, result.nextInMs);
+    if (live !== undefined) this.#pool.request(ref, live.client, live.fingerprint);
   }
-}
-
-/** A card read can take the client's 30 s header timeout; closing does not wait for it. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
