@@ -79,7 +79,7 @@ export function tokenMatches(presented: string, digest: Buffer): boolean {
 /**
  * Every Binding's triggers, fed by the control plane on every replica (a delivery may land on
  * any of them) and read by triggers/. A Binding that exists but cannot be served still has its
- * triggers here, each with a problem: a sender then hears 503 (retry) rather than 404 (gone).
+ * triggers here, each with a problem: a sender with the token then hears 503 (retry), not 401.
  */
 export class TriggerDirectory {
   readonly #bindings = new Map<string, ReadonlyMap<string, TriggerConfig>>();

@@ -25,8 +25,10 @@ import {
  * POST /triggers/<namespace>/<binding>/<name>: one webhook delivery, checked in this order so
  * that nothing partial is kept and every refusal says why:
  *
- *   404 no such trigger (or a schedule, which takes no deliveries) · 405 not a POST ·
- *   401 no or wrong bearer token (constant-time compare) · 503 + Retry-After while the
+ *   401 no or wrong bearer token (constant-time compare), and the same 401 for a path that
+ *   names no webhook trigger (a schedule takes no deliveries) or one without a token to check:
+ *   this port is the one Slack reaches, so without a trigger's token nothing tells which
+ *   namespaces, Bindings and triggers exist · 405 not a POST · 503 + Retry-After while the
  *   Binding or the trigger is not ready, no chat surface can take its threads, the process is
  *   draining, or the store failed (Alertmanager retries 5xx) · 415 not JSON · 413 over the
  *   body limit · 400 not JSON, or not the trigger's payload (with the fields at fault) ·
@@ -82,25 +84,34 @@ export function triggerRoutes(deps: TriggerHttpDeps): (req: IncomingMessage, res
     let trigger: TriggerConfig | undefined;
     const served = (async () => {
       const found = lookup(deps.directory, path);
-      if (found === undefined) throw new Refusal(404, 'unknown_trigger', 'no webhook trigger at this path');
-      trigger = found;
+      // The token before anything that depends on the trigger existing, the method included.
+      const authenticated = authenticate(req, found);
+      if (authenticated === undefined) {
+        if (found?.tokenDigest === undefined && found !== undefined)
+          log.warn(
+            { binding: found.binding, trigger: found.name, problem: problemText(found) },
+            'a delivery was refused: the trigger has no token to check it against',
+          );
+        trigger = found;
+        throw new Refusal(401, 'unauthorized', UNAUTHORIZED);
+      }
+      trigger = authenticated;
       if (req.method !== 'POST')
         throw new Refusal(405, 'method_not_allowed', 'deliveries are POSTed', { Allow: 'POST' });
-      authenticate(req, found);
       if (deps.draining?.() === true)
         throw new Refusal(503, 'shutting_down', 'this replica is shutting down', { 'Retry-After': '5' });
-      const problem = problemText(found);
+      const problem = problemText(authenticated);
       if (problem !== undefined) throw notReady(problem);
-      const place = deps.place(found);
+      const place = deps.place(authenticated);
       if (place === undefined)
         throw notReady('no chat surface that can take this trigger’s threads is running');
-      const parsed = parse(found, await readBody(req));
+      const parsed = parse(authenticated, await readBody(req));
       let outcome: DeliveryOutcome;
       try {
-        outcome = await deps.deliver(found, place, parsed);
+        outcome = await deps.deliver(authenticated, place, parsed);
       } catch (error) {
         log.error(
-          { binding: found.binding, trigger: found.name, err: describeError(error) },
+          { binding: authenticated.binding, trigger: authenticated.name, err: describeError(error) },
           'could not record a delivery',
         );
         throw new Refusal(503, 'not_stored', 'the delivery could not be stored; send it again', {
@@ -142,17 +153,20 @@ function lookup(directory: TriggerDirectory, path: string): TriggerConfig | unde
   return trigger === undefined || trigger.kind === 'schedule' ? undefined : trigger;
 }
 
-function authenticate(req: IncomingMessage, trigger: TriggerConfig): void {
+const UNAUTHORIZED = 'send the webhook trigger’s token as Authorization: Bearer <token>';
+/** Compared against when the path names no trigger, so that case takes as long as a wrong token. */
+const NO_TRIGGER_DIGEST = Buffer.alloc(32);
+
+/**
+ * The trigger, when the request carries its token; undefined for no token, a wrong one, a path
+ * naming no webhook trigger, or a trigger whose token Secret is missing (it takes nothing).
+ */
+function authenticate(req: IncomingMessage, trigger: TriggerConfig | undefined): TriggerConfig | undefined {
   const header = req.headers.authorization ?? '';
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  // Without a digest (its Secret is missing) no token can match, and no delivery is taken
-  // unauthenticated: the trigger is not ready (503, so the sender retries once it is fixed).
-  if (trigger.tokenDigest === undefined)
-    throw notReady(problemText(trigger) ?? 'the trigger has no token to check deliveries against');
-  if (match?.[1] === undefined)
-    throw new Refusal(401, 'unauthorized', 'send the trigger’s token as Authorization: Bearer <token>');
-  if (!tokenMatches(match[1], trigger.tokenDigest))
-    throw new Refusal(401, 'unauthorized', 'the bearer token is not this trigger’s');
+  const presented = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] ?? '';
+  const digest = trigger?.tokenDigest;
+  const matches = tokenMatches(presented, digest ?? NO_TRIGGER_DIGEST);
+  return matches && digest !== undefined && presented !== '' ? trigger : undefined;
 }
 
 function problemText(trigger: TriggerConfig): string | undefined {
@@ -185,8 +199,6 @@ function invalid(error: z.ZodError, what: string): Refusal {
 
 function resultOf(refusal: Refusal): string {
   switch (refusal.code) {
-    case 'unknown_trigger':
-      return 'unknown';
     case 'invalid_json':
     case 'invalid_payload':
       return 'invalid';

@@ -35,8 +35,8 @@ describe('trigger webhooks', () => {
   }
 
   describe('what a request gets back', () => {
-    it('404 for no such trigger, a schedule, or another path under /triggers/', async () => {
-      const { harness } = await setup({
+    it('without its token nothing tells a trigger from no trigger: an unknown path, a schedule, a trigger without a token, a missing or wrong token, any method — the same 401', async () => {
+      const { harness, triggers } = await setup({
         configs: [
           triggerConfig(),
           triggerConfig({
@@ -46,34 +46,48 @@ describe('trigger webhooks', () => {
           }),
         ],
       });
+      const body = notification('g', [{ fingerprint: 'a' }]);
+      const answers: Array<{ status: number; json: unknown; auth: string | null }> = [];
+      const wrong = `Bearer ${TOKEN.slice(0, -1)}x`;
       for (const path of [
         `/triggers/${BINDING}/nope`,
         `/triggers/${BINDING}/daily`,
         '/triggers/team-a/support',
         '/triggers/A/B/C',
-      ]) {
-        const res = await harness.post(path, notification('g', [{ fingerprint: 'a' }]));
-        expect(res.status, path).toBe(404);
-        expect(res.json).toMatchObject({ error: { code: 'unknown_trigger' } });
+      ])
+        for (const authorization of ['', wrong, `Bearer ${TOKEN}`]) {
+          const res = await harness.post(path, body, { authorization });
+          answers.push({ status: res.status, json: res.json, auth: res.headers.get('www-authenticate') });
+        }
+      for (const authorization of ['', wrong]) {
+        const res = await harness.post(PATH, body, { authorization });
+        answers.push({ status: res.status, json: res.json, auth: res.headers.get('www-authenticate') });
+        // The method is checked after the token: a GET learns nothing either.
+        const get = await fetch(`${harness.url}${PATH}`, { headers: { authorization } });
+        answers.push({
+          status: get.status,
+          json: await get.json(),
+          auth: get.headers.get('www-authenticate'),
+        });
       }
-      expect(harness.observer.get('delivery  unknown unknown')).toBe(4);
+      const unknown = await fetch(`${harness.url}/triggers/${BINDING}/nope`);
+      answers.push({
+        status: unknown.status,
+        json: await unknown.json(),
+        auth: unknown.headers.get('www-authenticate'),
+      });
+      expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1);
+      expect(answers[0]).toMatchObject({ status: 401, json: { error: { code: 'unauthorized' } } });
+      expect(answers[0]?.auth).toContain('Bearer');
+      expect(await triggers.triggerActivity()).toStrictEqual([]);
     });
 
-    it('405 for another method, 401 without the right token (and nothing recorded)', async () => {
-      const { harness, triggers } = await setup();
-      const get = await fetch(`${harness.url}${PATH}`);
+    it('405 for another method once the token is right', async () => {
+      const { harness } = await setup();
+      const get = await fetch(`${harness.url}${PATH}`, { headers: { authorization: `Bearer ${TOKEN}` } });
       expect(get.status).toBe(405);
       expect(get.headers.get('allow')).toBe('POST');
-      const none = await harness.post(PATH, notification('g', [{ fingerprint: 'a' }]), { authorization: '' });
-      expect(none.status).toBe(401);
-      expect(none.headers.get('www-authenticate')).toContain('Bearer');
-      const wrong = await harness.post(PATH, notification('g', [{ fingerprint: 'a' }]), {
-        authorization: `Bearer ${TOKEN.slice(0, -1)}x`,
-      });
-      expect(wrong.status).toBe(401);
-      expect(wrong.json).toMatchObject({ error: { code: 'unauthorized' } });
-      expect(await triggers.triggerActivity()).toStrictEqual([]);
-      expect(harness.observer.get(`delivery ${BINDING} alertmanager unauthorized`)).toBe(2);
+      expect(harness.observer.get(`delivery ${BINDING} alertmanager refused`)).toBe(1);
     });
 
     it('503 with Retry-After while the trigger is not ready or no surface can take its threads', async () => {
@@ -88,16 +102,13 @@ describe('trigger webhooks', () => {
       expect(notReady.json).toMatchObject({
         error: { code: 'not_ready', message: expect.stringContaining('SecretNotFound') },
       });
-      // A webhook trigger with no token to compare against takes nothing, whatever is sent.
+      // A webhook trigger with no token to compare against takes nothing, whatever is sent, and
+      // answers as if it did not exist (its Binding's status says why).
       const { tokenDigest: _, ...tokenless } = triggerConfig();
       harness.directory.set(BINDING, [tokenless]);
-      const noToken = await harness.post(PATH, notification('g', [{ fingerprint: 'a' }]), {
-        authorization: '',
-      });
-      expect(noToken.status).toBe(503);
-      expect(noToken.json).toMatchObject({
-        error: { code: 'not_ready', message: expect.stringContaining('no token') },
-      });
+      const noToken = await harness.post(PATH, notification('g', [{ fingerprint: 'a' }]));
+      expect(noToken.status).toBe(401);
+      expect(noToken.json).toMatchObject({ error: { code: 'unauthorized' } });
       harness.directory.set(BINDING, [triggerConfig()]);
       harness.chat.available = false;
       const noSurface = await harness.post(PATH, notification('g', [{ fingerprint: 'a' }]));
