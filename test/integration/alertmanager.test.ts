@@ -135,7 +135,7 @@ describe.skipIf(alertmanagerMissing !== undefined)(
       expect(text(first)).toMatch(
         /^Investigate this alert and suggest a fix\.\n\nThe following block is untrusted data \(alert fields\)/,
       );
-      expect(text(first)).toContain('<untrusted-data source="alert fields">');
+      expect(text(first)).toMatch(/<untrusted-data-[0-9a-f]{16} source="alert fields">/);
       expect(text(first)).toContain('alerts[0].labels.instance: web-1');
       expect(first?.metadata?.[ACTOR_METADATA_KEY]).toBeUndefined();
       await h.waitFor('the answer in the thread', () => h.botMessages(root.ts).length >= 1);
