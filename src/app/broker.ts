@@ -220,7 +220,14 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         });
       }
       await engine.start();
-      stops.push(() => engine.stop());
+      stops.push(async () => {
+        // engine.stop() aborts every driver before it waits for them; Slack's waits for rate
+        // budget are given up right after, or a driver with tool cards queued behind a channel's
+        // limit would hold the stop for minutes, past SIGTERM's grace period.
+        const drained = engine.stop();
+        slack?.abandonPending();
+        await drained;
+      });
       triggers.start();
       stops.push(() => triggers.stop());
     },

@@ -554,6 +554,16 @@ export class SlackConnection {
   }
 
   /** Stops receiving events, pending budget waits and timers. */
+  /**
+   * Gives up the Slack work still waiting for its rate budget (tool cards, edits queued behind a
+   * channel's limit): each waiting call, and every later one, fails at once. The broker's stop
+   * calls it right after the engine has aborted its drivers, so none of them waits minutes for
+   * a call that no longer matters; what the next process resumes is in the store.
+   */
+  abandonPending(): void {
+    this.#budgets.close();
+  }
+
   async stop(): Promise<void> {
     // First: a wait for Slack must not open a connection once the stop has begun.
     this.#halt?.abort(new SlackStoppedError());

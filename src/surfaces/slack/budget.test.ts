@@ -123,6 +123,24 @@ describe('RateBudget', () => {
     await expect(budget.take('c')).rejects.toBeInstanceOf(BudgetClosedError);
   });
 
+  it('a closed book refuses every take, in the budgets it had and in those first asked for after', async () => {
+    const book = new BudgetBook(new ManualClock());
+    const known = book.for('chat.postMessage', 'T1', 'C1');
+    while (known.tryTake()) {
+      // Spend the burst, so the next take waits.
+    }
+    const waiting = known.take('second');
+    book.close();
+    await expect(waiting).rejects.toBeInstanceOf(BudgetClosedError);
+    await expect(book.for('chat.postMessage', 'T1', 'C1').take('third')).rejects.toBeInstanceOf(
+      BudgetClosedError,
+    );
+    // A channel nobody had posted to yet: before, the book made it a fresh, open budget.
+    await expect(book.for('chat.postMessage', 'T1', 'C2').take('fourth')).rejects.toBeInstanceOf(
+      BudgetClosedError,
+    );
+  });
+
   it('refuses a rate that could never grant a call', () => {
     expect(() => new RateBudget({ perMinute: 0, burst: 1 }, new ManualClock())).toThrow(InvalidConfigError);
     expect(() => new RateBudget({ perMinute: 10, burst: 0 }, new ManualClock())).toThrow(InvalidConfigError);

@@ -218,6 +218,7 @@ export class BudgetBook {
   readonly #clock: Clock;
   readonly #rates: Readonly<Record<string, MethodBudget>>;
   readonly #budgets = new Map<string, RateBudget>();
+  #closed = false;
 
   constructor(clock: Clock, overrides: Readonly<Record<string, MethodBudget>> = {}) {
     this.#clock = clock;
@@ -233,6 +234,9 @@ export class BudgetBook {
     let budget = this.#budgets.get(key);
     if (budget === undefined) {
       budget = new RateBudget(rate, this.#clock);
+      // Once the book is closed every budget is, the ones first asked for after too: a call
+      // made after the stop began fails at once instead of waiting for a fresh allowance.
+      if (this.#closed) budget.close();
       this.#budgets.set(key, budget);
     }
     return budget;
@@ -244,7 +248,7 @@ export class BudgetBook {
   }
 
   close(): void {
+    this.#closed = true;
     for (const budget of this.#budgets.values()) budget.close();
-    this.#budgets.clear();
   }
 }
