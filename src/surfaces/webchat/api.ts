@@ -48,7 +48,7 @@ interface Route {
 
 const ID = '([A-Za-z0-9_.-]{1,100})';
 
-/** The JSON API under /api (see README.md beside this file). */
+/** The JSON API under /api (docs/webchat.md, "API"). */
 export class WebChatApi {
   readonly #deps: ApiDeps;
   readonly #routes: Route[];

@@ -410,7 +410,7 @@ describe('web chat access', () => {
     await w.waitForThread(thread.id, finalAnswer, 'the answer');
     stream.close();
     expect(stream.events[0]?.event).toBe('snapshot');
-    // The page itself holds no secret; it asks for the token (see README).
+    // The page itself holds no secret; it asks for the token (docs/webchat.md, "Access").
     const page = await w.call('GET', '/');
     expect(page.status).toBe(200);
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
