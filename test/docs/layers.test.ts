@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /**
- * Which folder may import which (docs/architecture.md, "Dependency direction"), read from the
+ * Which folder may import which (docs/architecture.md, "Direction of dependencies"), read from the
  * relative imports of every tracked TypeScript file. The rules that keep the layers apart:
  *
  * - the product (src/, tests aside) imports nothing of the tests, the test kit or the bench;
