@@ -17,6 +17,7 @@ import { PromptDesk } from './approvals.js';
 import { SURFACE } from './inbound.js';
 import { noticeMessage, questionMessage, type RenderedMessage, toolStepMessage } from './render.js';
 import { SessionStatuses, type SessionStatusOptions } from './session-status.js';
+import { ToolCardTally } from './tool-cards.js';
 import { retrying, type SlackApi } from './web-api.js';
 
 /**
@@ -62,6 +63,8 @@ export class SlackSurface implements ChatSurface {
   readonly #settings: AnswerSettings;
   readonly #streams = new StreamSupport();
   readonly #answers = new Map<string, SlackAnswer>();
+  /** Each turn's tool steps: a few cards, then one message counting the rest. */
+  readonly #toolCards = new Map<string, ToolCardTally>();
   readonly #prompts: PromptDesk | undefined;
 
   constructor(options: SlackSurfaceOptions) {
@@ -156,14 +159,30 @@ export class SlackSurface implements ChatSurface {
     return `${channel}|${ts}`;
   }
 
-  async showToolStep(target: ChatTarget, _turnId: string, step: ToolStep): Promise<void> {
-    await this.#post(target, toolStepMessage(step));
+  async showToolStep(target: ChatTarget, turnId: string, step: ToolStep): Promise<void> {
+    let tally = this.#toolCards.get(turnId);
+    if (tally === undefined) {
+      const { team, channel } = place(target);
+      tally = new ToolCardTally(
+        {
+          postCard: (s) => this.#post(target, toolStepMessage(s)),
+          postCount: (text) => this.#post(target, { text }),
+          editCount: (ts, text) =>
+            retrying(this.#clock, () => this.#api.update({ team }, { channel, ts, text })),
+        },
+        () => this.#toolCards.delete(turnId),
+      );
+      this.#toolCards.set(turnId, tally);
+    }
+    await tally.show(step);
   }
 
   /** Stops timers; waiting budget takes were closed by whoever owns the budgets. */
   close(): void {
     this.activity.close();
     this.statuses.close();
+    for (const tally of this.#toolCards.values()) tally.close();
+    this.#toolCards.clear();
   }
 
   async #post(target: ChatTarget, message: RenderedMessage): Promise<string> {
