@@ -8,6 +8,7 @@ import { TriggerDirectory } from '../core/triggers.js';
 import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
 import { opsRoutes } from '../observability/index.js';
 import { createStore, migrateWhenReachable } from '../store/open.js';
+import { DatabaseFileWatch } from '../store/sqlite/file-watch.js';
 import { type Env, openBroker } from './broker.js';
 import { eventsListener, listen, notFound } from './controller-http.js';
 import { ControllerWebChat } from './controller-webchat.js';
@@ -140,11 +141,15 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     // killed by its probe over and over.
     let waitingFor: string | undefined = 'the start';
     let controllerReady = (): boolean => false;
+    // The SQLite file deleted or replaced under the running store (undefined: none).
+    let storeProblem = (): string | undefined => undefined;
     const routes = opsRoutes({
       registry: observability.registry,
       ready: () => {
         if (draining) return 'shutting down';
         if (waitingFor !== undefined) return `waiting for ${waitingFor}`;
+        const problem = storeProblem();
+        if (problem !== undefined) return problem;
         return controllerReady() ? true : 'AgentBackends and Bindings not listed yet';
       },
     });
@@ -164,6 +169,12 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     if (slackRequested(options.env)) waitingFor = slackStep;
     // Migrated once Slack answered, so /readyz can say the store is what it waits for.
     const sessions = createStore(config.store);
+    const storeFile =
+      config.store.kind === 'sqlite' && config.store.path !== ':memory:'
+        ? new DatabaseFileWatch(config.store.path, logger)
+        : undefined;
+    if (storeFile !== undefined) broker.defer(async () => storeFile.close());
+    storeProblem = () => storeFile?.problem();
     const web =
       webchatSettings === undefined ? undefined : new ControllerWebChat(webchatSettings, sessions, logger);
     const core = await broker

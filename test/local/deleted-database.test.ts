@@ -1,0 +1,58 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildPageScript } from '../../scripts/build-webchat.js';
+import { type RunningLocal, startLocal } from '../../src/app/local.js';
+import { capturingLogger, eventually } from '../k8s/cluster-helpers.js';
+
+/**
+ * Defect: with the SQLite file deleted while the broker ran (`rm state.db*`), new threads were
+ * accepted and answered, nothing was logged and /readyz stayed 200; after a restart everything
+ * acknowledged since was gone. SQLite writes on to the file it opened, so the broker now checks
+ * that the file at the path is still that file: an error line, and readiness fails saying why.
+ */
+describe('local mode: the database file deleted under the running broker', () => {
+  let running: RunningLocal | undefined;
+  let dir: string | undefined;
+  afterEach(async () => {
+    await running?.stop();
+    running = undefined;
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('logs an error and fails readiness, naming the file', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ak-deleted-db-'));
+    const db = join(dir, 'state.db');
+    const log = capturingLogger();
+    running = await startLocal({
+      config: 'examples/local.yaml',
+      host: '127.0.0.1',
+      port: 0,
+      demo: true,
+      demoPort: 0,
+      env: { AGENTKOURIER_STORE: `sqlite:${db}` },
+      out: () => undefined,
+      pageScript: buildPageScript,
+      logger: log.logger,
+    });
+    const url = running.url;
+    await eventually(async () => expect((await fetch(`${url}readyz`)).status).toBe(200));
+
+    await rm(db, { force: true });
+    await rm(`${db}-wal`, { force: true });
+    await rm(`${db}-shm`, { force: true });
+
+    const readyz = await fetch(`${url}readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.text()).toContain(`${db} was deleted while open`);
+    await eventually(() => {
+      const errors = log.lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string })
+        .filter((l) => l.level >= 50);
+      expect(errors.map((e) => e.msg)).toEqual([expect.stringContaining('was deleted while open')]);
+    });
+    // Still alive: the person sees the broker is not ready rather than a dead process.
+    expect((await fetch(`${url}healthz`)).status).toBe(200);
+  });
+});
