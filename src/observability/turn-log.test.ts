@@ -86,4 +86,12 @@ describe('turn log', () => {
       [40, 'a task could not be canceled'],
     ]);
   });
+
+  it('warns, with the Binding, of a stream cut at the event size bound', () => {
+    const { log, lines } = capture();
+    log.emit({ ...base, type: 'stream.lost', turnId: 't', taskId: 'x', code: 'size_limit' });
+    expect(lines().map((l) => [l.level, l.msg, l.binding, l.task])).toEqual([
+      [40, 'the agent sent an event over the size limit; its stream was cut', 'team-a/support', 'x'],
+    ]);
+  });
 });

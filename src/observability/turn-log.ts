@@ -65,7 +65,18 @@ export class TurnLog implements EventSink {
         );
         break;
       case 'stream.lost':
-        this.#log.debug({ ...base, turn: event.turnId, task: event.taskId, code: event.code }, 'stream lost');
+        // An event over the size bound cut the stream: the agent sent something it should not
+        // have, worth an operator's look (a dropped connection is routine and followed up).
+        if (event.code === 'size_limit')
+          this.#log.warn(
+            { ...base, turn: event.turnId, task: event.taskId, code: event.code },
+            'the agent sent an event over the size limit; its stream was cut',
+          );
+        else
+          this.#log.debug(
+            { ...base, turn: event.turnId, task: event.taskId, code: event.code },
+            'stream lost',
+          );
         break;
       case 'turn.retry':
         this.#log.debug(
