@@ -49,6 +49,10 @@ export class People {
     if (cached !== undefined && cached.expiresAt > this.#clock.now()) return cached.actor;
     let lookup = this.#inflight.get(key);
     if (lookup === undefined) {
+      // With users.info's budget spent (a storm of events from people not cached yet), a
+      // lookup would wait for the next token while Slack waits for its ack: the label goes out
+      // with the user ID at once (the contract allows it), and nothing is looked up.
+      if (!this.#api.reserve('users.info', team)) return bare(userId);
       lookup = this.#lookup(team, userId, key).finally(() => this.#inflight.delete(key));
       this.#inflight.set(key, lookup);
     }
@@ -70,7 +74,7 @@ export class People {
     let actor: Actor;
     let ttl = this.#options.ttlMs;
     try {
-      actor = actorOf(await this.#api.userInfo({ team, requester: 'users.info' }, userId));
+      actor = actorOf(await this.#api.userInfo({ team, requester: 'users.info', prepaid: true }, userId));
     } catch (error) {
       this.#logger.warn(
         { userId, err: error instanceof Error ? { name: error.name } : undefined },

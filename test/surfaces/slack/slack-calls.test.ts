@@ -184,6 +184,22 @@ describe('the Slack surface against the fake Web API', () => {
     expect(await people.actor('T0001', 'U0NEW')).toEqual({ id: 'U0NEW', label: '[Slack: U0NEW]' });
   });
 
+  it('does not wait at all once the users.info budget is spent: the ack goes out with the user ID, no call made', async () => {
+    const { fake, api, budgets } = await setup();
+    for (let i = 0; i < 5; i++) fake.addUser({ id: `U0P${i}`, name: `p${i}` });
+    // Spend the budget, as a storm of events from new people does.
+    while (budgets.for('users.info', 'T0001', undefined).tryTake()) {
+      // Taken.
+    }
+    const people = new People(api, systemClock, silent);
+    const started = Date.now();
+    const actors = await Promise.all([0, 1, 2, 3, 4].map((i) => people.actor('T0001', `U0P${i}`)));
+    expect(actors.map((a) => a.label)).toEqual([0, 1, 2, 3, 4].map((i) => `[Slack: U0P${i}]`));
+    // Well under the lookup's own timeout (1.2 s): nothing waited for a token.
+    expect(Date.now() - started).toBeLessThan(200);
+    expect(fake.callsOf('users.info')).toHaveLength(0);
+  });
+
   it('does not wait for a slow users.info: the turn goes on with the user ID', async () => {
     const { fake, api } = await setup();
     fake.addUser({ id: 'U0SLOW', name: 'slow' });
