@@ -42,7 +42,8 @@ describe.skipIf(info === undefined)(
 
     afterAll(async () => {
       await k.helm(['uninstall', 'agentkourier', '-n', 'agentkourier']);
-      await k.kubectl(['delete', 'namespace', 'team-a', 'agentkourier', '--wait=false']);
+      // Waited for: another file installs the same release into the same namespaces.
+      await k.kubectl(['delete', 'namespace', 'team-a', 'agentkourier', '--timeout=180s']);
       await k.kubectl(['delete', 'pv', 'quickstart-state', '--wait=false']);
       await node?.close();
     });
