@@ -71,7 +71,8 @@ describe("the controller's events port", () => {
       });
     // No surface can take the threads here: the trigger answers, not the Slack fallback's 404.
     expect((await post('/triggers/team-a/ops/hook')).status).toBe(503);
-    expect((await post('/triggers/team-a/ops/other')).status).toBe(404);
+    // A path naming no trigger is answered as a wrong token is: nothing tells them apart.
+    expect((await post('/triggers/team-a/ops/other')).status).toBe(401);
     draining = true;
     const refused = await post('/triggers/team-a/ops/hook');
     expect(refused.status).toBe(503);
