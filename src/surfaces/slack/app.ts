@@ -4,10 +4,9 @@
 // desk lives in its own module; splitting this file would scatter one list of wiring.
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { App, ErrorCode, HTTPReceiver, type Receiver, SocketModeReceiver, type webApi } from '@slack/bolt';
+import { App, ErrorCode, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
-import { type BackoffPolicy, backoffDelay } from '../../core/backoff.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import {
   type AnswerStructured,
@@ -30,27 +29,21 @@ import type { ApprovalBindings, ApprovalCounters } from './approval-gate.js';
 import { PromptDesk } from './approvals.js';
 import { ApproverGroups, type ApproverOptions } from './approvers.js';
 import { BudgetBook, type MethodBudget } from './budget.js';
-import {
-  SlackAuthError,
-  SlackPlatformError,
-  SlackRateLimitedError,
-  SlackStoppedError,
-  SlackUnavailableError,
-} from './errors.js';
+import type { SlackRateLimitedError, SlackUnavailableError } from './errors.js';
 import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './feedback.js';
 import { FeedbackNotes, type FeedbackNotesDeps } from './feedback-notes.js';
 import { InboundRouter } from './inbound.js';
 import { Workspaces } from './installations/workspaces.js';
 import { slackLogger } from './logger.js';
-import { patientFetch } from './patient-fetch.js';
 import { People, type PeopleOptions } from './people.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
 import { PromptTokens } from './prompt-token.js';
 import type { SessionStatusOptions } from './session-status.js';
+import { authTestWhenReachable, DEFAULT_CONNECT_RETRY, SocketModeStart } from './slack-wait.js';
 import { type DescribeAgent, SuggestedPrompts } from './suggested-prompts.js';
 import { SlackSurface } from './surface.js';
 import { SlackTriggerThreads } from './trigger-threads.js';
-import { createWebApiTransport, mapError, SlackApi, type SlackTelemetry } from './web-api.js';
+import { createWebApiTransport, SlackApi, type SlackTelemetry } from './web-api.js';
 
 /**
  * Slack, wired: the Web API client and its budgets, the surface the engine shows things
@@ -172,17 +165,11 @@ export class SlackConnection {
   readonly #people: People;
   readonly #botId: string | undefined;
   readonly #feedback: FeedbackCounter | undefined;
-  readonly #connectRetry: BackoffPolicy;
   #app: App | undefined;
   #receiver: HTTPReceiver | undefined;
   #server: Server | undefined;
-  /** Socket Mode: ends the waits for Slack of its connection (stop(), or the listen signal). */
-  #halt: AbortController | undefined;
-  #unlinkSignal: (() => void) | undefined;
-  /** Socket Mode: while listen waits for the first connection (its misses are told to readiness). */
-  #socketStarting = false;
-  /** Socket Mode, while starting: ends the start when apps.connections.open refuses the token. */
-  #socketRefused: ((slackError: string) => void) | undefined;
+  /** Socket Mode: the start's wait for the first connection, and its end on a stop. */
+  readonly #socketStart: SocketModeStart;
 
   private constructor(
     init: {
@@ -204,7 +191,12 @@ export class SlackConnection {
     this.teamId = init.teamId;
     this.#botId = init.botId;
     this.#feedback = options.feedback;
-    this.#connectRetry = options.connectRetry ?? DEFAULT_CONNECT_RETRY;
+    this.#socketStart = new SocketModeStart({
+      clock: this.#clock,
+      backoff: options.connectRetry ?? DEFAULT_CONNECT_RETRY,
+      logger: this.#logger,
+      apiUrl: this.#config.apiUrl,
+    });
     this.workspaces = init.workspaces;
     this.#people = new People(init.api, this.#clock, options.logger, options.people);
     this.approvals = new PromptDesk({
@@ -365,7 +357,7 @@ export class SlackConnection {
       const socket = new SocketModeReceiver({
         appToken: connection.appToken,
         logger,
-        installerOptions: { clientOptions: this.#socketClientOptions(options) },
+        installerOptions: { clientOptions: this.#socketStart.clientOptions(options) },
       });
       // The client reconnects by itself (a refresh Slack asks for, a dropped network); these
       // lines are how an operator sees that happen, Bolt's own being debug lines.
@@ -470,7 +462,7 @@ export class SlackConnection {
     });
     this.#app = app;
     if (connection.kind === 'socket') {
-      await this.#startSocketMode(app, options.signal);
+      await this.#socketStart.start(app, options.signal);
       return {};
     }
     if (options.port === undefined) return {};
@@ -483,78 +475,6 @@ export class SlackConnection {
   }
 
   /**
-   * Socket Mode's Web API client: its apps.connections.open waits while Slack cannot be reached
-   * (patient-fetch.ts), with no retries of its own on top; a refusal ends the start at once.
-   */
-  #socketClientOptions(options: ListenOptions): webApi.WebClientOptions {
-    const halt = new AbortController();
-    this.#halt = halt;
-    const { signal } = options;
-    if (signal?.aborted === true) halt.abort(signal.reason);
-    else if (signal !== undefined) {
-      const onAbort = (): void => halt.abort(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#unlinkSignal = () => signal.removeEventListener('abort', onAbort);
-    }
-    return {
-      slackApiUrl: this.#config.apiUrl,
-      retryConfig: { retries: 0 },
-      fetch: patientFetch({
-        clock: this.#clock,
-        backoff: this.#connectRetry,
-        logger: this.#logger,
-        halt: halt.signal,
-        // Readiness hears of the start's misses; a reconnection's are only logged.
-        onMiss: (error) => {
-          if (this.#socketStarting) options.onUnreachable?.(error);
-        },
-        onRefused: (_method, slackError) => {
-          this.#socketRefused?.(slackError);
-        },
-      }),
-    };
-  }
-
-  /**
-   * app.start() in Socket Mode: opens the connection and waits for Slack's hello. It ends early
-   * when apps.connections.open refuses the app token (SlackAuthError naming SLACK_APP_TOKEN), the
-   * signal aborts (its reason) or stop() is called (SlackStoppedError); each time the half-started
-   * client is stopped.
-   */
-  async #startSocketMode(app: App, signal: AbortSignal | undefined): Promise<void> {
-    const halt = this.#halt;
-    if (halt === undefined) throw new SlackStoppedError();
-    halt.signal.throwIfAborted();
-    let unlisten = (): void => undefined;
-    const ended = new Promise<never>((_resolve, reject) => {
-      this.#socketRefused = (slackError) => reject(new SlackAuthError(slackError, 'SLACK_APP_TOKEN'));
-      // The halt carries the signal's reason, or stop()'s.
-      const onHalt = (): void => reject(halt.signal.reason);
-      halt.signal.addEventListener('abort', onHalt, { once: true });
-      unlisten = () => halt.signal.removeEventListener('abort', onHalt);
-    });
-    this.#socketStarting = true;
-    try {
-      await Promise.race([app.start(), ended]);
-    } catch (error) {
-      halt.abort(error);
-      await app.stop().catch(() => undefined);
-      if (error instanceof SlackAuthError || error === signal?.reason || error instanceof SlackStoppedError)
-        throw error;
-      // A refusal @slack/socket-mode gives up on by itself (invalid_auth, …), or something else.
-      const mapped = mapError('apps.connections.open', error);
-      if (mapped instanceof SlackPlatformError)
-        throw new SlackAuthError(mapped.slackError, 'SLACK_APP_TOKEN', { cause: error });
-      throw mapped;
-    } finally {
-      this.#socketStarting = false;
-      this.#socketRefused = undefined;
-      unlisten();
-    }
-  }
-
-  /** Stops receiving events, pending budget waits and timers. */
-  /**
    * Gives up the Slack work still waiting for its rate budget (tool cards, edits queued behind a
    * channel's limit): each waiting call, and every later one, fails at once. The broker's stop
    * calls it right after the engine has aborted its drivers, so none of them waits minutes for
@@ -564,12 +484,10 @@ export class SlackConnection {
     this.#budgets.close();
   }
 
+  /** Stops receiving events, pending budget waits and timers. */
   async stop(): Promise<void> {
     // First: a wait for Slack must not open a connection once the stop has begun.
-    this.#halt?.abort(new SlackStoppedError());
-    this.#halt = undefined;
-    this.#unlinkSignal?.();
-    this.#unlinkSignal = undefined;
+    this.#socketStart.halt();
     const app = this.#app;
     this.#app = undefined;
     if (app !== undefined && (this.#server !== undefined || this.#config.connection.kind === 'socket')) {
@@ -581,39 +499,5 @@ export class SlackConnection {
     this.#budgets.close();
     // Calls in flight finish first; later ones would fail on the closed budgets anyway.
     await this.api.close().catch(() => undefined);
-  }
-}
-
-/** How long the waits for an unreachable Slack are: 1 s, doubling, at most a minute apart. */
-const DEFAULT_CONNECT_RETRY: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
-
-/**
- * auth.test, tried again while Slack is unreachable or overloaded: a broker started during a
- * Slack outage (or with its egress not up yet) waits and logs instead of exiting. Slack's own
- * refusal of the token (SlackAuthError) is a configuration error and fails at once.
- */
-async function authTestWhenReachable(
-  api: SlackApi,
-  clock: Clock,
-  options: ConnectOptions,
-): Promise<Awaited<ReturnType<SlackApi['authTest']>>> {
-  const { baseMs, maxMs } = options.connectRetry ?? DEFAULT_CONNECT_RETRY;
-  for (let attempt = 0; ; attempt++) {
-    options.signal?.throwIfAborted();
-    try {
-      return await api.authTest();
-    } catch (error) {
-      if (!(error instanceof SlackUnavailableError || error instanceof SlackRateLimitedError)) throw error;
-      const delayMs = Math.max(
-        error instanceof SlackRateLimitedError ? error.retryAfterMs : 0,
-        backoffDelay(attempt, { baseMs, maxMs }),
-      );
-      options.logger.warn(
-        { err: { name: error.name, code: error.code }, retryInMs: delayMs },
-        'Slack cannot be reached; waiting for it',
-      );
-      options.onUnreachable?.(error);
-      await clock.sleep(delayMs, options.signal);
-    }
   }
 }
