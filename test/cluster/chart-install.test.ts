@@ -8,7 +8,7 @@ import {
   type NodeSlack,
   settledReply,
   slackOnTheNode,
-  slackSecret,
+  TestRelease,
 } from './peers.js';
 
 /**
@@ -20,15 +20,14 @@ import {
  */
 
 const { info, skip } = clusterInfo();
-const RELEASE = 'ak-install';
-const FULLNAME = `${RELEASE}-agentkourier`;
-const SELECTOR = `app.kubernetes.io/instance=${RELEASE}`;
 const ANSWER = 'The agent answered from outside the cluster, through the pod.';
 
 describe.skipIf(info === undefined)(
   `the chart on a real kubelet${skip === undefined ? '' : ` (skipped: ${skip})`}`,
   () => {
     const k = new ClusterClient(info as NonNullable<typeof info>);
+    const release = new TestRelease(k, 'ak-install');
+    const { name: RELEASE, fullname: FULLNAME, selector: SELECTOR } = release;
     let node: NodeSlack;
     let agent: ContractAgent;
     let ns: string;
@@ -39,35 +38,18 @@ describe.skipIf(info === undefined)(
     beforeAll(async () => {
       node = await slackOnTheNode(k);
       agent = await agentOnTheNode(k, { defaultAnswer: { chunks: [ANSWER] } });
-      ns = await k.namespace('ak-install');
+      ns = await release.prepare('ak-install', node.slack);
       team = await k.namespace('team-install');
-      await k.hostPathVolume(`${ns}-state`, { namespace: ns, name: `${FULLNAME}-state` });
-      await slackSecret(k, ns, node.slack);
     });
 
     afterAll(async () => {
-      await k.helm(['uninstall', RELEASE, '-n', ns]);
-      await k.cleanup();
-      await k.kubectl(['delete', 'pv', `${ns}-state`, '--wait=false']);
+      await release.remove();
       await node?.close();
       await agent?.close();
     });
 
     it('helm install oci://: the pod is Running and Ready, as the chart user, under its securityContext, read-only root', async () => {
-      const chart = await k.publishChart();
-      await k.helmOk([
-        'install',
-        RELEASE,
-        ...chart,
-        '-n',
-        ns,
-        '--set',
-        'slack.mode=http',
-        '--set',
-        `slack.apiUrl=${node.apiUrl}`,
-        '--set',
-        `watchNamespaces={${team}}`,
-      ]);
+      await release.installHttp(await k.publishChart(), node, [`watchNamespaces={${team}}`]);
       const pod = await k.readyPod(ns, SELECTOR);
       firstPod = pod.metadata.name;
       const [container] = pod.status.containerStatuses ?? [];
@@ -99,10 +81,7 @@ describe.skipIf(info === undefined)(
         '/proc/1/status',
       ]);
       expect(capabilities.trim()).toMatch(/^CapEff:\s+0+$/);
-      const clusterIp = (
-        await k.kubectlOk(['-n', ns, 'get', 'service', FULLNAME, '-o', 'jsonpath={.spec.clusterIP}'])
-      ).trim();
-      eventsUrl = `http://${clusterIp}:8080/slack/events`;
+      eventsUrl = await release.eventsUrl();
     });
 
     it('kubectl get shows READY and REASON as the README says', async () => {

@@ -152,3 +152,61 @@ export function settledReply(slack: FakeSlack, m: Mention, timeoutMs = 60_000): 
     return reply.text;
   }, timeoutMs);
 }
+
+/**
+ * A release of the chart a test installs in a namespace of its own: the namespace, a hostPath
+ * volume reserved for the release's claim, and the Slack Secret before the install; the
+ * uninstall and what was made for it after.
+ */
+export class TestRelease {
+  readonly fullname: string;
+  readonly selector: string;
+  namespace = '';
+
+  constructor(
+    readonly k: ClusterClient,
+    readonly name: string,
+  ) {
+    this.fullname = `${name}-agentkourier`;
+    this.selector = `app.kubernetes.io/instance=${name}`;
+  }
+
+  get volume(): string {
+    return `${this.namespace}-state`;
+  }
+
+  /** Makes the namespace (`<prefix>-<random>`), the volume and the Secret with the fake's token. */
+  async prepare(prefix: string, slack: FakeSlack): Promise<string> {
+    this.namespace = await this.k.namespace(prefix);
+    await this.k.hostPathVolume(this.volume, { namespace: this.namespace, name: `${this.fullname}-state` });
+    await slackSecret(this.k, this.namespace, slack);
+    return this.namespace;
+  }
+
+  /** `helm install` of `chart` in HTTP mode against the fake Web API, with more values. */
+  async installHttp(chart: string[], node: NodeSlack, values: string[] = []): Promise<void> {
+    const set = ['slack.mode=http', `slack.apiUrl=${node.apiUrl}`, ...values].flatMap((v) => ['--set', v]);
+    await this.k.helmOk(['install', this.name, ...chart, '-n', this.namespace, ...set]);
+  }
+
+  /** The Service's events URL (http port), as kube-proxy routes it. */
+  async eventsUrl(): Promise<string> {
+    const ip = await this.k.kubectlOk([
+      '-n',
+      this.namespace,
+      'get',
+      'service',
+      this.fullname,
+      '-o',
+      'jsonpath={.spec.clusterIP}',
+    ]);
+    return `http://${ip.trim()}:8080/slack/events`;
+  }
+
+  async remove(): Promise<void> {
+    if (this.namespace === '') return;
+    await this.k.helm(['uninstall', this.name, '-n', this.namespace]);
+    await this.k.cleanup();
+    await this.k.kubectl(['delete', 'pv', this.volume, '--wait=false']);
+  }
+}

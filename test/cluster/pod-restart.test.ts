@@ -8,7 +8,7 @@ import {
   type NodeSlack,
   repliesTo,
   slackOnTheNode,
-  slackSecret,
+  TestRelease,
 } from './peers.js';
 
 /**
@@ -20,8 +20,6 @@ import {
  */
 
 const { info, skip } = clusterInfo();
-const RELEASE = 'ak-restart';
-const SELECTOR = `app.kubernetes.io/instance=${RELEASE}`;
 // Longer than the chart's grace period, so the answer cannot end in the pod being deleted.
 const CHUNKS = Array.from({ length: 40 }, (_, i) => `Part ${i + 1} of the long answer. `);
 // The thread shows it without the last chunk's trailing space.
@@ -31,6 +29,8 @@ describe.skipIf(info === undefined)(
   `a pod deleted mid-answer${skip === undefined ? '' : ` (skipped: ${skip})`}`,
   () => {
     const k = new ClusterClient(info as NonNullable<typeof info>);
+    const release = new TestRelease(k, 'ak-restart');
+    const SELECTOR = release.selector;
     let node: NodeSlack;
     let agent: ContractAgent;
     let ns: string;
@@ -43,57 +43,26 @@ describe.skipIf(info === undefined)(
         workOn: true,
         defaultAnswer: { chunks: CHUNKS, chunkDelayMs: 1_000 },
       });
-      ns = await k.namespace('ak-restart');
+      ns = await release.prepare('ak-restart', node.slack);
       team = await k.namespace('team-restart');
-      await k.hostPathVolume(`${ns}-state`, { namespace: ns, name: `${RELEASE}-agentkourier-state` });
-      await slackSecret(k, ns, node.slack);
     });
 
     afterAll(async () => {
-      await k.helm(['uninstall', RELEASE, '-n', ns]);
-      await k.cleanup();
-      await k.kubectl(['delete', 'pv', `${ns}-state`, '--wait=false']);
+      await release.remove();
       await node?.close();
       await agent?.close();
     });
 
     it('the new pod finishes the turn on the PersistentVolume: the whole answer once, one run, one send', async () => {
-      await k.helmOk([
-        'install',
-        RELEASE,
-        ...(await k.publishChart()),
-        '-n',
-        ns,
-        '--set',
-        'slack.mode=http',
-        '--set',
-        `slack.apiUrl=${node.apiUrl}`,
-        '--set',
-        `watchNamespaces={${team}}`,
-      ]);
+      await release.installHttp(await k.publishChart(), node, [`watchNamespaces={${team}}`]);
       const first = await k.readyPod(ns, SELECTOR);
       await bindChannel(k, team, agent);
       await eventually(async () => {
         const out = await k.kubectlOk(['get', '-n', team, 'bindings.agentkourier.dev', 'cluster-chat']);
         if (!/True +Ready/.test(out)) throw new Error(out);
       }, 60_000);
-      const clusterIp = (
-        await k.kubectlOk([
-          '-n',
-          ns,
-          'get',
-          'service',
-          `${RELEASE}-agentkourier`,
-          '-o',
-          'jsonpath={.spec.clusterIP}',
-        ])
-      ).trim();
 
-      const asked = await mention(
-        node.slack,
-        `http://${clusterIp}:8080/slack/events`,
-        'Tell me the long story',
-      );
+      const asked = await mention(node.slack, await release.eventsUrl(), 'Tell me the long story');
       // Mid-answer: a few parts are in the thread, most are still to come.
       await eventually(() => {
         const streaming = repliesTo(node.slack, asked).find((r) => r.text.includes('Part 3 '));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterClient, clusterInfo, eventually, type Pod, podSchema } from './harness.js';
-import { type NodeSlack, slackOnTheNode, slackSecret } from './peers.js';
+import { type NodeSlack, slackOnTheNode, TestRelease } from './peers.js';
 
 /**
  * Slack's Web API unreachable while the pod starts, on a real kubelet with probes far tighter
@@ -11,8 +11,6 @@ import { type NodeSlack, slackOnTheNode, slackSecret } from './peers.js';
  */
 
 const { info, skip } = clusterInfo();
-const RELEASE = 'ak-outage';
-const SELECTOR = `app.kubernetes.io/instance=${RELEASE}`;
 /** Liveness successes the kubelet must record while Slack is away: far past failureThreshold. */
 const LIVE_PROBES = 10;
 
@@ -33,46 +31,30 @@ describe.skipIf(info === undefined)(
   `Slack unreachable while the pod starts${skip === undefined ? '' : ` (skipped: ${skip})`}`,
   () => {
     const k = new ClusterClient(info as NonNullable<typeof info>);
+    const release = new TestRelease(k, 'ak-outage');
+    const SELECTOR = release.selector;
     let node: NodeSlack;
     let ns: string;
 
     beforeAll(async () => {
       node = await slackOnTheNode(k);
-      ns = await k.namespace('ak-outage');
-      await k.hostPathVolume(`${ns}-state`, { namespace: ns, name: `${RELEASE}-agentkourier-state` });
-      await slackSecret(k, ns, node.slack);
+      ns = await release.prepare('ak-outage', node.slack);
     });
 
     afterAll(async () => {
-      await k.helm(['uninstall', RELEASE, '-n', ns]);
-      await k.cleanup();
-      await k.kubectl(['delete', 'pv', `${ns}-state`, '--wait=false']);
+      await release.remove();
       await node?.close();
     });
 
     it('the pod stays up and NotReady, is never killed by its probes, and is Ready once Slack answers', async () => {
       node.proxy.mode('refuse');
-      await k.helmOk([
-        'install',
-        RELEASE,
-        ...(await k.publishChart()),
-        '-n',
-        ns,
-        '--set',
-        'slack.mode=http',
-        '--set',
-        `slack.apiUrl=${node.apiUrl}`,
-        // After the chart's initial delay, two failed liveness probes a second apart would
-        // restart the container.
-        '--set',
+      // After the chart's initial delay, two failed liveness probes a second apart would
+      // restart the container.
+      await release.installHttp(await k.publishChart(), node, [
         'probes.liveness.initialDelaySeconds=5',
-        '--set',
         'probes.liveness.periodSeconds=1',
-        '--set',
         'probes.liveness.timeoutSeconds=1',
-        '--set',
         'probes.liveness.failureThreshold=2',
-        '--set',
         'probes.readiness.periodSeconds=1',
       ]);
 

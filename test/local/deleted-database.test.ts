@@ -1,10 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildPageScript } from '../../scripts/build-webchat.js';
-import { type RunningLocal, startLocal } from '../../src/app/local.js';
 import { capturingLogger, eventually } from '../k8s/cluster-helpers.js';
+import { LocalRun } from './local-run.js';
 
 /**
  * Defect: with the SQLite file deleted while the broker ran (`rm state.db*`), new threads were
@@ -13,30 +10,13 @@ import { capturingLogger, eventually } from '../k8s/cluster-helpers.js';
  * that the file at the path is still that file: an error line, and readiness fails saying why.
  */
 describe('local mode: the database file deleted under the running broker', () => {
-  let running: RunningLocal | undefined;
-  let dir: string | undefined;
-  afterEach(async () => {
-    await running?.stop();
-    running = undefined;
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-  });
+  const local = new LocalRun('ak-deleted-db');
+  afterEach(() => local.close());
 
   it('logs an error and fails readiness, naming the file', async () => {
-    dir = await mkdtemp(join(tmpdir(), 'ak-deleted-db-'));
-    const db = join(dir, 'state.db');
     const log = capturingLogger();
-    running = await startLocal({
-      config: 'examples/local.yaml',
-      host: '127.0.0.1',
-      port: 0,
-      demo: true,
-      demoPort: 0,
-      env: { AGENTKOURIER_STORE: `sqlite:${db}` },
-      out: () => undefined,
-      pageScript: buildPageScript,
-      logger: log.logger,
-    });
-    const url = running.url;
+    const { url } = await local.start({ logger: log.logger });
+    const db = local.db;
     await eventually(async () => expect((await fetch(`${url}readyz`)).status).toBe(200));
 
     await rm(db, { force: true });
