@@ -101,7 +101,7 @@ export class DemoExecutor implements AgentExecutor {
     bus.publish(
       AgentEvent.statusUpdate({
         taskId,
-        contextId: '',
+        contextId: this.memory.contextOf(taskId) ?? '',
         status: {
           state: TaskState.TASK_STATE_CANCELED,
           message: undefined,

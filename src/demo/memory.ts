@@ -47,6 +47,11 @@ export class TaskMemory {
     if (remembered !== undefined) remembered.state = state;
   }
 
+  /** The context the task runs in, if the demo ran it: every event of the task names it. */
+  contextOf(taskId: string): string | undefined {
+    return this.#tasks.get(taskId)?.contextId;
+  }
+
   /** The task's last state, if the demo ran it. */
   stateOf(taskId: string): TaskState | undefined {
     return this.#tasks.get(taskId)?.state;

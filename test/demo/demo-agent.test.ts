@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
-import { textOf } from '../../src/core/agent/model.js';
+import { type StreamEvent, textOf } from '../../src/core/agent/model.js';
 import { type DemoAgent, startDemoAgent } from '../../src/demo/demo-agent.js';
 import { HITL_URI } from '../../src/demo/scenarios.js';
 import { toolStepsOf } from '../../src/dialects/tool-steps.js';
@@ -126,6 +126,31 @@ describe('the demo agent (a real A2A 1.0 server on the official SDK)', () => {
       expect(lastState(events), text).toBe('completed');
       const paused = events.some((e) => e.kind === 'status-update' && e.status.state === 'input-required');
       expect(paused, text).toBe(false);
+    }
+  });
+
+  it("[R-2][R-5] a canceled answer's stream ends with the canceled status, naming the task's context", async () => {
+    // The broker reads an event without the task's context as no answer: had the demo's
+    // cancel left the context out, the stream would end unsettled and a Stop would be read as
+    // a dropped stream, followed with GetTask a second later ("Reconnecting" in the web chat).
+    const slow = await startDemoAgent({ chunkDelayMs: 20 });
+    try {
+      const agent = new A2AClient({ endpoint: slow.endpoint, identity: { kind: 'user-id', userId: 'U1' } });
+      const events: StreamEvent[] = [];
+      let canceled: Promise<unknown> | undefined;
+      for await (const event of agent.sendStreamingMessage({ messageId: 'd11', text: 'long' })) {
+        events.push(event);
+        if (canceled === undefined && event.kind === 'artifact-update') {
+          canceled = agent.cancelTask(event.taskId);
+        }
+      }
+      await canceled;
+      const { taskId, contextId } = idsOf(events);
+      const last = events.at(-1);
+      expect(last).toMatchObject({ kind: 'status-update', taskId, contextId, status: { state: 'canceled' } });
+      expect(contextId).not.toBe('');
+    } finally {
+      await slow.close();
     }
   });
 

@@ -490,11 +490,28 @@ describe.skipIf(skipReason !== undefined)(
       // The demo's long answer streams for seconds: Stop shows while the agent works.
       await page.locator('li.msg.answer.streaming').waitFor({ timeout: 10_000 });
       await page.locator('#stop').waitFor({ state: 'visible', timeout: 5_000 });
+      // Every line the activity bar shows from the press on: the demo's stream ends with the
+      // canceled status, so the broker never has to reconnect to the task to learn it.
+      await page.evaluate(() => {
+        const shown: string[] = [];
+        (window as unknown as { activityShown: string[] }).activityShown = shown;
+        const bar = document.getElementById('activity');
+        if (bar === null) throw new Error('no activity bar');
+        new MutationObserver(() => shown.push(bar.textContent ?? '')).observe(bar, {
+          subtree: true,
+          childList: true,
+          characterData: true,
+        });
+      });
       await page.click('#stop');
       await page
         .locator('li.msg.notice', { hasText: "The agent's task was canceled." })
         .waitFor({ timeout: 10_000 });
       await page.locator('#activity').waitFor({ state: 'hidden', timeout: 5_000 });
+      const activityShown = await page.evaluate(
+        () => (window as unknown as { activityShown: string[] }).activityShown,
+      );
+      expect(activityShown.filter((line) => line.includes('Reconnecting'))).toEqual([]);
       const stopped = (await page.locator('li.msg.answer .text').textContent()) ?? '';
       expect(stopped).toContain('A long answer');
       // Cut short: the end of the answer never came.

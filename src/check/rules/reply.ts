@@ -173,11 +173,10 @@ const finalTaskRule: Rule = {
     if (last?.kind === 'task' && lastState !== undefined && isSettled(lastState)) {
       return pass(`the stream ended with the full task, ${lastState}`);
     }
+    // A2A 1.0 ends a task's stream when the task is interrupted or terminal: its last event is
+    // that status update, and the full Task may follow or not.
     if (s.streamSettledState !== undefined) {
-      return warn(
-        `the stream ended after the ${s.streamSettledState} status update, without the full Task`,
-        'The broker copes: it reads the task with GetTask a second later to settle the turn.',
-      );
+      return pass(`the stream ended after the ${s.streamSettledState} status update`);
     }
     const later = s.settledState === undefined ? '' : `; GetTask later showed it ${s.settledState}`;
     if (turn.failure !== undefined) {
