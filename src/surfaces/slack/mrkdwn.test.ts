@@ -123,7 +123,7 @@ describe('markdownForStream', () => {
 
   it('keeps Markdown but lets no `<` open a Slack token, inside fences or not', () => {
     expect(markdownForStream('**hi** <!channel>\n```\nVec<u8>\n```\n<@U1>')).toBe(
-      `**hi** <${ZWSP}!channel>\n\`\`\`\nVec<${ZWSP}u8>\n\`\`\`\n<${ZWSP}@U1>`,
+      `**hi** <${ZWSP}!channel>\n\`\`\`\nVec<${ZWSP}u8>\n\`\`\`\n<${ZWSP}@${ZWSP}U1>`,
     );
   });
 
@@ -135,6 +135,22 @@ describe('markdownForStream', () => {
   ])('escapes <!here> in %s, whatever Slack takes for code', (_what, text) => {
     expect(markdownForStream(text)).toContain(`<${ZWSP}!here>`);
     expect(markdownForStream(text)).not.toMatch(/<!/);
+  });
+
+  it('breaks a plain @channel, @here or @everyone, which Slack might read as a ping; an address keeps its @', () => {
+    expect(markdownForStream('@channel look\n(@here) and @everyone')).toBe(
+      `@${ZWSP}channel look\n(@${ZWSP}here) and @${ZWSP}everyone`,
+    );
+    expect(markdownForStream('mail ops@example.com')).toBe('mail ops@example.com');
+  });
+
+  it('breaks a script scheme, so no link runs code, whatever its case; other colons stay', () => {
+    expect(markdownForStream('[x](javascript:alert(1)) [y](JavaScript:go()) [z](vbscript:x) [w](data:text/html,x)')).toBe(
+      `[x](javascript${ZWSP}:alert(1)) [y](JavaScript${ZWSP}:go()) [z](vbscript${ZWSP}:x) [w](data${ZWSP}:text/html,x)`,
+    );
+    expect(markdownForStream('metadata: 12:30, see [docs](https://x.example/a:b)')).toBe(
+      'metadata: 12:30, see [docs](https://x.example/a:b)',
+    );
   });
 
   it('shows a link whose label names another address as the characters written, target included', () => {
@@ -173,6 +189,9 @@ describe('markdownForStream', () => {
       '`',
       '~',
       'https://',
+      'javascript',
+      'DATA',
+      'x',
     ),
     maxLength: 80,
   });
@@ -188,15 +207,18 @@ describe('markdownForStream', () => {
 
   it('breaks where a reading of every character would (property)', () => {
     // The rule read one character at a time, as it was first written: the function jumps from
-    // one `<`, `&` or `]` to the next instead, and must break in the same places. Whether a
+    // one `<`, `&`, `]`, `@` or `:` to the next instead, and must break in the same places. Whether a
     // label before `](` is plain prose is left to the function on the text up to there (each
     // decision reads only what comes before: the property above).
     const everyCharacter = (text: string): string => {
       let out = '';
       for (let i = 0; i < text.length; i++) {
+        if (text[i] === ':' && /(?:^|[^a-z0-9])(?:javascript|vbscript|data)$/i.test(text.slice(0, i)))
+          out += ZWSP;
         out += text[i];
         const next = text[i + 1];
         if (text[i] === '<' || text[i] === '&') out += ZWSP;
+        else if (text[i] === '@' && !/[a-z0-9_.+-]/i.test(text[i - 1] ?? ' ')) out += ZWSP;
         else if (text[i] === ']' && (next === '[' || next === ':')) out += ZWSP;
         else if (
           text[i] === ']' &&

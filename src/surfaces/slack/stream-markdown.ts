@@ -10,7 +10,12 @@ import { looksLikeAddress } from './link-label.js';
  * - between `]` and `[` or `:`: no reference link, no link definition;
  * - between `]` and `(` unless the label before it is plain prose: a link whose label names an
  *   address (`[https://good.example](https://evil.example)`), or whose label we cannot read for
- *   sure (nested brackets), is shown as the characters the agent wrote, target included.
+ *   sure (nested brackets), is shown as the characters the agent wrote, target included;
+ * - after an `@` that starts a word: no plain `@channel`, `@here` or `@everyone`. Slack documents
+ *   `<!channel>` as the ping and says nothing of plain text in `markdown_text`, so the plain
+ *   forms are broken too; an address (`ops@example.com`) keeps its `@`;
+ * - before the `:` of a `javascript`, `vbscript` or `data` scheme, in any case: no link that
+ *   runs code, which Slack's Markdown documentation neither promises nor rules out.
  *
  * This applies everywhere, fenced code included. Whether Slack takes a piece of text for code
  * (a `~~~` fence, an indented block, a fence that never closes) is Slack's decision, not ours
@@ -28,16 +33,27 @@ const LABEL_MAX = 1_000;
 export function markdownForStream(markdown: string): string {
   let out = '';
   let from = 0;
-  // Only `<`, `&` and `]` can need a break: the loop goes from one to the next (the regex
-  // engine's search), not through every character, which most answers are long on and short
-  // of those three.
-  const special = /[<&\]]/g;
+  // Only `<`, `&`, `]`, `@` and `:` can need a break: the loop goes from one to the next (the
+  // regex engine's search), not through every character, which most answers are long on and
+  // short of those.
+  const special = /[<&\]@:]/g;
   for (let found = special.exec(markdown); found !== null; found = special.exec(markdown)) {
     const i = found.index;
+    const c = markdown.charCodeAt(i);
+    if (c === COLON) {
+      // The break goes before the colon: `javascript` stays, its `:` no longer ends a scheme.
+      if (SCRIPT_SCHEME.test(markdown.slice(Math.max(0, i - SCHEME_MAX), i))) {
+        out += `${markdown.slice(from, i)}${ZWSP}`;
+        from = i;
+      }
+      continue;
+    }
     let breakAfter = true;
-    if (markdown.charCodeAt(i) === CLOSE_BRACKET) {
+    if (c === CLOSE_BRACKET) {
       const next = markdown[i + 1];
       breakAfter = next === '[' || next === ':' || (next === '(' && !plainLabelBefore(markdown, i));
+    } else if (c === AT) {
+      breakAfter = i === 0 || !WORD_CHAR.test(markdown[i - 1] ?? '');
     }
     if (breakAfter) {
       out += `${markdown.slice(from, i + 1)}${ZWSP}`;
@@ -48,6 +64,13 @@ export function markdownForStream(markdown: string): string {
 }
 
 const CLOSE_BRACKET = 0x5d;
+const AT = 0x40;
+const COLON = 0x3a;
+/** A character an address's local part can end with before its `@`. */
+const WORD_CHAR = /[\p{L}\p{N}_.+-]/u;
+/** A scheme that runs code, ending right before a colon and not inside a longer word. */
+const SCRIPT_SCHEME = /(?:^|[^\p{L}\p{N}])(?:javascript|vbscript|data)$/iu;
+const SCHEME_MAX = 'javascript'.length + 1;
 
 /**
  * Whether the `]` at `close` ends a label of plain prose: one `[` since the previous `]` or blank
