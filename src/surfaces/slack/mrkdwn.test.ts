@@ -145,7 +145,11 @@ describe('markdownForStream', () => {
   });
 
   it('breaks a script scheme, so no link runs code, whatever its case; other colons stay', () => {
-    expect(markdownForStream('[x](javascript:alert(1)) [y](JavaScript:go()) [z](vbscript:x) [w](data:text/html,x)')).toBe(
+    expect(
+      markdownForStream(
+        '[x](javascript:alert(1)) [y](JavaScript:go()) [z](vbscript:x) [w](data:text/html,x)',
+      ),
+    ).toBe(
       `[x](javascript${ZWSP}:alert(1)) [y](JavaScript${ZWSP}:go()) [z](vbscript${ZWSP}:x) [w](data${ZWSP}:text/html,x)`,
     );
     expect(markdownForStream('metadata: 12:30, see [docs](https://x.example/a:b)')).toBe(
