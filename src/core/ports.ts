@@ -338,6 +338,13 @@ export interface ChatSurface {
   /** Shows a question; returns a reference to the prompt. */
   askQuestion(target: ChatTarget, prompt: QuestionPrompt): Promise<string | null>;
   showToolStep(target: ChatTarget, turnId: string, step: ToolStep): Promise<void>;
+  /**
+   * The person `actorId` as the surface knows them now, for the label line of a turn about to be
+   * sent whose label lacks their name (S-6): a surface takes a message without waiting to look
+   * its author up, and the engine asks here before the send. Bounded by the surface; undefined
+   * or a rejection: the label stays as stored.
+   */
+  person?(target: ChatTarget, actorId: string): Promise<Actor | undefined>;
 }
 
 /** Time, injected so tests can shrink it. */

@@ -1,3 +1,4 @@
+import type { Actor } from '../core/compose.js';
 import { KourierError } from '../core/errors.js';
 import type {
   AnswerFor,
@@ -55,6 +56,10 @@ export class SurfaceRouter implements ChatSurface {
 
   showToolStep(target: ChatTarget, turnId: string, step: ToolStep): Promise<void> {
     return this.#for(target).showToolStep(target, turnId, step);
+  }
+
+  async person(target: ChatTarget, actorId: string): Promise<Actor | undefined> {
+    return this.#for(target).person?.(target, actorId);
   }
 }
 

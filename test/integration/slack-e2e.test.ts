@@ -95,6 +95,32 @@ describe('Slack end to end: real Bolt, the session engine and the contract agent
       await indicatorCleared(h);
     });
 
+    it('[S-6] acknowledges the event before users.info answers; the turn goes to the agent with the name looked up after the ack', async () => {
+      // A lookup bound far beyond Slack's 3 s: only the order can make the ack prompt.
+      const h = await harness({ people: { lookupTimeoutMs: 60_000 } });
+      const usersInfo = h.fake.holdCalls('users.info');
+      h.agent.enqueueFor(SEND, answer({ chunks: ['ok'] }));
+      const acked = h.mention('who am I?');
+      const ack = await Promise.race([
+        acked,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('the ack waited for users.info')), 10_000),
+        ),
+      ]);
+      expect(ack.status).toBe(200);
+      // The event is recorded (the ack comes after that), and its person is still being looked up.
+      expect(usersInfo.waiting()).toBe(1);
+      expect(h.events.some((e) => e.type === 'turn.received')).toBe(true);
+      expect(sent(h)).toHaveLength(0);
+      usersInfo.release();
+      await h.settled(1);
+      expect(textOf(sent(h)[0])).toBe('[Slack: ada (U0ADA) <ada@example.com>]\nwho am I?');
+      expect(sent(h)[0]?.metadata).toEqual({
+        'agentkourier.dev/actor': { id: ADA, name: 'ada', email: 'ada@example.com' },
+      });
+      expect(h.fake.callsOf('users.info')).toHaveLength(1);
+    });
+
     it('without native streams the answer is one posted message, edited as it grows, ending in exactly the full text', async () => {
       const h = await harness(EDITS);
       const chunks = [

@@ -209,6 +209,11 @@ export interface FakeSlack {
   serverErrorNext(method: string, status?: number, times?: number): void; // next call(s) HTTP 5xx, nothing done
   /** Next call(s) answered only after `ms` (a slow or stalled Slack, a congested network); then as usual. */
   delayNext(method: string, ms: number, times?: number): void;
+  /**
+   * Every call of `method` from now on waits, unanswered, until `release()`; `waiting()`: how
+   * many calls wait now.
+   */
+  holdCalls(method: string): { release: () => void; waiting: () => number };
   /** Next call(s) HTTP 200 with an HTML page, nothing done (what a proxy or load balancer in the way sends). */
   htmlNext(method: string, times?: number): void;
   endStreamEarly(channel: string, ts: string): void; // later appendStream/stopStream → message_not_in_streaming_state

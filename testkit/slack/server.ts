@@ -74,6 +74,8 @@ class FakeSlackServer implements FakeSlack {
   private readonly throttles = new Map<string, Array<{ retryAfter: number; left: number }>>();
   private readonly delays = new Map<string, Array<{ ms: number; left: number }>>();
   private readonly pages = new Map<string, Array<{ left: number }>>();
+  /** Methods whose calls wait, unanswered, until the test lets them go (holdCalls). */
+  private readonly held = new Map<string, { released: Promise<void>; waiting: number }>();
   private server: Server | undefined;
   private readonly responseUrls: ResponseUrls;
   readonly socketMode: SocketMode;
@@ -285,6 +287,27 @@ class FakeSlackServer implements FakeSlack {
     this.delays.set(method, list);
   }
 
+  /**
+   * Every call of `method` from now on waits, unanswered, until the returned function is
+   * called; `waiting()` says how many calls are waiting. As a Slack that is slow for as long as
+   * a test needs, with no figure to guess.
+   */
+  holdCalls(method: string): { release: () => void; waiting: () => number } {
+    let release = (): void => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const hold = { released, waiting: 0 };
+    this.held.set(method, hold);
+    return {
+      release: () => {
+        if (this.held.get(method) === hold) this.held.delete(method);
+        release();
+      },
+      waiting: () => hold.waiting,
+    };
+  }
+
   htmlNext(method: string, times = 1): void {
     const list = this.pages.get(method) ?? [];
     list.push({ left: times });
@@ -394,6 +417,13 @@ class FakeSlackServer implements FakeSlack {
     };
 
     // Injected faults first: they model Slack's state, whatever the request.
+    const hold = this.held.get(method);
+    if (hold !== undefined) {
+      hold.waiting++;
+      await hold.released;
+      hold.waiting--;
+      if (res.destroyed || req.socket.destroyed) return;
+    }
     const delay = this.take(this.delays, method);
     if (delay) {
       await new Promise((resolve) => setTimeout(resolve, delay.ms));

@@ -13,6 +13,7 @@ import {
 } from './failure-policy.js';
 import { afterStream, pollingOf, readTask } from './following.js';
 import { agentRefused, notice } from './notices.js';
+import { withPeopleNamed } from './person-label.js';
 import { sendPolled } from './polling.js';
 import { acceptTask, consumeStream } from './reading.js';
 import { cancelPaused, failTurn, sessionGone, settleTurn } from './settling.js';
@@ -35,14 +36,16 @@ export async function sendTurn(
 ): Promise<void> {
   const { clock } = ctx.deps;
   // S-7: replies that did not address the broker, queued before this turn, travel with it.
-  const carried = turn.kind === 'message' ? open.filter((t) => t.kind === 'context' && t.seq < turn.seq) : [];
+  const queued = turn.kind === 'message' ? open.filter((t) => t.kind === 'context' && t.seq < turn.seq) : [];
+  // S-6: each label names its person as the surface knows them now (person-label.ts).
+  const [named = turn, ...carried] = await withPeopleNamed(ctx, session, [turn, ...queued]);
   const text = withCarried(
-    turn.text,
+    named.text,
     carried.map((t) => ({ label: t.label, text: t.text })),
   );
   const now = clock.now();
   const sending: TurnRecord = {
-    ...turn,
+    ...named,
     text,
     state: 'sending',
     attempts: turn.attempts + 1,
@@ -63,11 +66,13 @@ export async function attemptSend(
   ctx: DriverContext,
   session: SessionRecord,
   route: AgentRoute,
-  turn: TurnRecord,
+  stored: TurnRecord,
   question?: AnswerTarget,
   baseline?: readonly Artifact[],
 ): Promise<void> {
   const { clock } = ctx.deps;
+  // A turn stored `sending` as it was taken has not had its person looked up (person-label.ts).
+  const [turn = stored] = await withPeopleNamed(ctx, session, [stored]);
   ctx.emit(session, {
     type: 'turn.sending',
     turnId: turn.id,

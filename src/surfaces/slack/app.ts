@@ -223,6 +223,7 @@ export class SlackConnection {
       clock: this.#clock,
       logger: options.logger,
       prompts: this.approvals,
+      people: this.#people,
       ...(options.answers === undefined ? {} : { answers: options.answers }),
       ...(options.activity === undefined ? {} : { activity: options.activity }),
       ...(options.statuses === undefined ? {} : { statuses: options.statuses }),

@@ -358,7 +358,9 @@ export class InboundRouter {
         // The thread stays with the agent it started with (the session keeps its Binding).
         if (session !== undefined) binding = session.binding;
       }
-      const actor = await people.actor(team, turn.user);
+      // Not looked up here: the ack must not wait on users.info. The engine asks the surface
+      // again before the send (SlackSurface.person).
+      const actor = people.known(team, turn.user);
       // A thread's first message names its agent session.
       if (turn.addressed && turn.ts === turn.key.threadId)
         this.#deps.titles?.titleFrom(sessionIdOf(turn.key), turn.text);
@@ -408,7 +410,7 @@ export class InboundRouter {
         key,
         binding: command.target.ref,
         chatMessageId: decision.ts,
-        actor: await this.#deps.people.actor(team, user),
+        actor: this.#deps.people.known(team, user),
         text: command.rest,
         addressed: true,
       });

@@ -8,8 +8,9 @@ import type { SlackApi, SlackUser } from './web-api.js';
  * Who wrote a message, for the label line `[Slack: Name (U123) <email>]` (S-6) and the actor
  * metadata (S-5). users.info is cached with a TTL (names change rarely, a busy thread would
  * otherwise look the same person up for every message), lookups for the same person share one
- * call, and a lookup that fails or is slow degrades to the bare user ID: it never blocks a turn,
- * since the turn must be stored before Slack's 3-second ack deadline.
+ * call, and a lookup that fails or is slow degrades to the bare user ID. An event's ack never
+ * waits for a lookup (Slack redelivers after 3 s): the turn is stored with what is cached
+ * (known), and the engine asks again, bounded, just before the send (actor, through the surface).
  */
 
 export interface PeopleOptions {
@@ -43,19 +44,24 @@ export class People {
     this.#options = { ...DEFAULT_PEOPLE_OPTIONS, ...options };
   }
 
+  /**
+   * The person as known now, without waiting: the cached actor, else the bare user ID, and a
+   * lookup started for the send (actor(), which the engine asks through the surface before the
+   * turn goes out). What an event's ack uses: Slack redelivers after 3 s.
+   */
+  known(team: string, userId: string): Actor {
+    const cached = this.#cached(team, userId);
+    if (cached !== undefined) return cached;
+    this.#start(team, userId)?.catch(() => undefined);
+    return bare(userId);
+  }
+
+  /** The person, looked up with users.info if not cached; at most lookupTimeoutMs of waiting. */
   async actor(team: string, userId: string): Promise<Actor> {
-    const key = `${team}:${userId}`;
-    const cached = this.#cache.get(key);
-    if (cached !== undefined && cached.expiresAt > this.#clock.now()) return cached.actor;
-    let lookup = this.#inflight.get(key);
-    if (lookup === undefined) {
-      // With users.info's budget spent (a storm of events from people not cached yet), a
-      // lookup would wait for the next token while Slack waits for its ack: the label goes out
-      // with the user ID at once (the contract allows it), and nothing is looked up.
-      if (!this.#api.reserve('users.info', team)) return bare(userId);
-      lookup = this.#lookup(team, userId, key).finally(() => this.#inflight.delete(key));
-      this.#inflight.set(key, lookup);
-    }
+    const cached = this.#cached(team, userId);
+    if (cached !== undefined) return cached;
+    const lookup = this.#start(team, userId);
+    if (lookup === undefined) return bare(userId);
     const timeout = new AbortController();
     try {
       return await Promise.race([
@@ -68,6 +74,26 @@ export class People {
     } finally {
       timeout.abort(WAIT_OVER);
     }
+  }
+
+  #cached(team: string, userId: string): Actor | undefined {
+    const cached = this.#cache.get(`${team}:${userId}`);
+    return cached !== undefined && cached.expiresAt > this.#clock.now() ? cached.actor : undefined;
+  }
+
+  /** The lookup under way for the person, or a new one; undefined when the budget is spent. */
+  #start(team: string, userId: string): Promise<Actor> | undefined {
+    const key = `${team}:${userId}`;
+    let lookup = this.#inflight.get(key);
+    if (lookup === undefined) {
+      // With users.info's budget spent (a storm of events from people not cached yet), a
+      // lookup would wait for the next token: the label goes out with the user ID (the contract
+      // allows it), and nothing is looked up.
+      if (!this.#api.reserve('users.info', team)) return undefined;
+      lookup = this.#lookup(team, userId, key).finally(() => this.#inflight.delete(key));
+      this.#inflight.set(key, lookup);
+    }
+    return lookup;
   }
 
   async #lookup(team: string, userId: string, key: string): Promise<Actor> {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Actor } from '../../core/compose.js';
 import { KourierError } from '../../core/errors.js';
 import type {
   AnswerFor,
@@ -15,6 +16,7 @@ import { AgentApi } from './agent-api.js';
 import { type AnswerSettings, DEFAULT_ANSWER_SETTINGS, SlackAnswer, StreamSupport } from './answer.js';
 import { PromptDesk } from './approvals.js';
 import { SURFACE } from './inbound.js';
+import type { People } from './people.js';
 import { noticeMessage, questionMessage, type RenderedMessage, toolStepMessage } from './render.js';
 import { SessionStatuses, type SessionStatusOptions } from './session-status.js';
 import { ToolCardTally } from './tool-cards.js';
@@ -35,6 +37,8 @@ export interface SlackSurfaceOptions {
   activity?: Partial<ActivityOptions>;
   /** The agent session's status (session-status.ts). */
   statuses?: Partial<SessionStatusOptions>;
+  /** Who wrote a message (users.info, cached): asked before a turn's send (person). */
+  people?: People;
   /**
    * kagent's structured questions as buttons (approvals.ts). Without it they are shown as
    * text, with no buttons.
@@ -66,9 +70,11 @@ export class SlackSurface implements ChatSurface {
   /** Each turn's tool steps: a few cards, then one message counting the rest. */
   readonly #toolCards = new Map<string, ToolCardTally>();
   readonly #prompts: PromptDesk | undefined;
+  readonly #people: People | undefined;
 
   constructor(options: SlackSurfaceOptions) {
     this.#prompts = options.prompts;
+    this.#people = options.people;
     this.#api = options.api;
     this.#clock = options.clock;
     this.#logger = options.logger;
@@ -157,6 +163,11 @@ export class SlackSurface implements ChatSurface {
     const { channel } = place(target);
     const ts = await this.#post(target, questionMessage(prompt.question));
     return `${channel}|${ts}`;
+  }
+
+  /** S-6: the person, looked up now if the event was taken before users.info answered. */
+  async person(target: ChatTarget, actorId: string): Promise<Actor | undefined> {
+    return this.#people?.actor(place(target).team, actorId);
   }
 
   async showToolStep(target: ChatTarget, turnId: string, step: ToolStep): Promise<void> {

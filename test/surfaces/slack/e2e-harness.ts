@@ -86,6 +86,8 @@ export interface SlackHarnessOptions {
   feedback?: FeedbackCounter;
   /** The Binding's spec.slack.feedback.toAgent (default off). */
   feedbackToAgent?: boolean;
+  /** How people are looked up with users.info (People). */
+  people?: ConnectOptions['people'];
 }
 
 /** What Slack got back: the HTTP response, or in Socket Mode the ack (its payload as the body). */
@@ -235,6 +237,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     ...(options.approvals === undefined ? {} : { approvals: options.approvals }),
     ...(options.budgets === undefined ? {} : { budgets: options.budgets }),
     ...(options.feedback === undefined ? {} : { feedback: options.feedback }),
+    ...(options.people === undefined ? {} : { people: options.people }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   const events: EngineEvent[] = [];
