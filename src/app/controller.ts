@@ -8,7 +8,7 @@ import { TriggerDirectory } from '../core/triggers.js';
 import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
 import { opsRoutes } from '../observability/index.js';
 import { createStore, migrateWhenReachable } from '../store/open.js';
-import { DatabaseFileWatch } from '../store/sqlite/file-watch.js';
+import { StoreReadiness, sqliteFileOf } from '../store/readiness.js';
 import { type Env, openBroker } from './broker.js';
 import { eventsListener, listen, notFound } from './controller-http.js';
 import { ControllerWebChat } from './controller-webchat.js';
@@ -141,7 +141,8 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     // killed by its probe over and over.
     let waitingFor: string | undefined = 'the start';
     let controllerReady = (): boolean => false;
-    // The SQLite file deleted or replaced under the running store (undefined: none).
+    // Why the store cannot be trusted now: it refuses writes, or its SQLite file was deleted,
+    // replaced or overwritten (StoreReadiness; undefined: none).
     let storeProblem = (): string | undefined => undefined;
     const routes = opsRoutes({
       registry: observability.registry,
@@ -169,12 +170,6 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     if (slackRequested(options.env)) waitingFor = slackStep;
     // Migrated once Slack answered, so /readyz can say the store is what it waits for.
     const sessions = createStore(config.store);
-    const storeFile =
-      config.store.kind === 'sqlite' && config.store.path !== ':memory:'
-        ? new DatabaseFileWatch(config.store.path, logger)
-        : undefined;
-    if (storeFile !== undefined) broker.defer(async () => storeFile.close());
-    storeProblem = () => storeFile?.problem();
     const web =
       webchatSettings === undefined ? undefined : new ControllerWebChat(webchatSettings, sessions, logger);
     const core = await broker
@@ -247,6 +242,11 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       },
     );
     if (!storeAbandoned) {
+      // From here on readiness also asks whether the store takes writes; pushed after the
+      // store's own stop, so it stops first and no probe reaches a closed store.
+      const storeHealth = new StoreReadiness(store, logger, sqliteFileOf(config.store));
+      broker.defer(async () => storeHealth.close());
+      storeProblem = () => storeHealth.problem();
       // Its threads come back before the engine resumes their sessions.
       await web?.restore();
       waitingFor = 'the engine and the events port to start';

@@ -6,7 +6,7 @@ import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
 import { startLocalManifests } from '../local/index.js';
 import { opsRoutes } from '../observability/index.js';
 import { openStore, transcriptStoreOf } from '../store/open.js';
-import { DatabaseFileWatch } from '../store/sqlite/file-watch.js';
+import { StoreReadiness, sqliteFileOf } from '../store/readiness.js';
 import { createWebChat, WebChatSurface, WebChatTriggerThreads } from '../surfaces/webchat/index.js';
 import { localBanner } from './banner.js';
 import { type Env, openBroker } from './broker.js';
@@ -102,11 +102,6 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     broker.defer(() => manifests.close());
 
     const store = await openStore(config.store, { logger });
-    const fileWatch =
-      config.store.kind === 'sqlite' && config.store.path !== ':memory:'
-        ? new DatabaseFileWatch(config.store.path, logger)
-        : undefined;
-    if (fileWatch !== undefined) broker.defer(async () => fileWatch.close());
     // The threads the web chat showed before a restart come back before the engine resumes
     // their sessions, so what it shows next lands in them.
     const web = new WebChatSurface({ transcripts: transcriptStoreOf(store), logger });
@@ -129,10 +124,13 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       owner: config.replicaName,
     });
     const { engine, triggers } = core;
+    // Pushed after the store's own stop, so it stops first: no probe reaches a closed store.
+    const storeHealth = new StoreReadiness(store, logger, sqliteFileOf(config.store));
+    broker.defer(async () => storeHealth.close());
     let serving = false;
     const ops = opsRoutes({
       registry: observability.registry,
-      ready: () => (serving ? (fileWatch?.problem() ?? true) : 'starting'),
+      ready: () => (serving ? (storeHealth.problem() ?? true) : 'starting'),
     });
     const chat = await createWebChat({
       engine,

@@ -175,6 +175,12 @@ export interface SessionStore {
   /** Applies the versioned migrations. Idempotent. */
   migrate(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * A write that changes nothing, for readiness: resolves once the store has taken it durably,
+   * rejects with why the store refuses writes now (a failed fsync, a read-only or corrupt file,
+   * a database that cannot commit).
+   */
+  probeWrite(): Promise<void>;
 
   /** Gets the session for a key, creating it (with the binding) if it does not exist. */
   openSession(init: NewSession): Promise<SessionRecord>;

@@ -51,12 +51,14 @@ export function measuredTriggerStore(store: TriggerStore, observer: StoreObserve
 export function measuredStore(store: SessionStore, observer: StoreObserver): SessionStore {
   const measured = measure(store, OPERATIONS, observer);
   return {
-    ...(measured as Omit<SessionStore, 'sharedByReplicas' | 'close'>),
+    ...(measured as Omit<SessionStore, 'sharedByReplicas' | 'close' | 'probeWrite'>),
     get sharedByReplicas() {
       return store.sharedByReplicas;
     },
     close: () => store.close(),
-  } as SessionStore;
+    // Readiness's own write, every few seconds: not an operation of the broker's to count.
+    probeWrite: () => store.probeWrite(),
+  } satisfies SessionStore;
 }
 
 function measure<T extends object>(

@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { capturingLogger, eventually } from '../k8s/cluster-helpers.js';
 import { LocalRun } from './local-run.js';
@@ -33,6 +33,27 @@ describe('local mode: the database file deleted under the running broker', () =>
       expect(errors.map((e) => e.msg)).toEqual([expect.stringContaining('was deleted while open')]);
     });
     // Still alive: the person sees the broker is not ready rather than a dead process.
+    expect((await fetch(`${url}healthz`)).status).toBe(200);
+  });
+
+  it('logs an error and fails readiness when the file is overwritten in place', async () => {
+    const log = capturingLogger();
+    const { url } = await local.start({ logger: log.logger });
+    const db = local.db;
+    await eventually(async () => expect((await fetch(`${url}readyz`)).status).toBe(200));
+
+    // The same file (inode), other bytes: SQLite answers from its cache until it reads the file.
+    await writeFile(db, 'not a database any more');
+
+    const readyz = await fetch(`${url}readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.text()).toContain(`${db} was overwritten while open`);
+    await eventually(() => {
+      const errors = log.lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string })
+        .filter((l) => l.level >= 50);
+      expect(errors.map((e) => e.msg)).toContainEqual(expect.stringContaining('was overwritten while open'));
+    });
     expect((await fetch(`${url}healthz`)).status).toBe(200);
   });
 });

@@ -164,6 +164,14 @@ export class PostgresStore implements SessionStore {
     if (this.#ownsPool) await this.#pool.end();
   }
 
+  async probeWrite(): Promise<void> {
+    // A transaction that takes a transaction id writes its commit to PostgreSQL's log: refused
+    // by a server that is read-only, in recovery or out of disk.
+    await this.#guard('probeWrite', () =>
+      this.#transaction((client) => client.query('SELECT pg_current_xact_id()')),
+    );
+  }
+
   async openSession(init: NewSession): Promise<SessionRecord> {
     return this.#guard('openSession', async () => {
       const id = sessionIdOf(init.key);

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 
@@ -10,7 +10,9 @@ export const FILE_WATCH_EVERY_MS = 5_000;
  * to the file it opened: when that file is deleted (`rm state.db*`) or replaced, every write
  * still succeeds and is lost at the next start, quietly. This compares the file's identity
  * (device and inode) at open with the path's, on a timer and whenever readiness asks, logs an
- * error once when it changes, and gives readiness the reason.
+ * error once when it changes, and gives readiness the reason. A file overwritten in place keeps
+ * its identity: its first bytes are no longer the header every SQLite database starts with
+ * (SQLite's documented file format), and SQLite refuses writes once it reads past its cache.
  */
 export class DatabaseFileWatch {
   readonly #path: string;
@@ -37,7 +39,9 @@ export class DatabaseFileWatch {
         ? `the session store's file ${this.#path} was deleted while open; what is written now would be lost at the next start`
         : now !== this.#identity
           ? `the session store's file ${this.#path} was replaced while open; what is written now goes to the old file`
-          : undefined;
+          : !startsLikeSqlite(this.#path)
+            ? `the session store's file ${this.#path} was overwritten while open: it is no longer a SQLite database`
+            : undefined;
     if (problem !== undefined && problem !== this.#told) this.#logger.error({ path: this.#path }, problem);
     this.#told = problem;
     return problem;
@@ -54,5 +58,23 @@ function identityOf(path: string): string | undefined {
     return `${s.dev}:${s.ino}`;
   } catch {
     return undefined;
+  }
+}
+
+/** The 16 bytes every SQLite database file starts with (its file format's header string). */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** Whether the file starts with SQLite's header; true when it is too short to tell (new). */
+function startsLikeSqlite(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(SQLITE_HEADER.length);
+    const read = readSync(fd, head, 0, head.length, 0);
+    return read === 0 || (read === head.length && head.equals(SQLITE_HEADER));
+  } catch {
+    return true;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }

@@ -37,7 +37,7 @@ import { StepsTranscriptStore } from '../transcript-queries.js';
 import { newTurnRecord, writtenSessionRecord } from '../written-records.js';
 import { type CheckpointerOptions, type CheckpointObserver, WalCheckpointer } from './checkpointer.js';
 import { durabilityOf, migrateDatabase, openDatabase } from './connection.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import { PositionalStatements } from './positional.js';
 import { SqliteFeedbackRows } from './sqlite-feedback-rows.js';
 import { SqliteInstallationRows } from './sqlite-installation-rows.js';
@@ -56,6 +56,8 @@ export interface SqliteStoreOptions {
   synchronous?: 'full' | 'normal';
   /** The WAL checkpointer's settings (./checkpointer.ts); defaults suit a broker. */
   checkpoints?: CheckpointerOptions;
+  /** How the WAL file is fsynced (group-commit.ts); tests give one that fails, as a disk can. */
+  fsync?: GroupCommitOptions['fsync'];
 }
 
 /**
@@ -95,6 +97,18 @@ export class SqliteStore implements SessionStore {
     this.#writes = new GroupCommit(db, {
       ...(wal && synchronous === 'full' ? { walPath: `${file}-wal` } : {}),
       ...(checkpoints === undefined ? {} : { gate: () => checkpoints.beforeCommit() }),
+      ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
+    });
+  }
+
+  async probeWrite(): Promise<void> {
+    // Setting the header's user_version (which the store does not use) to the value it has is
+    // a write of one page that changes nothing, through the same group commit as every write.
+    await this.#writes.write('probeWrite', () => {
+      const { user_version: version } = this.#db.prepare('PRAGMA user_version').get() as {
+        user_version: number;
+      };
+      this.#db.exec(`PRAGMA user_version = ${Number(version)}`);
     });
   }
 
