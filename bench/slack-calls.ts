@@ -13,9 +13,9 @@
 import { pino } from 'pino';
 import { AnswerBuffer } from '../src/core/answer.js';
 import { systemClock } from '../src/core/ports.js';
-import { BudgetBook } from '../src/surfaces/slack/budget.js';
-import { SlackSurface } from '../src/surfaces/slack/surface.js';
-import { createWebApiTransport, SlackApi } from '../src/surfaces/slack/web-api.js';
+import { SlackSurface } from '../src/surfaces/slack/answer/surface.js';
+import { BudgetBook } from '../src/surfaces/slack/web-api/budget.js';
+import { createWebApiTransport, SlackApi } from '../src/surfaces/slack/web-api/client.js';
 import { startFakeSlack } from '../testkit/slack/index.js';
 import { figure } from './figures.js';
 

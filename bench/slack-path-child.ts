@@ -28,9 +28,9 @@ import { TriggerDirectory } from '../src/core/triggers.js';
 import { a2aDialect } from '../src/dialects/a2a.js';
 import { createLogger } from '../src/observability/logging.js';
 import { openStore } from '../src/store/open.js';
-import { DEFAULT_ACTIVITY_OPTIONS } from '../src/surfaces/slack/activity.js';
-import type { MethodBudget } from '../src/surfaces/slack/budget.js';
-import { DEFAULT_SESSION_STATUS_OPTIONS } from '../src/surfaces/slack/session-status.js';
+import { DEFAULT_ACTIVITY_OPTIONS } from '../src/surfaces/slack/agent-app/activity.js';
+import { DEFAULT_SESSION_STATUS_OPTIONS } from '../src/surfaces/slack/agent-app/session-status.js';
+import type { MethodBudget } from '../src/surfaces/slack/web-api/budget.js';
 import { floorRound } from './slack-floor.js';
 
 export const SLACK_PATH_BINDING = 'bench/slack';

@@ -6,7 +6,7 @@ import type { ControlPlaneTelemetry } from '../control/telemetry.js';
 import type { EventSink } from '../core/ports.js';
 import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
-import type { SlackTelemetry } from '../surfaces/slack/web-api.js';
+import type { SlackTelemetry } from '../surfaces/slack/web-api/client.js';
 import { BrokerMetrics, fanOut } from './metrics.js';
 import { measuredStore, measuredTriggerStore } from './store-metrics.js';
 import { startTracing, type Tracing } from './tracing.js';

@@ -1,7 +1,7 @@
 /**
  * Feedback on answers as the store keeps it: one row per person and answer, holding that
  * person's latest press (the last press wins), and whether the agent was told of it yet (a
- * Binding may ask for it to travel as metadata on the next turn, src/surfaces/slack/feedback.ts).
+ * Binding may ask for it to travel as metadata on the next turn, src/surfaces/slack/agent-app/feedback.ts).
  * Ids only, never text. Both dialects run the same statements.
  */
 

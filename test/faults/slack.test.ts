@@ -1,14 +1,14 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadSlackConfig } from '../../src/config/slack.js';
+import { markdownForStream, markdownToMrkdwn } from '../../src/surfaces/slack/answer/mrkdwn.js';
 import { type ListenOptions, SlackConnection } from '../../src/surfaces/slack/app.js';
 import {
   SlackAuthError,
   type SlackRateLimitedError,
   SlackStoppedError,
   SlackUnavailableError,
-} from '../../src/surfaces/slack/errors.js';
-import { markdownForStream, markdownToMrkdwn } from '../../src/surfaces/slack/mrkdwn.js';
+} from '../../src/surfaces/slack/web-api/errors.js';
 import { mentionEvent } from '../../testkit/slack/events.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import { answer } from '../agents/contract-agent.js';

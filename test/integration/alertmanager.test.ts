@@ -11,7 +11,7 @@ import { ACTOR_METADATA_KEY } from '../../src/core/compose.js';
 import { TriggerDirectory, tokenDigest } from '../../src/core/triggers.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { TriggerChatRouter } from '../../src/surfaces/router.js';
-import { TRIGGER_EVENT_TYPE } from '../../src/surfaces/slack/trigger-threads.js';
+import { TRIGGER_EVENT_TYPE } from '../../src/surfaces/slack/answer/trigger-threads.js';
 import type { MessageView, ThreadSummary, ThreadView } from '../../src/surfaces/webchat/view.js';
 import { Triggers } from '../../src/triggers/index.js';
 import type { FakeMessage } from '../../testkit/slack/index.js';

@@ -4,8 +4,8 @@ import { agentRefused, notice, taskFailed } from '../../src/core/session/notices
 import type { SessionStore } from '../../src/core/store.js';
 import { sessionIdOf } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { CHANNEL_HINT } from '../../src/surfaces/slack/inbound.js';
-import { escapeSlack, markdownForStream, markdownToMrkdwn } from '../../src/surfaces/slack/mrkdwn.js';
+import { escapeSlack, markdownForStream, markdownToMrkdwn } from '../../src/surfaces/slack/answer/mrkdwn.js';
+import { CHANNEL_HINT } from '../../src/surfaces/slack/inbound/events.js';
 import type { FakeMessage } from '../../testkit/slack/index.js';
 import {
   answer,

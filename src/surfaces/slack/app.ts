@@ -21,29 +21,29 @@ import type { CancelRequest, CancelResult } from '../../core/session/cancelling.
 import type { SessionKey, SessionStore } from '../../core/store.js';
 import type { FeedbackRows } from '../../store/feedback-rows.js';
 import type { InstallationRows } from '../../store/installation-rows.js';
-import type { ActivityOptions } from './activity.js';
-import { AgentStops } from './agent-stop.js';
-import type { AnswerSettings } from './answer.js';
-import type { DecisionListener } from './approval-audit.js';
-import type { ApprovalBindings, ApprovalCounters } from './approval-gate.js';
-import { PromptDesk } from './approvals.js';
-import { ApproverGroups, type ApproverOptions } from './approvers.js';
-import { BudgetBook, type MethodBudget } from './budget.js';
-import type { SlackRateLimitedError, SlackUnavailableError } from './errors.js';
-import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './feedback.js';
-import { FeedbackNotes, type FeedbackNotesDeps } from './feedback-notes.js';
-import { InboundRouter } from './inbound.js';
+import type { ActivityOptions } from './agent-app/activity.js';
+import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './agent-app/feedback.js';
+import { FeedbackNotes, type FeedbackNotesDeps } from './agent-app/feedback-notes.js';
+import type { SessionStatusOptions } from './agent-app/session-status.js';
+import { AgentStops } from './agent-app/stop.js';
+import { type DescribeAgent, SuggestedPrompts } from './agent-app/suggested-prompts.js';
+import type { AnswerSettings } from './answer/slack-answer.js';
+import { SlackSurface } from './answer/surface.js';
+import { SlackTriggerThreads } from './answer/trigger-threads.js';
+import { InboundRouter } from './inbound/events.js';
+import { People, type PeopleOptions } from './inbound/people.js';
 import { Workspaces } from './installations/workspaces.js';
-import { slackLogger } from './logger.js';
-import { People, type PeopleOptions } from './people.js';
-import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompt-modals.js';
-import { PromptTokens } from './prompt-token.js';
-import type { SessionStatusOptions } from './session-status.js';
-import { authTestWhenReachable, DEFAULT_CONNECT_RETRY, SocketModeStart } from './slack-wait.js';
-import { type DescribeAgent, SuggestedPrompts } from './suggested-prompts.js';
-import { SlackSurface } from './surface.js';
-import { SlackTriggerThreads } from './trigger-threads.js';
-import { createWebApiTransport, SlackApi, type SlackTelemetry } from './web-api.js';
+import { ApproverGroups, type ApproverOptions } from './prompts/approvers.js';
+import type { DecisionListener } from './prompts/audit.js';
+import { PromptDesk } from './prompts/desk.js';
+import type { ApprovalBindings, ApprovalCounters } from './prompts/gate.js';
+import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompts/modals.js';
+import { PromptTokens } from './prompts/token.js';
+import { BudgetBook, type MethodBudget } from './web-api/budget.js';
+import { createWebApiTransport, SlackApi, type SlackTelemetry } from './web-api/client.js';
+import type { SlackRateLimitedError, SlackUnavailableError } from './web-api/errors.js';
+import { slackLogger } from './web-api/logger.js';
+import { authTestWhenReachable, DEFAULT_CONNECT_RETRY, SocketModeStart } from './web-api/slack-wait.js';
 
 /**
  * Slack, wired: the Web API client and its budgets, the surface the engine shows things
@@ -417,7 +417,7 @@ export class SlackConnection {
           await bounded(workspaces.removed(context.teamId, event.tokens.bot ?? []));
       });
     }
-    // Buttons of kagent's prompts, and the modals they open (approvals.ts). The press is
+    // Buttons of kagent's prompts, and the modals they open (prompts/desk.ts). The press is
     // acknowledged at once; the work runs within the same bound as events.
     app.action({ type: 'block_actions', action_id: /^agentkourier\.prompt\./ }, async ({ ack, body }) => {
       await ack();
@@ -428,7 +428,7 @@ export class SlackConnection {
       await ack();
       await bounded(feedback.press(body));
     });
-    // The agent picker of a shared channel (agent-picker.ts).
+    // The agent picker of a shared channel (inbound/agent-picker.ts).
     app.action(
       { type: 'block_actions', action_id: /^agentkourier\.pick\./ },
       async ({ ack, body, context, respond }) => {

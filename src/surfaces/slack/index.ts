@@ -1,15 +1,16 @@
 /** The Slack chat surface: what the composition root (main.ts) needs of it. */
+
+export { SlackSurface } from './answer/surface.js';
+export { renderTriggerMessage, SlackTriggerThreads, TRIGGER_EVENT_TYPE } from './answer/trigger-threads.js';
 export { type ConnectOptions, type ListenOptions, SlackConnection } from './app.js';
-export type { ApprovalAudit, DecisionListener } from './approval-audit.js';
-export type { ApprovalBindings, ApprovalCounters } from './approval-gate.js';
-export { PromptDesk } from './approvals.js';
-export { DEFAULT_METHOD_BUDGETS, type MethodBudget } from './budget.js';
+export type { ApprovalAudit, DecisionListener } from './prompts/audit.js';
+export { PromptDesk } from './prompts/desk.js';
+export type { ApprovalBindings, ApprovalCounters } from './prompts/gate.js';
+export { DEFAULT_METHOD_BUDGETS, type MethodBudget } from './web-api/budget.js';
+export type { SlackApiObserver, SlackTelemetry } from './web-api/client.js';
 export {
   SlackAuthError,
   SlackPlatformError,
   SlackRateLimitedError,
   SlackUnavailableError,
-} from './errors.js';
-export { SlackSurface } from './surface.js';
-export { renderTriggerMessage, SlackTriggerThreads, TRIGGER_EVENT_TYPE } from './trigger-threads.js';
-export type { SlackApiObserver, SlackTelemetry } from './web-api.js';
+} from './web-api/errors.js';

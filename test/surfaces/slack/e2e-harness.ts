@@ -13,10 +13,10 @@ import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { dialectSpec } from '../../../src/dialects/index.js';
 import { feedbackRowsOf } from '../../../src/store/open.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
-import type { AnswerSettings } from '../../../src/surfaces/slack/answer.js';
+import type { FeedbackCounter } from '../../../src/surfaces/slack/agent-app/feedback.js';
+import type { AnswerSettings } from '../../../src/surfaces/slack/answer/slack-answer.js';
 import { type ConnectOptions, SlackConnection } from '../../../src/surfaces/slack/app.js';
-import type { MethodBudget } from '../../../src/surfaces/slack/budget.js';
-import type { FeedbackCounter } from '../../../src/surfaces/slack/feedback.js';
+import type { MethodBudget } from '../../../src/surfaces/slack/web-api/budget.js';
 import {
   type FakeMessage,
   type FakeSlack,

@@ -6,7 +6,7 @@ import {
   METHOD_SCOPES,
   requiredScopes,
   SCOPELESS_EVENTS,
-} from '../../../src/surfaces/slack/scopes.js';
+} from '../../../src/surfaces/slack/web-api/scopes.js';
 
 const root = new URL('../../../', import.meta.url);
 const manifest = parse(readFileSync(new URL('manifests/slack-app.yaml', root), 'utf8')) as {
@@ -34,7 +34,7 @@ describe('the Slack app manifest', () => {
   });
 
   it('lists every Web API method the surface calls', () => {
-    const source = ['web-api.ts', 'agent-api.ts']
+    const source = ['web-api/client.ts', 'agent-app/agent-api.ts']
       .map((file) => readFileSync(new URL(`src/surfaces/slack/${file}`, root), 'utf8'))
       .join('\n');
     const called = new Set(

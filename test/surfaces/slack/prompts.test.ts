@@ -2,19 +2,19 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/core/ports.js';
 import type { AskUserRequest, ToolApprovalRequest } from '../../../src/dialects/kagent-v1/index.js';
-import { ApproverGroups } from '../../../src/surfaces/slack/approvers.js';
-import { BudgetBook } from '../../../src/surfaces/slack/budget.js';
-import { answerModal, denyModal, readAnswerModal } from '../../../src/surfaces/slack/prompt-modals.js';
-import { candidates } from '../../../src/surfaces/slack/prompt-state.js';
-import { argumentsHash, canonicalJson, PromptTokens } from '../../../src/surfaces/slack/prompt-token.js';
+import { ApproverGroups } from '../../../src/surfaces/slack/prompts/approvers.js';
+import { answerModal, denyModal, readAnswerModal } from '../../../src/surfaces/slack/prompts/modals.js';
+import { candidates } from '../../../src/surfaces/slack/prompts/state.js';
+import { argumentsHash, canonicalJson, PromptTokens } from '../../../src/surfaces/slack/prompts/token.js';
 import {
   approvalLayout,
   approvalMessage,
   askUserMessage,
   type Mark,
   readMarks,
-} from '../../../src/surfaces/slack/prompt-view.js';
-import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api.js';
+} from '../../../src/surfaces/slack/prompts/view.js';
+import { BudgetBook } from '../../../src/surfaces/slack/web-api/budget.js';
+import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { ManualClock } from './manual-clock.js';
 

@@ -3,8 +3,12 @@ import { A2AClient } from '../../../src/a2a/client.js';
 import { sessionIdOf } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
-import { PICK_HINT, PICK_NOT_YOURS } from '../../../src/surfaces/slack/agent-picker.js';
-import { HAND_OVER_BUSY, HAND_OVER_SAME, HANDED_OVER } from '../../../src/surfaces/slack/hand-over.js';
+import { PICK_HINT, PICK_NOT_YOURS } from '../../../src/surfaces/slack/inbound/agent-picker.js';
+import {
+  HAND_OVER_BUSY,
+  HAND_OVER_SAME,
+  HANDED_OVER,
+} from '../../../src/surfaces/slack/inbound/hand-over.js';
 
 import { slowHeaders } from '../../agents/behaviours.js';
 import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';

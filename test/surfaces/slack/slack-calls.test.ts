@@ -2,12 +2,12 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AnswerBuffer } from '../../../src/core/answer.js';
 import { systemClock } from '../../../src/core/ports.js';
-import { BudgetBook } from '../../../src/surfaces/slack/budget.js';
-import { SlackPlatformError, SlackRateLimitedError } from '../../../src/surfaces/slack/errors.js';
-import { markdownForStream, markdownToMrkdwn } from '../../../src/surfaces/slack/mrkdwn.js';
-import { People } from '../../../src/surfaces/slack/people.js';
-import { SlackSurface } from '../../../src/surfaces/slack/surface.js';
-import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api.js';
+import { markdownForStream, markdownToMrkdwn } from '../../../src/surfaces/slack/answer/mrkdwn.js';
+import { SlackSurface } from '../../../src/surfaces/slack/answer/surface.js';
+import { People } from '../../../src/surfaces/slack/inbound/people.js';
+import { BudgetBook } from '../../../src/surfaces/slack/web-api/budget.js';
+import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
+import { SlackPlatformError, SlackRateLimitedError } from '../../../src/surfaces/slack/web-api/errors.js';
 import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../../testkit/slack/index.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { markdownForStream } from '../../../src/surfaces/slack/mrkdwn.js';
+import { markdownForStream } from '../../../src/surfaces/slack/answer/mrkdwn.js';
 import { answer } from '../../agents/contract-agent.js';
 import {
   ADA,

@@ -4,13 +4,13 @@ import { systemClock } from '../../../src/core/ports.js';
 import type { TriggerStore } from '../../../src/core/trigger-store.js';
 import { TriggerPostRefusedError } from '../../../src/core/triggers.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
-import { BudgetBook } from '../../../src/surfaces/slack/budget.js';
 import {
   renderTriggerMessage,
   SlackTriggerThreads,
   TRIGGER_EVENT_TYPE,
-} from '../../../src/surfaces/slack/trigger-threads.js';
-import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api.js';
+} from '../../../src/surfaces/slack/answer/trigger-threads.js';
+import { BudgetBook } from '../../../src/surfaces/slack/web-api/budget.js';
+import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { BINDING, notification, startTriggerHarness, triggerConfig, until } from '../../triggers/harness.js';
 

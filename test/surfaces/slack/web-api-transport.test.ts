@@ -9,8 +9,8 @@ import {
   SlackPlatformError,
   SlackRateLimitedError,
   SlackUnavailableError,
-} from '../../../src/surfaces/slack/errors.js';
-import { formBody, WebApiTransport } from '../../../src/surfaces/slack/web-api-transport.js';
+} from '../../../src/surfaces/slack/web-api/errors.js';
+import { formBody, WebApiTransport } from '../../../src/surfaces/slack/web-api/transport.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 
 /**

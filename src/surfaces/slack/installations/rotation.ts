@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { KourierError } from '../../../core/errors.js';
 import type { Clock } from '../../../core/ports.js';
-import { SlackMalformedResponseError, SlackPlatformError } from '../errors.js';
-import { createWebApiTransport } from '../web-api.js';
+import { createWebApiTransport } from '../web-api/client.js';
+import { SlackMalformedResponseError, SlackPlatformError } from '../web-api/errors.js';
 import type { SealedInstallationStore } from './store.js';
 
 /**

@@ -1,0 +1,411 @@
+// Slightly over our ~400-line rule: the desk that wires the prompt parts (payloads, state,
+// marks, who may approve, the audit, modals) to Bolt's actions; each part is its own module.
+import type { Logger } from 'pino';
+import { actorIdOf } from '../../../core/compose.js';
+import type {
+  AnswerResult,
+  AnswerStructured,
+  ChatTarget,
+  Clock,
+  Notice,
+  QuestionPrompt,
+} from '../../../core/ports.js';
+import { type SessionStore, sessionIdOf } from '../../../core/store.js';
+import { type HitlRequest, hitlRequestOf } from '../../../dialects/kagent-v1/index.js';
+import type { RenderedMessage } from '../answer/render.js';
+import type { People } from '../inbound/people.js';
+import type { SlackApi } from '../web-api/client.js';
+import { errorName, PromptsNotWiredError } from '../web-api/errors.js';
+import type { ApproverGroups } from './approvers.js';
+import { ApprovalAuditor, type DecisionListener } from './audit.js';
+import { type ApprovalBindings, type ApprovalCounters, ApprovalGate } from './gate.js';
+import { complete, type MarkOutcome, markPress, markSubmission, replyOf } from './marks.js';
+import { PromptMessages } from './messages.js';
+import { answerModal, decodePlace, denyModal, readAnswerModal } from './modals.js';
+import { type Place, placeOfPress, pressSchema, submissionSchema } from './payloads.js';
+import {
+  adoptShownMarks,
+  inTurn,
+  keyOf,
+  modalPlace,
+  openPrompt,
+  PromptBook,
+  type PromptState,
+  promptOfPress,
+} from './state.js';
+import type { PromptAction, PromptTokens } from './token.js';
+import { ACTION_PREFIX } from './view.js';
+import { WORDS } from './words.js';
+
+/**
+ * kagent's structured questions in Slack (Q-3, Q-5): the prompt with its buttons, the presses,
+ * the modals, and the one answer each question gets. This is the desk that takes them in; the
+ * parts it stands on are modules of their own: the payloads (payloads.ts), what this
+ * process knows of each prompt (state.ts), what a press does to its marks
+ * (marks.ts), who may decide (gate.ts), the audit (audit.ts), the
+ * prompt's messages (messages.ts), its words (words.ts) and its Block Kit
+ * (view.ts).
+ *
+ * - A press is authorised on every press, from the payload's user (gate.ts).
+ * - A button carries an opaque token (token.ts); the pending question itself is the
+ *   engine's, durable in the store. A press is matched against the question pending now.
+ * - Decisions per tool call are collected here until every call has one (or an "all" press
+ *   decides the rest); then one structured reply goes to the answerer the composition root
+ *   gave (core's AnswerStructured: it builds the dialect's message and hands it to the
+ *   engine). The store keeps the first answer per question, so a double click, two approvers
+ *   racing, or two replicas produce one decision; the second is told who decided. Presses of
+ *   one prompt run one at a time here.
+ * - Collected per-tool decisions have no effect until the answer is sent, so they are kept in
+ *   memory and on the prompt message itself: each decided call's block records who decided what
+ *   (`readMarks`), and Slack sends the message's blocks with every press, in a payload it signs.
+ *   A press reaching a process that did not see them (after a restart, on another replica)
+ *   adopts them, so "Approve the rest" never overrides a denial the prompt shows. A denial's
+ *   reason comes back as shown (cut to 500 characters). Two replicas updating one prompt at the
+ *   same instant can drop one mark from the message: that call shows undecided and is pressed
+ *   again; nothing is ever sent that the prompt did not show decided.
+ * - Every decision sent is audited (audit.ts).
+ */
+
+/** What the desk needs of the rest of the broker, given when the app starts listening. */
+export interface PromptDeskDeps {
+  /** Builds the dialect's reply and gives it to the engine (app/structured-answers.ts). */
+  answerStructured: AnswerStructured;
+  store: Pick<SessionStore, 'getSession' | 'getTurn'>;
+  bindings: ApprovalBindings;
+  people: People;
+}
+
+export interface PromptDeskOptions {
+  api: SlackApi;
+  counters?: ApprovalCounters;
+  clock: Clock;
+  logger: Logger;
+  tokens: PromptTokens;
+  approvers: ApproverGroups;
+}
+
+export class PromptDesk {
+  readonly #api: SlackApi;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #tokens: PromptTokens;
+  readonly #gate: ApprovalGate;
+  readonly #audit: ApprovalAuditor;
+  readonly #messages: PromptMessages;
+  readonly #prompts = new PromptBook();
+  #deps: PromptDeskDeps | undefined;
+  #wired: Promise<PromptDeskDeps>;
+  readonly #closed = new AbortController();
+  #wire: (deps: PromptDeskDeps) => void = () => undefined;
+
+  constructor(options: PromptDeskOptions) {
+    this.#api = options.api;
+    this.#clock = options.clock;
+    this.#logger = options.logger.child({ component: 'slack-prompts' });
+    this.#tokens = options.tokens;
+    this.#gate = new ApprovalGate({
+      approvers: options.approvers,
+      counters: options.counters,
+      clock: options.clock,
+      logger: this.#logger,
+      bindings: () => this.#deps?.bindings,
+    });
+    this.#audit = new ApprovalAuditor(this.#logger);
+    this.#messages = new PromptMessages({
+      api: options.api,
+      clock: options.clock,
+      logger: this.#logger,
+      tokens: options.tokens,
+      gate: this.#gate,
+    });
+    this.#wired = new Promise((resolve) => {
+      this.#wire = resolve;
+    });
+  }
+
+  /** Connects the desk to the answerer, store and Bindings (when the app starts listening). */
+  wire(deps: PromptDeskDeps): void {
+    this.#deps = deps;
+    this.#wire(deps);
+  }
+
+  /** Stops waiting to be wired: prompts not shown yet fail (the engine records no ref). */
+  close(): void {
+    this.#closed.abort(new Error('the Slack connection stopped'));
+  }
+
+  /** Calls `listener` with every decision sent to an agent; returns an unsubscribe. */
+  onDecision(listener: DecisionListener): () => void {
+    return this.#audit.onDecision(listener);
+  }
+
+  /** Whether a question is one this desk shows (kagent's structured payload). */
+  static handles(prompt: QuestionPrompt): HitlRequest | undefined {
+    return prompt.question.kind === 'structured' ? hitlRequestOf(prompt.question.payload) : undefined;
+  }
+
+  // ---- showing ------------------------------------------------------------------------------
+
+  /** Posts the prompt of a structured question; returns its ref (`channel|ts`). */
+  async show(
+    target: ChatTarget,
+    prompt: QuestionPrompt,
+    request: HitlRequest,
+    post: (message: RenderedMessage) => Promise<string>,
+  ): Promise<string> {
+    // Prompts are shown only once presses can be taken (the engine may resume a session
+    // before the app listens).
+    const closed = this.#closed.signal;
+    const deps =
+      this.#deps ??
+      (await Promise.race([
+        this.#wired,
+        new Promise<never>((_resolve, reject) => {
+          if (closed.aborted) reject(closed.reason);
+          closed.addEventListener('abort', () => reject(closed.reason), { once: true });
+        }),
+      ]));
+    const session = await deps.store.getSession(target.sessionId);
+    const binding = session?.binding ?? '';
+    const state = openPrompt({
+      sessionId: target.sessionId,
+      key: target.key,
+      binding,
+      questionKey: prompt.question.key,
+      taskId: prompt.taskId,
+      payload: prompt.question.payload,
+      request,
+      channel: target.key.channelId,
+      ts: '',
+      gate: this.#gate.gate(binding, request),
+    });
+    if (state.gate.kind !== 'open' && request.type === 'tool_approval_request')
+      this.#logger.warn(
+        { binding, sessionId: state.sessionId, gate: state.gate.kind },
+        'a tool approval was shown without buttons: nobody may approve it in Slack',
+      );
+    const earlier = this.#prompts.latest(state.sessionId);
+    state.ts = await post(this.#messages.render(state));
+    this.#prompts.remember(state);
+    if (earlier !== undefined && earlier !== state && earlier.status.kind === 'open') {
+      await this.#messages.close(earlier, WORDS.superseded);
+    }
+    return `${state.channel}|${state.ts}`;
+  }
+
+  /** A notice in a session: a prompt whose question is gone shows that it no longer waits. */
+  async noticed(target: ChatTarget, notice: Notice): Promise<void> {
+    const state = this.#prompts.latest(target.sessionId);
+    if (state === undefined || state.status.kind !== 'open' || this.#deps === undefined) return;
+    if (notice.kind !== 'question-timeout') {
+      const session = await this.#deps.store.getSession(target.sessionId).catch(() => undefined);
+      if (session?.question?.questionKey === state.questionKey) return;
+    }
+    const text =
+      notice.kind === 'question-timeout'
+        ? WORDS.timedOut
+        : notice.kind === 'answer-rejected'
+          ? WORDS.rejected
+          : WORDS.gone;
+    await inTurn(state, () =>
+      state.status.kind === 'open' ? this.#messages.close(state, text) : Promise.resolve(),
+    );
+  }
+
+  // ---- presses ------------------------------------------------------------------------------
+
+  /** A block_actions payload for one of our buttons. Never throws. */
+  async press(body: unknown): Promise<void> {
+    const parsed = pressSchema.safeParse(body);
+    if (!parsed.success) {
+      this.#logger.debug('a press that is not one of ours was ignored');
+      return;
+    }
+    const p = parsed.data;
+    const action = p.actions[0];
+    if (action === undefined || !action.action_id.startsWith(ACTION_PREFIX)) return;
+    const place = placeOfPress(p);
+    try {
+      const found = await this.#find(place, action.value ?? '');
+      if (found === undefined) {
+        await this.#messages.ephemeral(place, WORDS.stale);
+        await this.#messages.stripStale(place, p.message?.blocks);
+        return;
+      }
+      const { state, action: what } = found;
+      const shown = p.message?.blocks;
+      await inTurn(state, () => {
+        if (shown !== undefined) adoptShownMarks(state, shown);
+        return this.#pressed(state, what, place, p.trigger_id);
+      });
+    } catch (error) {
+      this.#logger.error({ err: errorName(error) }, 'a press on a prompt failed');
+      await this.#messages.ephemeral(place, WORDS.failed);
+    }
+  }
+
+  async #pressed(
+    state: PromptState,
+    action: PromptAction,
+    place: Place,
+    triggerId: string | undefined,
+  ): Promise<void> {
+    if (state.status.kind !== 'open') {
+      await this.#messages.ephemeral(
+        place,
+        state.status.kind === 'decided' ? WORDS.alreadyDecided(state.decidedBy) : WORDS.stale,
+      );
+      return;
+    }
+    if (!(await this.#authorised(state, place))) return;
+    const outcome = markPress(state, action, place.user, this.#clock.now());
+    if (outcome.kind !== 'modal') return this.#marked(state, place, outcome);
+    if (triggerId === undefined) return this.#messages.ephemeral(place, WORDS.failed);
+    const modal = {
+      ...modalPlace(place),
+      token: this.#tokens.token(state.sessionId, state.questionKey, action),
+    };
+    const view =
+      state.request.type === 'ask_user_request'
+        ? answerModal(state.request, modal)
+        : denyModal(outcome.tools, modal);
+    await this.#api.openView({ team: place.team, urgent: true }, { trigger_id: triggerId, view });
+  }
+
+  /** What a press or a submission did to the marks, said in Slack; the answer once complete. */
+  #marked(state: PromptState, place: Place, outcome: Exclude<MarkOutcome, { kind: 'modal' }>): Promise<void> {
+    if (outcome.kind === 'decided') return this.#messages.ephemeral(place, WORDS.alreadyDecided(outcome.by));
+    if (outcome.kind === 'marked') return this.#progress(state, place, outcome.added);
+    return Promise.resolve();
+  }
+
+  // ---- modals -------------------------------------------------------------------------------
+
+  /**
+   * Checks a submitted answer modal before it closes: the errors to show in it, or undefined
+   * (then `submitted` takes it).
+   */
+  async checkSubmission(body: unknown): Promise<Record<string, string> | undefined> {
+    const parsed = submissionSchema.safeParse(body);
+    if (!parsed.success) return undefined;
+    const place = decodePlace(parsed.data.view.private_metadata);
+    if (place === undefined || this.#deps === undefined) return undefined;
+    const session = await this.#deps.store
+      .getSession(sessionIdOf(keyOf(place.team, place.channel, place.threadTs)))
+      .catch(() => undefined);
+    const request = hitlRequestOf(session?.question?.payload);
+    if (request?.type !== 'ask_user_request') return undefined;
+    const read = readAnswerModal(request, parsed.data.view.state?.values ?? {});
+    return 'errors' in read ? read.errors : undefined;
+  }
+
+  /** A submitted deny or answer modal. Never throws. */
+  async submitted(body: unknown): Promise<void> {
+    const parsed = submissionSchema.safeParse(body);
+    if (!parsed.success) return;
+    const view = parsed.data.view;
+    const modal = decodePlace(view.private_metadata);
+    if (modal === undefined) return;
+    const place: Place = {
+      team: modal.team,
+      channel: modal.channel,
+      threadTs: modal.threadTs,
+      messageTs: modal.messageTs,
+      user: parsed.data.user.id,
+    };
+    try {
+      const found = await this.#find(place, modal.token);
+      if (found === undefined) {
+        await this.#messages.ephemeral(place, WORDS.stale);
+        return;
+      }
+      const { state, action } = found;
+      const values = view.state?.values ?? {};
+      await inTurn(state, async () => {
+        if (state.status.kind !== 'open') {
+          const text = state.status.kind === 'decided' ? WORDS.alreadyDecided(state.decidedBy) : WORDS.stale;
+          return this.#messages.ephemeral(place, text);
+        }
+        if (!(await this.#authorised(state, place))) return;
+        const outcome = markSubmission(state, action, values, place.user, this.#clock.now());
+        if (outcome.kind !== 'modal') return this.#marked(state, place, outcome);
+      });
+    } catch (error) {
+      this.#logger.error({ err: errorName(error) }, 'a submitted modal failed');
+      await this.#messages.ephemeral(place, WORDS.failed);
+    }
+  }
+
+  // ---- deciding -----------------------------------------------------------------------------
+
+  /** After marks were added by one press: send the answer when every item has one. */
+  async #progress(state: PromptState, place: Place, added: number[]): Promise<void> {
+    if (!complete(state)) {
+      await this.#messages.update(state);
+      return;
+    }
+    const deps = this.#deps;
+    if (deps === undefined) throw new PromptsNotWiredError();
+    const actor = await deps.people.actor(place.team, place.user);
+    let result: AnswerResult;
+    try {
+      result = await deps.answerStructured({
+        key: state.key,
+        binding: state.binding,
+        questionKey: state.questionKey,
+        payload: state.payload,
+        reply: replyOf(state),
+        actor,
+      });
+    } catch (error) {
+      // Nothing was recorded: this press's marks go, so it can be pressed again.
+      for (const i of added) state.marks.delete(i);
+      await this.#messages.update(state).catch(() => undefined);
+      throw error;
+    }
+    if (result.status === 'accepted') {
+      state.status = { kind: 'decided' };
+      state.decidedBy = place.user;
+      await this.#audit.record(state, result.turnId, this.#deps?.people);
+      await this.#messages.update(state);
+      return;
+    }
+    for (const i of added) state.marks.delete(i);
+    if (result.status === 'duplicate') {
+      // Decided already, by another press this process did not see (another replica).
+      const turn = await deps.store.getTurn(result.turnId).catch(() => undefined);
+      const by = actorIdOf(turn?.metadata);
+      state.status = { kind: 'decided' };
+      if (by !== undefined) state.decidedBy = by;
+      await this.#messages.ephemeral(place, WORDS.alreadyDecided(by));
+      return;
+    }
+    await this.#messages.ephemeral(place, WORDS.stale);
+    await this.#messages.close(state, WORDS.gone);
+  }
+
+  /** Whether the presser may decide; tells them ephemerally when not. */
+  async #authorised(state: PromptState, place: Place): Promise<boolean> {
+    const refusal = await this.#gate.refusal(state, place);
+    if (refusal === undefined) return true;
+    await this.#messages.ephemeral(place, refusal);
+    return false;
+  }
+
+  // ---- finding the prompt of a press ---------------------------------------------------------
+
+  /** The pending question a press belongs to (prompt-state.ts), and what the press does. */
+  async #find(
+    place: Place,
+    token: string,
+  ): Promise<{ state: PromptState; action: PromptAction } | undefined> {
+    const deps = this.#deps;
+    if (deps === undefined) return undefined;
+    const session = await deps.store.getSession(
+      sessionIdOf(keyOf(place.team, place.channel, place.threadTs)),
+    );
+    return promptOfPress(this.#prompts, session, place, token, this.#tokens, (binding, request) =>
+      this.#gate.gate(binding, request),
+    );
+  }
+}

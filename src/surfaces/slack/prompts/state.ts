@@ -1,0 +1,168 @@
+import type { SessionKey, SessionRecord } from '../../../core/store.js';
+import { type HitlRequest, hitlRequestOf, visibleTools } from '../../../dialects/kagent-v1/index.js';
+import { SURFACE } from '../inbound/keys.js';
+import type { ModalPlace } from './modals.js';
+import type { Place } from './payloads.js';
+import type { PromptAction, PromptTokens } from './token.js';
+import { approvalLayout, choiceButtons, type Gate, type Mark, type PromptStatus, readMarks } from './view.js';
+
+/**
+ * What this process knows of the prompts it shows or was pressed on: per prompt, the decisions
+ * collected so far (marks), whether it still waits, and the queue its presses run in. The
+ * question itself is the engine's, durable in the store; this is only what a press adds until
+ * the answer is sent, and it is also on the prompt message (readMarks), so a process that did
+ * not see it adopts it from there.
+ */
+
+/** A decision on one item of a prompt; `allAtOnce`: taken with Approve all / Deny all. */
+export type PromptMark = Mark & { allAtOnce?: boolean };
+
+export interface PromptState {
+  sessionId: string;
+  key: SessionKey;
+  binding: string;
+  questionKey: string;
+  taskId: string;
+  /** The question's payload as the engine gave it, for the answerer. */
+  payload: unknown;
+  request: HitlRequest;
+  channel: string;
+  /** The prompt message; '' until it is posted. */
+  ts: string;
+  marks: Map<number, PromptMark>;
+  status: PromptStatus;
+  /** Who sent the answer (or, seen as a duplicate, who had). */
+  decidedBy?: string;
+  gate: Gate;
+  queue: Promise<void>;
+}
+
+/** A new prompt's state: nothing decided, open. */
+export function openPrompt(init: Omit<PromptState, 'marks' | 'status' | 'queue' | 'decidedBy'>): PromptState {
+  return { ...init, marks: new Map(), status: { kind: 'open' }, queue: Promise.resolve() };
+}
+
+const MAX_PROMPTS = 10_000;
+
+/** The prompts by session and question, and each session's latest; bounded. */
+export class PromptBook {
+  /** By `${sessionId}\n${questionKey}`. */
+  readonly #prompts = new Map<string, PromptState>();
+  /** The latest prompt of each session. */
+  readonly #latest = new Map<string, string>();
+
+  get(sessionId: string, questionKey: string): PromptState | undefined {
+    return this.#prompts.get(idOf(sessionId, questionKey));
+  }
+
+  /** The latest prompt shown (or pressed) in a session. */
+  latest(sessionId: string): PromptState | undefined {
+    return this.#prompts.get(this.#latest.get(sessionId) ?? '');
+  }
+
+  remember(state: PromptState): void {
+    const id = idOf(state.sessionId, state.questionKey);
+    this.#prompts.delete(id);
+    this.#prompts.set(id, state);
+    this.#latest.set(state.sessionId, id);
+    if (this.#prompts.size <= MAX_PROMPTS) return;
+    for (const [k, s] of this.#prompts) {
+      if (this.#prompts.size <= MAX_PROMPTS) break;
+      if (s.status.kind !== 'open' || this.#prompts.size > MAX_PROMPTS * 1.1) {
+        this.#prompts.delete(k);
+        if (this.#latest.get(s.sessionId) === k) this.#latest.delete(s.sessionId);
+      }
+    }
+  }
+}
+
+function idOf(sessionId: string, questionKey: string): string {
+  return `${sessionId}\n${questionKey}`;
+}
+
+/**
+ * The prompt a press belongs to, and what the press does: the thread's session as the store
+ * holds it now, its pending question, and the action whose token the press carries. A prompt
+ * this process did not show (another replica's, or before a restart) starts here with no marks:
+ * what was collected there is not here, but on the message (adoptShownMarks).
+ */
+export function promptOfPress(
+  book: PromptBook,
+  session: SessionRecord | undefined,
+  place: Place,
+  token: string,
+  tokens: PromptTokens,
+  gateOf: (binding: string, request: HitlRequest) => Gate,
+): { state: PromptState; action: PromptAction } | undefined {
+  const question = session?.question;
+  if (session === undefined || question === null || question === undefined || question.kind !== 'structured')
+    return undefined;
+  const request = hitlRequestOf(question.payload);
+  if (request === undefined) return undefined;
+  // A prompt is the message its ref names; before the ref is saved, any message of ours.
+  if (question.promptRef !== null && question.promptRef !== `${place.channel}|${place.messageTs}`)
+    return undefined;
+  const action = tokens.find(session.id, question.questionKey, candidates(request), token);
+  if (action === undefined) return undefined;
+  let state = book.get(session.id, question.questionKey);
+  if (state === undefined || (state.ts !== '' && state.ts !== place.messageTs)) {
+    state = openPrompt({
+      sessionId: session.id,
+      key: session.key,
+      binding: session.binding,
+      questionKey: question.questionKey,
+      taskId: question.taskId,
+      payload: question.payload,
+      request,
+      channel: place.channel,
+      ts: place.messageTs,
+      gate: gateOf(session.binding, request),
+    });
+    book.remember(state);
+  }
+  return { state, action };
+}
+
+/** Runs the presses of one prompt one at a time. */
+export function inTurn(state: PromptState, task: () => Promise<void>): Promise<void> {
+  const next = state.queue.then(task, task);
+  state.queue = next.catch(() => undefined);
+  return next;
+}
+
+/**
+ * Decisions this process did not take (before a restart, on another replica) are on the prompt
+ * message Slack sends with a press: they count, so "Approve the rest" never overrides a denial
+ * the message shows.
+ */
+export function adoptShownMarks(state: PromptState, shown: readonly unknown[]): void {
+  if (state.request.type !== 'tool_approval_request' || state.status.kind !== 'open') return;
+  const count = visibleTools(state.request).length;
+  for (const [i, mark] of readMarks(shown)) if (i < count && !state.marks.has(i)) state.marks.set(i, mark);
+}
+
+/** Every action a question's buttons and modals can carry. */
+export function candidates(request: HitlRequest): PromptAction[] {
+  if (request.type === 'ask_user_request') {
+    const out: PromptAction[] = [{ kind: 'answer' }];
+    request.questions.forEach((q, i) => {
+      if (!choiceButtons(request, i)) return;
+      for (let j = 0; j < q.choices.length; j++) out.push({ kind: 'choice', question: i, choice: j });
+    });
+    return out;
+  }
+  const count = visibleTools(request).length;
+  const out: PromptAction[] = [{ kind: 'approve-all' }, { kind: 'deny-all' }];
+  if (approvalLayout(count) === 'per-tool')
+    for (let i = 0; i < count; i++) out.push({ kind: 'approve', index: i }, { kind: 'deny', index: i });
+  return approvalLayout(count) === 'too-many' ? [] : out;
+}
+
+/** The session key of a Slack thread. */
+export function keyOf(team: string, channel: string, threadTs: string): SessionKey {
+  return { surface: SURFACE, workspaceId: team, channelId: channel, threadId: threadTs };
+}
+
+export function modalPlace(place: Place): Omit<ModalPlace, 'token'> {
+  return { team: place.team, channel: place.channel, threadTs: place.threadTs, messageTs: place.messageTs };
+}
