@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config/broker.js';
 import { loadSlackConfig, slackRequested } from '../config/slack.js';
+import type { FeedbackRows } from '../core/feedback-store.js';
 import type { ChatSurface, EventSink } from '../core/ports.js';
 import type { LiveRegistry } from '../core/registry.js';
 import { WORKSPACE_REMOVED_REASON } from '../core/session/cancelling.js';
@@ -9,13 +10,12 @@ import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import type { TriggerChat, TriggerDirectory } from '../core/triggers.js';
 import { createLogger, Observability } from '../observability/index.js';
-import { sqliteCheckpointObserver } from '../observability/sqlite-checkpoints.js';
-import type { FeedbackRows } from '../store/feedback-rows.js';
 import { feedbackRowsOf, installationRowsOf, observeCheckpoints, triggerStoreOf } from '../store/open.js';
 import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { type ConnectOptions, SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
 import { gateInstalledWorkspaces } from './slack-workspaces.js';
+import { sqliteCheckpointObserver } from './sqlite-checkpoints.js';
 import { kagentAnswerer } from './structured-answers.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FeedbackRows } from '../../src/store/feedback-rows.js';
+import type { FeedbackRows } from '../../src/core/feedback-store.js';
 
 /**
  * What every store's feedback rows must do (SQLite and PostgreSQL run it): the last press of a

@@ -1,6 +1,6 @@
 import type { Installation } from '@slack/oauth';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { InstallationRows } from '../../src/store/installation-rows.js';
+import type { InstallationRows } from '../../src/core/installation-store.js';
 import { InstallationSealError, Keyring } from '../../src/surfaces/slack/installations/keyring.js';
 import {
   EnterpriseInstallRefusedError,

@@ -1,9 +1,8 @@
 import type pg from 'pg';
+import type { InstallationRow, InstallationRows } from '../../core/installation-store.js';
 import {
   INSTALLATION_SQL,
   INSTALLATION_TABLE,
-  type InstallationRow,
-  type InstallationRows,
   installationFromRow,
   putParams,
 } from '../installation-rows.js';

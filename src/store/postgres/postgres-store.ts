@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
+import type { FeedbackRows } from '../../core/feedback-store.js';
+import type { InstallationRows } from '../../core/installation-store.js';
 import {
   type AddTurnOptions,
   type Commit,
@@ -14,8 +16,6 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
-import type { FeedbackRows } from '../feedback-rows.js';
-import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import { parsedJson, type Row, sessionFromRow, storeFailure, turnFromRow } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';

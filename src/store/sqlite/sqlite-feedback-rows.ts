@@ -1,15 +1,6 @@
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
-import {
-  FEEDBACK_SQL,
-  FEEDBACK_TABLE,
-  type FeedbackPress,
-  type FeedbackRows,
-  outcomeOf,
-  type PressOutcome,
-  pressParams,
-  type UntoldFeedback,
-  untoldFromRow,
-} from '../feedback-rows.js';
+import type { FeedbackPress, FeedbackRows, PressOutcome, UntoldFeedback } from '../../core/feedback-store.js';
+import { FEEDBACK_SQL, FEEDBACK_TABLE, outcomeOf, pressParams, untoldFromRow } from '../feedback-rows.js';
 import { storeFailure } from '../rows.js';
 import { immediate, Statements } from './connection.js';
 

@@ -5,6 +5,8 @@
 // same database file (triggers, transcripts, installations, feedback) have modules of their own.
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
+import type { FeedbackRows } from '../../core/feedback-store.js';
+import type { InstallationRows } from '../../core/installation-store.js';
 import {
   type AddTurnOptions,
   type Commit,
@@ -19,8 +21,6 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
-import type { FeedbackRows } from '../feedback-rows.js';
-import type { InstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
   newSessionRecord,

@@ -8,6 +8,8 @@ import { App, ErrorCode, HTTPReceiver, type Receiver, SocketModeReceiver } from 
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
 import { InvalidConfigError } from '../../core/errors.js';
+import type { FeedbackRows } from '../../core/feedback-store.js';
+import type { InstallationRows } from '../../core/installation-store.js';
 import {
   type AnswerStructured,
   type Clock,
@@ -19,8 +21,6 @@ import {
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { CancelRequest, CancelResult } from '../../core/session/cancelling.js';
 import type { SessionKey, SessionStore } from '../../core/store.js';
-import type { FeedbackRows } from '../../store/feedback-rows.js';
-import type { InstallationRows } from '../../store/installation-rows.js';
 import type { ActivityOptions } from './agent-app/activity.js';
 import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './agent-app/feedback.js';
 import { FeedbackNotes, type FeedbackNotesDeps } from './agent-app/feedback-notes.js';

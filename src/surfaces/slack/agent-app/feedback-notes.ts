@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
+import type { FeedbackRows, UntoldFeedback } from '../../../core/feedback-store.js';
 import type { SurfaceRoutes } from '../../../core/registry.js';
-import type { FeedbackRows, UntoldFeedback } from '../../../store/feedback-rows.js';
 
 /**
  * The feedback on an answer, told to the agent (a Binding's `spec.slack.feedback.toAgent`): the

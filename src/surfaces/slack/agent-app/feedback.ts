@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { FeedbackRows, FeedbackValue } from '../../../core/feedback-store.js';
 import type { Clock } from '../../../core/ports.js';
 import type { SessionStore } from '../../../core/store.js';
-import type { FeedbackRows, FeedbackValue } from '../../../store/feedback-rows.js';
 import { slackKeyOf } from '../inbound/keys.js';
 
-export type { FeedbackValue } from '../../../store/feedback-rows.js';
+export type { FeedbackValue } from '../../../core/feedback-store.js';
 
 /**
  * Feedback buttons (👍 / 👎) under a finished answer: Slack's `feedback_buttons` element in a

@@ -1,6 +1,6 @@
 import type { Installation, InstallationQuery, InstallationStore } from '@slack/oauth';
 import { KourierError } from '../../../core/errors.js';
-import type { InstallationRow, InstallationRows } from '../../../store/installation-rows.js';
+import type { InstallationRow, InstallationRows } from '../../../core/installation-store.js';
 import { InstallationSealError, type Keyring } from './keyring.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
+import type { BrokerMetrics } from '../observability/metrics.js';
 import type { CheckpointObserver } from '../store/sqlite/checkpointer.js';
-import type { BrokerMetrics } from './metrics.js';
 
 /**
  * What the SQLite store's checkpointer reports (src/store/sqlite/checkpointer.ts), as metrics

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../observability/logging.js';
+import { BrokerMetrics } from '../observability/metrics.js';
 import { CheckpointerError } from '../store/sqlite/checkpointer.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
-import { createLogger } from './logging.js';
-import { BrokerMetrics } from './metrics.js';
 import { sqliteCheckpointObserver } from './sqlite-checkpoints.js';
 
 const dirs: string[] = [];
