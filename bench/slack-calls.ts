@@ -12,7 +12,7 @@
  */
 import { pino } from 'pino';
 import { AnswerBuffer } from '../src/core/answer.js';
-import { systemClock } from '../src/core/ports.js';
+import { systemClock } from '../src/core/clock.js';
 import { SlackSurface } from '../src/surfaces/slack/answer/surface.js';
 import { BudgetBook } from '../src/surfaces/slack/web-api/budget.js';
 import { createWebApiTransport, SlackApi } from '../src/surfaces/slack/web-api/client.js';

@@ -8,6 +8,7 @@ import type {
   TaskPage,
 } from '../core/agent/model.js';
 import type { AgentDescription } from '../core/ports.js';
+import { untilAborted } from '../core/until-aborted.js';
 import type { AgentCardInfo } from './card.js';
 import { fetchCard } from './card-fetch.js';
 import type { CallKind } from './jsonrpc.js';
@@ -240,24 +241,4 @@ export class A2AClient {
     } else card = await untilAborted(this.card(), signal);
     return { codec: card.protocolVersion === '1.0' ? v1_0 : v0_3, card };
   }
-}
-
-/** Resolves as `work` does, or rejects with the signal's reason once it aborts. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return work;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

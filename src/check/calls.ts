@@ -37,25 +37,6 @@ export async function attempt<T>(
   }
 }
 
-/** Settles with the promise, or rejects when the signal aborts: for calls that take no signal. */
-export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
-
 /** Waits `ms`, or less when the signal aborts (never rejects). */
 export async function sleep(ms: number, signal: AbortSignal): Promise<void> {
   await wait(ms, undefined, { signal }).catch(() => undefined);

@@ -4,8 +4,9 @@ import { type A2AClient, type AgentCardInfo, cardUrl, isTerminal, type Task } fr
 import { decodeResponse } from '../a2a/jsonrpc.js';
 import { v0_3 } from '../a2a/wire/v0_3/codec.js';
 import { v1_0 } from '../a2a/wire/v1_0/codec.js';
+import { untilAborted } from '../core/until-aborted.js';
 import type { CheckOptions } from './args.js';
-import { attempt, type Budget, RUN_BUDGET_CALLS, raceAbort } from './calls.js';
+import { attempt, type Budget, RUN_BUDGET_CALLS } from './calls.js';
 import { describeError } from './describe.js';
 import type {
   CardObservation,
@@ -161,7 +162,7 @@ async function observeCard(
   const observation: CardObservation = { url, probe: http, json, client: undefined };
   if (http.kind !== 'unreachable') {
     // card() takes no signal; the race bounds a card that trickles in for ever.
-    observation.client = await attempt(budget, (signal) => raceAbort(client.card(), signal));
+    observation.client = await attempt(budget, (signal) => untilAborted(client.card(), signal));
   }
   return observation;
 }

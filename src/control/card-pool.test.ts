@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { AgentCardInfo } from '../a2a/card.js';
 import { CardChecker, type CardSource } from './card-check.js';
 import { CardCheckPool } from './card-pool.js';
@@ -53,8 +53,7 @@ describe('card reads off the reconcile workers, fair between namespaces', () => 
     for (const [i, s] of slow.entries()) p.request(`team-slow/b${i}`, s, 'f');
     const fast = source('fast');
     p.request('team-fast/chat', fast, 'f');
-    await new Promise((r) => setTimeout(r, 20));
-    expect(checked).toEqual(['team-fast/chat']);
+    await vi.waitFor(() => expect(checked).toEqual(['team-fast/chat']));
     expect(checker.current('team-fast/chat', 'f')?.outcome.ok).toBe(true);
     // Only two of the slow namespace's reads ever started.
     expect(slow.reduce((n, s) => n + s.reads, 0)).toBe(2);
@@ -62,9 +61,10 @@ describe('card reads off the reconcile workers, fair between namespaces', () => 
     // When they end, the next two start: the namespace drains at its own pace.
     slow[0]?.release();
     slow[1]?.release();
-    await new Promise((r) => setTimeout(r, 20));
-    expect(checked).toContain('team-slow/b0');
-    expect(slow.reduce((n, s) => n + s.reads, 0)).toBe(4);
+    await vi.waitFor(() => {
+      expect(checked).toContain('team-slow/b0');
+      expect(slow.reduce((n, s) => n + s.reads, 0)).toBe(4);
+    });
     p.stop();
   });
 
@@ -91,6 +91,7 @@ describe('card reads off the reconcile workers, fair between namespaces', () => 
     p.forget('ns/b');
     p.stop();
     first.release();
+    // A negative: what would have been reported had a turn of the loop to arrive.
     await new Promise((r) => setTimeout(r, 20));
     expect(checked).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { systemClock } from './ports.js';
+import { systemClock } from './clock.js';
 
 describe('systemClock.sleep', () => {
   it('resolves after the time given', async () => {

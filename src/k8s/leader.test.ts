@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../core/ports.js';
+import type { Clock } from '../core/clock.js';
 import {
   checkLeaderTimings,
   LeaderElector,

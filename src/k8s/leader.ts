@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
+import { type Clock, systemClock } from '../core/clock.js';
 import { InvalidConfigError } from '../core/errors.js';
-import { type Clock, systemClock } from '../core/ports.js';
 
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it

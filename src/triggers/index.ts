@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { type Clock, type Inbound, type ReceiveResult, systemClock } from '../core/ports.js';
+import { type Clock, systemClock } from '../core/clock.js';
+import type { Inbound, ReceiveResult } from '../core/ports.js';
 import type { DeliveryLimits, TriggerStore } from '../core/trigger-store.js';
 import type {
   TriggerChat,

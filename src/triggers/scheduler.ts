@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Cron } from 'croner';
 import type { Logger } from 'pino';
-import type { Clock } from '../core/ports.js';
+import type { Clock } from '../core/clock.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import type {
   TriggerConfig,

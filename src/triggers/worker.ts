@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { backoffDelay } from '../core/backoff.js';
+import type { Clock } from '../core/clock.js';
 import { KourierError } from '../core/errors.js';
-import type { Clock, Inbound, ReceiveResult } from '../core/ports.js';
+import type { Inbound, ReceiveResult } from '../core/ports.js';
 import type { SessionKey } from '../core/store.js';
 import {
   type ClaimedGroup,

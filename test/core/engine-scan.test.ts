@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type Clock, systemClock } from '../../src/core/ports.js';
+import { type Clock, systemClock } from '../../src/core/clock.js';
 import { SessionEngine } from '../../src/core/session/engine.js';
 import type { SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Clock, systemClock } from '../../src/core/clock.js';
 import type { EngineEvent } from '../../src/core/events.js';
-import { type Clock, systemClock } from '../../src/core/ports.js';
 import { SessionEngine } from '../../src/core/session/engine.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { answer } from '../agents/contract-agent.js';

@@ -1,8 +1,9 @@
 import { A2AClient } from '../../src/a2a/client.js';
 import type { Identity, Limits, Timeouts } from '../../src/a2a/options.js';
+import type { Clock } from '../../src/core/clock.js';
 import type { Actor } from '../../src/core/compose.js';
 import type { EngineEvent } from '../../src/core/events.js';
-import type { AgentRegistry, AgentRoute, BindingSettings, Clock, Dialect } from '../../src/core/ports.js';
+import type { AgentRegistry, AgentRoute, BindingSettings, Dialect } from '../../src/core/ports.js';
 import { type Inbound, SessionEngine } from '../../src/core/session/engine.js';
 import type { EngineTimings } from '../../src/core/session/timings.js';
 import type { SessionKey, SessionStore } from '../../src/core/store.js';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import type { Clock } from '../../src/core/ports.js';
+import type { Clock } from '../../src/core/clock.js';
 import type { Inbound, ReceiveResult } from '../../src/core/session/engine.js';
 import type { SessionKey } from '../../src/core/store.js';
 import type { TriggerStore } from '../../src/core/trigger-store.js';

@@ -73,12 +73,12 @@ describe('schedule triggers', () => {
   it('runs once per tick: a new thread and a turn with the run as data', async () => {
     const clock = new ManualClock(START);
     const h = await harness((await sqlite()).triggers(), clock);
-    await new Promise((r) => setTimeout(r, 100));
     expect(h.engine.turns).toHaveLength(0);
     await clock.advance(2 * MINUTE, 2 * MINUTE);
     await until('the 09:00 run', () => h.engine.turns.length === 1);
     await clock.advance(30 * MINUTE, 30 * MINUTE);
-    await new Promise((r) => setTimeout(r, 150));
+    // A round runs whatever is due: 09:30 is no tick.
+    await h.triggers.scheduler.round();
     expect(h.engine.turns).toHaveLength(1);
     await clock.advance(30 * MINUTE, 30 * MINUTE);
     await until('the 10:00 run', () => h.engine.turns.length === 2);
@@ -106,7 +106,7 @@ describe('schedule triggers', () => {
     await clock.advance(2 * HOUR + 29 * MINUTE, HOUR);
     const after = await harness(store, clock);
     await until('the missed runs', () => after.engine.turns.length === 2);
-    await new Promise((r) => setTimeout(r, 150));
+    await after.triggers.scheduler.round();
     expect(roots(before, after)).toStrictEqual([
       '2026-11-30T09:00:00.000Z',
       '2026-11-30T10:00:00.000Z',
@@ -118,13 +118,12 @@ describe('schedule triggers', () => {
     const clock = new ManualClock(START);
     const store = (await sqlite()).triggers();
     const first = await harness(store, clock);
-    await new Promise((r) => setTimeout(r, 100));
     await first.close();
     await clock.advance(30 * HOUR, HOUR);
     const h = await harness(store, clock);
     // 30 ticks were missed; those of the last 24 hours are caught up, at most 10, the newest.
     await until('the runs caught up', () => h.engine.turns.length === 10);
-    await new Promise((r) => setTimeout(r, 200));
+    await h.triggers.scheduler.round();
     expect(h.engine.turns).toHaveLength(10);
     expect(roots(h)[9]).toBe('2026-12-01T14:00:00.000Z');
     expect(h.observer.get('delivery team-a/support schedule skipped')).toBe(20);
@@ -133,13 +132,13 @@ describe('schedule triggers', () => {
   it('starts a new or changed schedule from the moment it is seen, running none of the ticks before', async () => {
     const clock = new ManualClock(START + 3 * HOUR);
     const h = await harness((await sqlite()).triggers(), clock);
-    await new Promise((r) => setTimeout(r, 100));
     h.directory.set(hourly.binding, [{ ...hourly, schedule: { cron: '30 * * * *', timeZone: 'UTC' } }]);
-    await new Promise((r) => setTimeout(r, 100));
+    // It has seen the changed schedule (and anchored it) before the test moves time.
+    await h.triggers.scheduler.round();
     // 11:59 → 12:32: the old schedule's 12:00 is not run, the new one's 12:30 is.
     await clock.advance(33 * MINUTE, 33 * MINUTE);
     await until('the :30 run', () => h.engine.turns.length === 1);
-    await new Promise((r) => setTimeout(r, 150));
+    await h.triggers.scheduler.round();
     expect(roots(h)).toStrictEqual(['2026-11-30T12:30:00.000Z']);
   });
 
@@ -170,7 +169,7 @@ describe('schedule triggers', () => {
         await clock.advance(HOUR, HOUR);
         await until(`run ${tick}`, () => a.engine.turns.length + b.engine.turns.length === tick);
       }
-      await new Promise((r) => setTimeout(r, 300));
+      await Promise.all([a.triggers.scheduler.round(), b.triggers.scheduler.round()]);
       const all = roots(a, b);
       expect(all).toStrictEqual([
         '2026-11-30T09:00:00.000Z',

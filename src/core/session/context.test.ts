@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { systemClock } from '../clock.js';
 import type { AnswerSink, ChatSurface } from '../ports.js';
-import { systemClock } from '../ports.js';
 import type { Commit, SessionRecord, SessionStore, TurnRecord } from '../store.js';
 import { DriverContext, type DriverDeps } from './context.js';
 import { DEFAULT_TIMINGS } from './timings.js';

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.js';
 import { actorIdOf } from '../compose.js';
 import type { EngineEvent } from '../events.js';
 import type {
@@ -5,7 +6,6 @@ import type {
   AgentRoute,
   ChatSurface,
   ChatTarget,
-  Clock,
   EventSink,
   Notice,
   TurnTracer,

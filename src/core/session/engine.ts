@@ -4,20 +4,19 @@
 // would reach into the other's state. The work of a turn lives beside it: driver.ts and its
 // parts, cancelling.ts, failure-policy.ts.
 import { hostname } from 'node:os';
+import { type Clock, systemClock } from '../clock.js';
 import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
-import {
-  type AgentRegistry,
-  type AnswerResult,
-  type ChatSurface,
-  type Clock,
-  type EventSink,
-  type Inbound,
-  type ReceiveResult,
-  type StructuredAnswer,
-  systemClock,
-  type TurnTracer,
+import type {
+  AgentRegistry,
+  AnswerResult,
+  ChatSurface,
+  EventSink,
+  Inbound,
+  ReceiveResult,
+  StructuredAnswer,
+  TurnTracer,
 } from '../ports.js';
 import {
   type AddTurnOptions,

@@ -7,17 +7,11 @@ import type { AddressInfo } from 'node:net';
 import { App, ErrorCode, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
+import { type Clock, systemClock, WAIT_OVER } from '../../core/clock.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
 import type { InstallationRows } from '../../core/installation-store.js';
-import {
-  type AnswerStructured,
-  type Clock,
-  type Inbound,
-  type ReceiveResult,
-  systemClock,
-  WAIT_OVER,
-} from '../../core/ports.js';
+import type { AnswerStructured, Inbound, ReceiveResult } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { CancelRequest, CancelResult } from '../../core/session/cancelling.js';
 import type { SessionKey, SessionStore } from '../../core/store.js';

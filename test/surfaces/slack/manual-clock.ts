@@ -1,4 +1,4 @@
-import type { Clock } from '../../../src/core/ports.js';
+import type { Clock } from '../../../src/core/clock.js';
 
 /** Time that moves only when a test moves it; sleepers wake in order as it passes them. */
 export class ManualClock implements Clock {

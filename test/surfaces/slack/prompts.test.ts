@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../src/core/ports.js';
+import { systemClock } from '../../../src/core/clock.js';
 import type { AskUserRequest, ToolApprovalRequest } from '../../../src/dialects/kagent-v1/index.js';
 import { ApproverGroups } from '../../../src/surfaces/slack/prompts/approvers.js';
 import { answerModal, denyModal, readAnswerModal } from '../../../src/surfaces/slack/prompts/modals.js';

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AnswerBuffer } from '../../../src/core/answer.js';
-import { systemClock } from '../../../src/core/ports.js';
+import { systemClock } from '../../../src/core/clock.js';
 import { markdownForStream, markdownToMrkdwn } from '../../../src/surfaces/slack/answer/mrkdwn.js';
 import { SlackSurface } from '../../../src/surfaces/slack/answer/surface.js';
 import { People } from '../../../src/surfaces/slack/inbound/people.js';

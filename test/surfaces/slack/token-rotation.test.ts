@@ -6,7 +6,7 @@ import { webApi } from '@slack/bolt';
 import type { Installation } from '@slack/oauth';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Clock, systemClock } from '../../../src/core/ports.js';
+import { type Clock, systemClock } from '../../../src/core/clock.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { Keyring } from '../../../src/surfaces/slack/installations/keyring.js';
 import {

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../src/core/ports.js';
+import { systemClock } from '../../../src/core/clock.js';
 import type { TriggerStore } from '../../../src/core/trigger-store.js';
 import { TriggerPostRefusedError } from '../../../src/core/triggers.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';

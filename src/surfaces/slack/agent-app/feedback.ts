@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Clock } from '../../../core/clock.js';
 import type { FeedbackRows, FeedbackValue } from '../../../core/feedback-store.js';
-import type { Clock } from '../../../core/ports.js';
 import type { SessionStore } from '../../../core/store.js';
 import { slackKeyOf } from '../inbound/keys.js';
 

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../../../core/clock.js';
 import type { EngineEvent } from '../../../core/events.js';
-import type { Clock, EventSink } from '../../../core/ports.js';
+import type { EventSink } from '../../../core/ports.js';
 import type { SessionKey } from '../../../core/store.js';
 import { slackKeyOf } from '../inbound/keys.js';
 import { BudgetClosedError } from '../web-api/budget.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
 import type { CancelRequest, CancelResult } from '../../../core/session/cancelling.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../../core/store.js';
 import type { SlackSurface } from '../answer/surface.js';

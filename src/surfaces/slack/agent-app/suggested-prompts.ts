@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { AgentDescription, Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
+import type { AgentDescription } from '../../../core/ports.js';
 import type { ChannelDirectory } from '../../../core/registry.js';
 import { SURFACE } from '../inbound/keys.js';
 import type { AgentApi, PromptSuggestion } from './agent-api.js';

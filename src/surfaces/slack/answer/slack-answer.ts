@@ -4,7 +4,8 @@
 import type { Logger } from 'pino';
 import type { AnswerView } from '../../../core/answer.js';
 import { backoffDelay } from '../../../core/backoff.js';
-import { type AnswerEnd, type AnswerSink, type Clock, WAIT_OVER } from '../../../core/ports.js';
+import { type Clock, WAIT_OVER } from '../../../core/clock.js';
+import type { AnswerEnd, AnswerSink } from '../../../core/ports.js';
 import { feedbackBlock } from '../agent-app/feedback.js';
 import { BudgetClosedError } from '../web-api/budget.js';
 import {

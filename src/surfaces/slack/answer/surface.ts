@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../../../core/clock.js';
 import type { Actor } from '../../../core/compose.js';
 import { KourierError } from '../../../core/errors.js';
 import type {
@@ -6,7 +7,6 @@ import type {
   AnswerSink,
   ChatSurface,
   ChatTarget,
-  Clock,
   Notice,
   QuestionPrompt,
   ToolStep,

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
 import type { SessionKey } from '../../../core/store.js';
 import {
   type PostRef,

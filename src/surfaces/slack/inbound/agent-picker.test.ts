@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type AgentDescription, systemClock } from '../../../core/ports.js';
+import { systemClock } from '../../../core/clock.js';
+import type { AgentDescription } from '../../../core/ports.js';
 import { BUTTON_TEXT_MAX, buttonLabel, pickerBlocks, pickerChoices } from './agent-picker.js';
 
 const claims = [

@@ -1,11 +1,6 @@
 import { z } from 'zod';
-import {
-  type AgentDescription,
-  type Clock,
-  type Inbound,
-  type ReceiveResult,
-  WAIT_OVER,
-} from '../../../core/ports.js';
+import { type Clock, WAIT_OVER } from '../../../core/clock.js';
+import type { AgentDescription, Inbound, ReceiveResult } from '../../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../../core/registry.js';
 import { type SessionStore, sessionIdOf } from '../../../core/store.js';
 import type { SlackApi } from '../web-api/client.js';

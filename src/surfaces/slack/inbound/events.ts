@@ -4,7 +4,8 @@
 
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Clock, Inbound, ReceiveResult } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
+import type { Inbound, ReceiveResult } from '../../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../../core/store.js';
 import type { FeedbackNotes } from '../agent-app/feedback-notes.js';

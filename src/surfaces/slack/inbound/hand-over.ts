@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
 import type { SharedClaim } from '../../../core/registry.js';
 import { type SessionKey, type SessionStore, sessionIdOf } from '../../../core/store.js';
 import type { SlackApi } from '../web-api/client.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
+import { type Clock, WAIT_OVER } from '../../../core/clock.js';
 import type { Actor } from '../../../core/compose.js';
-import { type Clock, WAIT_OVER } from '../../../core/ports.js';
 import { cutWithMark } from '../../../core/text.js';
 import type { SlackApi, SlackUser } from '../web-api/client.js';
 

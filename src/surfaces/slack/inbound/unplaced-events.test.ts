@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../../core/ports.js';
+import { systemClock } from '../../../core/clock.js';
 import type { SessionStore } from '../../../core/store.js';
 import type { AgentApi } from '../agent-app/agent-api.js';
 import { FEEDBACK_ACTION, FeedbackDesk } from '../agent-app/feedback.js';

@@ -1,8 +1,8 @@
 import type { Installation, InstallationQuery, InstallationStore } from '@slack/oauth';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Clock } from '../../../core/clock.js';
 import { KourierError } from '../../../core/errors.js';
-import type { Clock } from '../../../core/ports.js';
 import { createWebApiTransport } from '../web-api/client.js';
 import { SlackMalformedResponseError, SlackPlatformError } from '../web-api/errors.js';
 import type { SealedInstallationStore } from './store.js';

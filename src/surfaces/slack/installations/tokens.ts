@@ -1,4 +1,4 @@
-import type { Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
 import { type SealedInstallationStore, WorkspaceNotInstalledError } from './store.js';
 
 /**

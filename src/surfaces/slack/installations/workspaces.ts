@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { SlackOAuthConfig } from '../../../config/slack.js';
+import type { Clock } from '../../../core/clock.js';
 import type { InstallationRows } from '../../../core/installation-store.js';
-import type { Clock } from '../../../core/ports.js';
 import { requiredScopes } from '../web-api/scopes.js';
 import { Keyring } from './keyring.js';
 import { RotatingInstallationStore, refreshExchange } from './rotation.js';

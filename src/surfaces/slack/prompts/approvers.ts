@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../../../core/clock.js';
 import { KourierError } from '../../../core/errors.js';
-import type { Clock } from '../../../core/ports.js';
 import type { SlackApi } from '../web-api/client.js';
 
 /**

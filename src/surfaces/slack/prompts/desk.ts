@@ -1,12 +1,12 @@
 // Slightly over our ~400-line rule: the desk that wires the prompt parts (payloads, state,
 // marks, who may approve, the audit, modals) to Bolt's actions; each part is its own module.
 import type { Logger } from 'pino';
+import type { Clock } from '../../../core/clock.js';
 import { actorIdOf } from '../../../core/compose.js';
 import type {
   AnswerResult,
   AnswerStructured,
   ChatTarget,
-  Clock,
   Notice,
   QuestionPrompt,
 } from '../../../core/ports.js';

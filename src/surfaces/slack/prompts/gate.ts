@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
 import type { ToolApprovalSettings } from '../../../core/registry.js';
 import type { HitlRequest } from '../../../dialects/kagent-v1/index.js';
 import { type ApproverGroups, GROUP_ID } from './approvers.js';

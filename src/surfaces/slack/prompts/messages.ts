@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
 import type { RenderedMessage } from '../answer/render.js';
 import { retrying, type SlackApi } from '../web-api/client.js';
 import { errorName } from '../web-api/errors.js';

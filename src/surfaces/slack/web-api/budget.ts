@@ -1,5 +1,5 @@
+import type { Clock } from '../../../core/clock.js';
 import { InvalidConfigError, KourierError } from '../../../core/errors.js';
-import type { Clock } from '../../../core/ports.js';
 
 /**
  * Slack's rate limits are per method and per workspace (chat.update ≈ 50 a minute for the

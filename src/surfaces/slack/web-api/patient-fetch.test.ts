@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../core/ports.js';
+import { systemClock } from '../../../core/clock.js';
 import { SlackRateLimitedError, SlackUnavailableError } from './errors.js';
 import { patientFetch } from './patient-fetch.js';
 

@@ -2,7 +2,7 @@ import type { webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { type BackoffPolicy, backoffDelay } from '../../../core/backoff.js';
-import type { Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
 import { SlackRateLimitedError, SlackUnavailableError } from './errors.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { App, webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { type BackoffPolicy, backoffDelay } from '../../../core/backoff.js';
-import type { Clock } from '../../../core/ports.js';
+import type { Clock } from '../../../core/clock.js';
 import { mapError, type SlackApi } from './client.js';
 import {
   SlackAuthError,
