@@ -209,9 +209,8 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         // Pushed first: a listen that ends early (the signal, in Socket Mode) still gets its stop.
         stops.push(() => slack.stop());
         await slack.listen({
-          engine,
+          inbound: engine,
           answerStructured: kagentAnswerer(engine, observability.metrics),
-          store: core.store,
           bindings: core.registry,
           ...(core.feedbackRows === undefined ? {} : { feedbackRows: core.feedbackRows }),
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),

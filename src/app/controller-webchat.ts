@@ -57,7 +57,6 @@ export class ControllerWebChat {
       engine: core.engine,
       surface: this.surface,
       registry,
-      store: core.store,
       answerStructured: kagentAnswerer(core.engine, observability.metrics),
       host: this.#settings.host,
       port: this.#settings.port,

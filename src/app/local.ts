@@ -136,7 +136,6 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       engine,
       surface: web,
       registry,
-      store: core.store,
       answerStructured: kagentAnswerer(engine, observability.metrics),
       routes: (req, res) => ops(req, res) || triggers.routes(req, res),
       host: options.host,

@@ -12,6 +12,7 @@ import {
 import { mentionEvent } from '../../testkit/slack/events.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import { answer } from '../agents/contract-agent.js';
+import { IDLE_INBOUND } from '../helpers/idle-inbound.js';
 import {
   type SlackHarness,
   type SlackHarnessOptions,
@@ -35,18 +36,8 @@ const silent = pino({ level: 'silent' });
 
 /** What listen needs besides Slack; these rows only watch the connection, never a turn. */
 const NO_ENGINE: ListenOptions = {
-  engine: {
-    receive: async () => ({ sessionId: '', turnId: '', duplicate: false }),
-    cancel: async () => ({ status: 'nothing-running' as const, sessionId: '' }),
-  },
+  inbound: IDLE_INBOUND,
   answerStructured: async () => ({ status: 'stale' as const, sessionId: '' }),
-  store: {
-    claimInboundEvent: async () => true,
-    getSession: async () => undefined,
-    getTurn: async () => undefined,
-    openTurns: async () => [],
-    commit: async () => undefined,
-  },
   bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
 };
 

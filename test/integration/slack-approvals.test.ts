@@ -342,9 +342,8 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     const { pino } = await import('pino');
     const other = await SlackConnection.connect({ config, logger: pino({ level: 'silent' }) });
     const { port } = await other.listen({
-      engine: h.engine,
+      inbound: h.engine,
       answerStructured: kagentAnswerer(h.engine),
-      store: h.store,
       bindings: h.registry,
       port: 0,
       host: '127.0.0.1',

@@ -8,6 +8,7 @@ import { type Clock, systemClock } from '../clock.js';
 import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
+import type { ChatInbound, HandOverResult } from '../inbound.js';
 import type {
   AgentRegistry,
   AnswerResult,
@@ -72,7 +73,7 @@ const SCAN_PAUSE_MS = 50;
  * the store's lease. A scan finds sessions with work that nobody drives (after a restart, or a
  * dead replica's) and takes them over.
  */
-export class SessionEngine {
+export class SessionEngine implements ChatInbound {
   readonly #store: SessionStore;
   readonly #registry: AgentRegistry;
   readonly #surface: ChatSurface;
@@ -354,6 +355,32 @@ export class SessionEngine {
       workspaceId,
       reason,
     );
+  }
+
+  async handOver(key: SessionKey, binding: string): Promise<HandOverResult> {
+    const session = await this.#store.getSession(sessionIdOf(key));
+    if (session === undefined) return 'no-session';
+    if (session.binding === binding) return 'same';
+    const open = await this.#store.openTurns(session.id);
+    if (session.task !== null || session.question !== null || open.some((t) => t.state !== 'settled'))
+      return 'busy';
+    // Version-checked: a turn that slipped in meanwhile makes this a no-op, reported as busy.
+    const written = await this.#store
+      .commit({ session: { ...session, binding, contextId: null }, now: this.#clock.now() })
+      .catch(() => undefined);
+    return written === undefined ? 'busy' : 'handed-over';
+  }
+
+  findSession(sessionId: string): Promise<SessionRecord | undefined> {
+    return this.#store.getSession(sessionId);
+  }
+
+  findTurn(turnId: string): Promise<TurnRecord | undefined> {
+    return this.#store.getTurn(turnId);
+  }
+
+  claimEvent(eventKey: string): Promise<boolean> {
+    return this.#store.claimInboundEvent(eventKey, this.#clock.now());
   }
 
   /** Makes sure the session is being driven (or will be looked at again when its driver ends). */

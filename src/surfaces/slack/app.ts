@@ -10,11 +10,10 @@ import type { SlackConfig } from '../../config/slack.js';
 import { type Clock, systemClock, WAIT_OVER } from '../../core/clock.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
+import type { ChatInbound } from '../../core/inbound.js';
 import type { InstallationRows } from '../../core/installation-store.js';
-import type { AnswerStructured, Inbound, ReceiveResult } from '../../core/ports.js';
+import type { AnswerStructured } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
-import type { CancelRequest, CancelResult } from '../../core/session/cancelling.js';
-import type { SessionKey, SessionStore } from '../../core/store.js';
 import type { ActivityOptions } from './agent-app/activity.js';
 import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './agent-app/feedback.js';
 import { FeedbackNotes, type FeedbackNotesDeps } from './agent-app/feedback-notes.js';
@@ -100,17 +99,16 @@ export interface ConnectOptions {
 }
 
 export interface ListenOptions {
-  engine: {
-    receive(input: Inbound): Promise<ReceiveResult>;
-    /** A person's stop button (agent-stop.ts). */
-    cancel(key: SessionKey, request: CancelRequest): Promise<CancelResult>;
-  };
+  /**
+   * The engine's inbound port (`SessionEngine`): messages, stops, hand-overs and what the
+   * surface reads of a session. The surface never reaches the store.
+   */
+  inbound: ChatInbound;
   /**
    * Sends the structured answers collected from prompts (the composition root's, the same the
    * web chat is given: app/structured-answers.ts builds the dialect's reply).
    */
   answerStructured: AnswerStructured;
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'getTurn' | 'openTurns' | 'commit'>;
   /** Which Binding owns a channel, its tool-approval and feedback settings. `LiveRegistry` is one. */
   bindings: ChannelDirectory & ApprovalBindings & FeedbackNotesDeps['bindings'];
   /**
@@ -278,8 +276,7 @@ export class SlackConnection {
   async listen(options: ListenOptions): Promise<{ port?: number }> {
     if (this.#app !== undefined) throw new Error('the Slack app is already listening');
     const router = new InboundRouter({
-      engine: options.engine,
-      store: options.store,
+      inbound: options.inbound,
       bindings: options.bindings,
       people: this.#people,
       api: this.api,
@@ -301,8 +298,7 @@ export class SlackConnection {
     });
     const team = this.teamId === undefined ? {} : { teamId: this.teamId };
     const stops = new AgentStops({
-      engine: options.engine,
-      store: options.store,
+      inbound: options.inbound,
       surface: this.surface,
       api: this.api,
       clock: this.#clock,
@@ -318,7 +314,7 @@ export class SlackConnection {
       ...team,
     });
     const feedback = new FeedbackDesk({
-      store: options.store,
+      inbound: options.inbound,
       ...(options.feedbackRows === undefined ? {} : { rows: options.feedbackRows }),
       clock: this.#clock,
       logger: this.#logger,
@@ -327,7 +323,7 @@ export class SlackConnection {
     });
     this.approvals.wire({
       answerStructured: options.answerStructured,
-      store: options.store,
+      inbound: options.inbound,
       bindings: options.bindings,
       people: this.#people,
     });

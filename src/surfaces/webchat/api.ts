@@ -3,9 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Actor } from '../../core/compose.js';
+import type { ChatInbound } from '../../core/inbound.js';
 import type { AgentClient, AnswerStructured, StructuredReply } from '../../core/ports.js';
-import type { SessionEngine } from '../../core/session/engine.js';
-import { type SessionStore, sessionIdOf } from '../../core/store.js';
+import { sessionIdOf } from '../../core/store.js';
 import { checkAnswers, checkDecisions, summariseAnswers, summariseDecisions } from './answers.js';
 import { WebChatRequestError } from './errors.js';
 import { type FollowOptions, followThread } from './follow.js';
@@ -23,10 +23,9 @@ export interface BindingDirectory {
 }
 
 export interface ApiDeps {
-  engine: Pick<SessionEngine, 'receive' | 'cancel'>;
+  engine: Pick<ChatInbound, 'receive' | 'cancel' | 'findSession'>;
   surface: WebChatSurface;
   registry: BindingDirectory;
-  store: Pick<SessionStore, 'getSession'>;
   answerStructured: AnswerStructured;
   actor: Actor;
   bodyLimitBytes: number;
@@ -188,8 +187,8 @@ export class WebChatApi {
     summary: string,
     res: ServerResponse,
   ): Promise<void> {
-    // The store knows whether the engine still waits for this question (not the page's copy).
-    const session = await this.#deps.store.getSession(sessionIdOf(thread.key));
+    // The engine knows whether it still waits for this question (not the page's copy).
+    const session = await this.#deps.engine.findSession(sessionIdOf(thread.key));
     if (session?.question?.questionKey !== questionKey) {
       thread.setPromptStatus(prompt.id, 'closed');
       throw new WebChatRequestError(409, 'question_not_pending', 'the agent no longer waits for this answer');

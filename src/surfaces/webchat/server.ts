@@ -3,9 +3,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Actor } from '../../core/compose.js';
 import { InvalidConfigError } from '../../core/errors.js';
+import type { ChatInbound } from '../../core/inbound.js';
 import type { AnswerStructured } from '../../core/ports.js';
-import type { SessionEngine } from '../../core/session/engine.js';
-import type { SessionStore } from '../../core/store.js';
 import { type BindingDirectory, WebChatApi } from './api.js';
 import { PAGE_CSP, PAGE_CSS, PAGE_HTML } from './assets.js';
 import { prebuiltPageScript } from './bundle.js';
@@ -16,12 +15,11 @@ import { accessPolicy, checkHost, checkOrigin, checkToken, isLoopback } from './
 import type { WebChatSurface } from './surface.js';
 
 export interface WebChatOptions {
-  engine: Pick<SessionEngine, 'receive' | 'cancel'>;
+  engine: Pick<ChatInbound, 'receive' | 'cancel' | 'findSession'>;
   /** The surface the engine was built with: the server shows and streams its threads. */
   surface: WebChatSurface;
   /** The live Bindings (LiveRegistry): one list of threads each. */
   registry: BindingDirectory;
-  store: Pick<SessionStore, 'getSession'>;
   /** Builds and sends a structured answer (kagent-v1); see answers.ts. */
   answerStructured: AnswerStructured;
   /** Default 127.0.0.1. Any other address needs a token. */
@@ -94,7 +92,6 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
     engine: options.engine,
     surface: options.surface,
     registry: options.registry,
-    store: options.store,
     answerStructured: options.answerStructured,
     actor: options.actor ?? DEFAULT_ACTOR,
     bodyLimitBytes,

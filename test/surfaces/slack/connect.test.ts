@@ -4,21 +4,12 @@ import { loadSlackConfig } from '../../../src/config/slack.js';
 import { SlackConnection } from '../../../src/surfaces/slack/app.js';
 import { SlackAuthError } from '../../../src/surfaces/slack/web-api/errors.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
+import { IDLE_INBOUND } from '../../helpers/idle-inbound.js';
 
 const silent = pino({ level: 'silent' });
 const noEngine = {
-  engine: {
-    receive: async () => ({ sessionId: '', turnId: '', duplicate: false }),
-    cancel: async () => ({ status: 'nothing-running' as const, sessionId: '' }),
-  },
+  inbound: IDLE_INBOUND,
   answerStructured: async () => ({ status: 'stale' as const, sessionId: '' }),
-  store: {
-    claimInboundEvent: async () => true,
-    getSession: async () => undefined,
-    getTurn: async () => undefined,
-    openTurns: async () => [],
-    commit: async () => undefined,
-  },
   bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
 };
 

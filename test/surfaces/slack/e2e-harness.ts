@@ -258,9 +258,8 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
   await engine.start();
   const feedbackRows = feedbackRowsOf(store);
   const { port } = await slack.listen({
-    engine,
+    inbound: engine,
     answerStructured: kagentAnswerer(engine, options.decisions),
-    store,
     bindings: registry,
     ...(feedbackRows === undefined ? {} : { feedbackRows }),
     describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),

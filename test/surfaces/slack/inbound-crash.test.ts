@@ -86,8 +86,7 @@ describe('a Slack event and its turn are stored together', () => {
     const first = dyingAtFirstAdd(real);
     const router = (store: SessionStore) =>
       new InboundRouter({
-        engine: new SessionEngine({ store, registry: new MapRegistry(), surface: new FakeSurface() }),
-        store,
+        inbound: new SessionEngine({ store, registry: new MapRegistry(), surface: new FakeSurface() }),
         bindings,
         people: new People(api, systemClock, silent),
         api,

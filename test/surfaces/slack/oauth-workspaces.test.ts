@@ -160,9 +160,8 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
   cancel = (team) => engine.cancelWorkspace('slack', team, WORKSPACE_REMOVED_REASON);
   await engine.start();
   const { port } = await slack.listen({
-    engine,
+    inbound: engine,
     answerStructured: kagentAnswerer(engine),
-    store,
     bindings: registry,
     port: 0,
     host: '127.0.0.1',

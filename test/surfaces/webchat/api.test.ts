@@ -460,10 +460,10 @@ describe('web chat access', () => {
       engine: {
         receive: () => Promise.reject(new Error('unused')),
         cancel: () => Promise.reject(new Error('unused')),
+        findSession: () => Promise.resolve(undefined),
       },
       surface: new WebChatSurface(),
       registry: { list: () => [], get: () => undefined },
-      store: { getSession: () => Promise.resolve(undefined) },
       answerStructured: () => Promise.reject(new Error('unused')),
       host: '0.0.0.0',
       port: 0,

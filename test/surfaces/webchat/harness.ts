@@ -128,7 +128,6 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     engine,
     surface,
     registry,
-    store,
     port: 0,
     pageScript: buildPageScript,
     ...(options.token === undefined ? {} : { token: options.token }),

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
 import type { FeedbackRows, FeedbackValue } from '../../../core/feedback-store.js';
-import type { SessionStore } from '../../../core/store.js';
+import type { ChatInbound } from '../../../core/inbound.js';
 import { slackKeyOf } from '../inbound/keys.js';
 
 export type { FeedbackValue } from '../../../core/feedback-store.js';
@@ -72,7 +72,7 @@ const press = z.object({
 });
 
 export interface FeedbackDeps {
-  store: Pick<SessionStore, 'getTurn' | 'getSession'>;
+  inbound: Pick<ChatInbound, 'findTurn' | 'findSession'>;
   /** Where each person's latest press is kept; unset: presses are only logged, never counted. */
   rows?: FeedbackRows;
   clock: Clock;
@@ -91,7 +91,7 @@ export class FeedbackDesk {
 
   /** One press of a feedback button. Never throws: Slack only needs the ack. */
   async press(body: unknown): Promise<void> {
-    const { logger, store } = this.#deps;
+    const { logger, inbound } = this.#deps;
     const parsed = press.safeParse(body);
     if (!parsed.success) {
       logger.warn('a feedback press that does not parse was ignored');
@@ -111,8 +111,8 @@ export class FeedbackDesk {
     }
     const channel = parsed.data.channel?.id ?? parsed.data.container?.channel_id;
     try {
-      const turn = await store.getTurn(turnId);
-      const session = turn === undefined ? undefined : await store.getSession(turn.sessionId);
+      const turn = await inbound.findTurn(turnId);
+      const session = turn === undefined ? undefined : await inbound.findSession(turn.sessionId);
       const key = session === undefined ? undefined : slackKeyOf(session.id);
       // The press must come from the answer's own thread and workspace.
       if (

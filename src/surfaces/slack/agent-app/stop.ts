@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
-import type { CancelRequest, CancelResult } from '../../../core/session/cancelling.js';
-import { type SessionKey, type SessionStore, sessionIdOf } from '../../../core/store.js';
+import type { ChatInbound } from '../../../core/inbound.js';
+import type { CancelResult } from '../../../core/session/cancelling.js';
+import { type SessionKey, sessionIdOf } from '../../../core/store.js';
 import type { SlackSurface } from '../answer/surface.js';
 import { SURFACE } from '../inbound/keys.js';
 import type { SlackApi } from '../web-api/client.js';
@@ -45,8 +46,7 @@ export const STOP_UNCHECKED =
   'Agent Kourier could not check who may stop the agent here, so it keeps working.';
 
 export interface AgentStopDeps {
-  engine: { cancel(key: SessionKey, request: CancelRequest): Promise<CancelResult> };
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession'>;
+  inbound: Pick<ChatInbound, 'cancel' | 'claimEvent' | 'findSession'>;
   surface: SlackSurface;
   api: SlackApi;
   clock: Clock;
@@ -64,7 +64,7 @@ export class AgentStops {
 
   /** Handles one agent_session_stopped envelope. Never throws: Slack only needs the ack. */
   async handle(body: unknown): Promise<void> {
-    const { logger, store, surface } = this.#deps;
+    const { logger, inbound, surface } = this.#deps;
     const parsed = envelope.safeParse(body);
     if (!parsed.success) {
       logger.warn('an agent_session_stopped event that does not parse was ignored');
@@ -86,8 +86,8 @@ export class AgentStops {
     const sessionId = sessionIdOf(key);
     const stopped = event.streaming_message_ts ?? [];
     try {
-      if (!(await store.claimInboundEvent(`${team}:${eventId}`, this.#deps.clock.now()))) return;
-      if ((await store.getSession(sessionId)) === undefined) {
+      if (!(await inbound.claimEvent(`${team}:${eventId}`))) return;
+      if ((await inbound.findSession(sessionId)) === undefined) {
         // Not one of ours (or long gone): nothing runs here, and the status should say so.
         surface.statuses.resend(sessionId, 'active');
         return;
@@ -109,7 +109,7 @@ export class AgentStops {
     const halted = answer?.halt(new Set(stopped));
     let result: CancelResult;
     try {
-      result = await this.#deps.engine.cancel(key, {
+      result = await this.#deps.inbound.cancel(key, {
         actor: { id: event.user },
         ...(answer === undefined ? {} : { turnId: answer.place.turnId }),
       });

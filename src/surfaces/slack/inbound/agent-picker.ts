@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { type Clock, WAIT_OVER } from '../../../core/clock.js';
-import type { AgentDescription, Inbound, ReceiveResult } from '../../../core/ports.js';
+import type { ChatInbound } from '../../../core/inbound.js';
+import type { AgentDescription } from '../../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../../core/registry.js';
-import { type SessionStore, sessionIdOf } from '../../../core/store.js';
+import { sessionIdOf } from '../../../core/store.js';
 import type { SlackApi } from '../web-api/client.js';
 import type { People } from './people.js';
 import { slackToPlain } from './text.js';
@@ -129,8 +130,7 @@ const pressSchema = z.object({
 });
 
 export interface PickerDeps {
-  engine: { receive(input: Inbound): Promise<ReceiveResult> };
-  store: Pick<SessionStore, 'getSession'>;
+  inbound: Pick<ChatInbound, 'receive' | 'findSession'>;
   bindings: ChannelDirectory;
   people: People;
   api: SlackApi;
@@ -156,14 +156,14 @@ export async function pickAgent(
   const claim = deps.bindings.sharedChannel?.('slack', channel, team)?.find((c) => c.handle === handle);
   if (claim === undefined) return { ...where, result: 'gone' };
   const key = { surface: 'slack', workspaceId: team, channelId: channel, threadId: ts };
-  if ((await deps.store.getSession(sessionIdOf(key))) !== undefined) return { ...where, result: 'taken' };
+  if ((await deps.inbound.findSession(sessionIdOf(key))) !== undefined) return { ...where, result: 'taken' };
   const page = await deps.api.replies({ team }, { channel, ts, limit: 1 });
   const message = page.messages[0];
   if (message === undefined || message.ts !== ts) return { ...where, result: 'gone' };
   if (message.user !== p.user.id) return { ...where, result: 'not-yours' };
   // Two presses at once both get here: the store takes the thread's message once, and the
   // second is a duplicate (whichever handle it named), so it changes nothing.
-  const received = await deps.engine.receive({
+  const received = await deps.inbound.receive({
     kind: 'person',
     key,
     binding: claim.ref,

@@ -5,9 +5,9 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
-import type { Inbound, ReceiveResult } from '../../../core/ports.js';
+import type { ChatInbound } from '../../../core/inbound.js';
 import type { ChannelDirectory, SharedClaim } from '../../../core/registry.js';
-import { type SessionKey, type SessionStore, sessionIdOf } from '../../../core/store.js';
+import { type SessionKey, sessionIdOf } from '../../../core/store.js';
 import type { FeedbackNotes } from '../agent-app/feedback-notes.js';
 import type { SlackApi } from '../web-api/client.js';
 import {
@@ -236,8 +236,8 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
 }
 
 export interface InboundDeps {
-  engine: { receive(input: Inbound): Promise<ReceiveResult> };
-  store: Pick<SessionStore, 'claimInboundEvent' | 'getSession' | 'openTurns' | 'commit'>;
+  /** The engine's inbound port: the only way in (no store). */
+  inbound: Pick<ChatInbound, 'receive' | 'handOver' | 'findSession' | 'claimEvent'>;
   bindings: ChannelDirectory;
   people: People;
   api: SlackApi;
@@ -296,7 +296,7 @@ export class InboundRouter {
       return;
     }
     try {
-      if (!(await this.#deps.store.claimInboundEvent(`${team}:${eventId}`, this.#deps.clock.now()))) {
+      if (!(await this.#deps.inbound.claimEvent(`${team}:${eventId}`))) {
         logger.debug({ eventId }, 'a redelivered Slack event was ignored');
         return;
       }
@@ -339,11 +339,11 @@ export class InboundRouter {
   }
 
   async #turn(team: string, turn: Extract<Route, { kind: 'turn' }>, eventId: string): Promise<void> {
-    const { engine, store, people, logger } = this.#deps;
+    const { inbound, people, logger } = this.#deps;
     try {
       let binding = turn.binding;
       if (turn.needsSession || turn.shared !== undefined) {
-        const session = await store.getSession(sessionIdOf(turn.key));
+        const session = await inbound.findSession(sessionIdOf(turn.key));
         if (session === undefined && turn.needsSession) {
           // A mention in a shared channel's thread that has no agent yet, naming none.
           if (turn.addressed && turn.shared !== undefined)
@@ -368,7 +368,7 @@ export class InboundRouter {
       // Only a turn sent to the agent carries the note: a reply carried as context does not.
       const sessionId = sessionIdOf(turn.key);
       const note = turn.addressed ? await this.#deps.feedbackNotes?.noteFor(sessionId, binding) : undefined;
-      const received = await engine.receive({
+      const received = await inbound.receive({
         kind: 'person',
         key: turn.key,
         binding,
@@ -393,12 +393,12 @@ export class InboundRouter {
     decision: Extract<Route, { kind: 'handover' }>,
     eventId: string,
   ): Promise<void> {
-    const { store, api, clock, logger } = this.#deps;
+    const { inbound, api, logger } = this.#deps;
     const { key, user, command } = decision;
     try {
       // The command itself is not a turn: its event is claimed on its own, as a hint's is.
-      if (!(await store.claimInboundEvent(`${team}:${eventId}`, clock.now()))) return;
-      const result = await handOver({ store, api, clock, logger }, key, command);
+      if (!(await inbound.claimEvent(`${team}:${eventId}`))) return;
+      const result = await handOver({ inbound, api, logger }, key, command);
       if (result === 'busy') await this.#ephemeral(team, key.channelId, user, key.threadId, HAND_OVER_BUSY);
       if (result === 'same')
         await this.#ephemeral(team, key.channelId, user, key.threadId, HAND_OVER_SAME(command.target.handle));
@@ -406,7 +406,7 @@ export class InboundRouter {
         await this.#ephemeral(team, key.channelId, user, key.threadId, PICK_HINT([command.target.handle]));
       if (result !== 'handed-over' || command.rest === '') return;
       // What followed the command is the new agent's first message (its own turn, same message).
-      await this.#deps.engine.receive({
+      await this.#deps.inbound.receive({
         kind: 'person',
         key,
         binding: command.target.ref,

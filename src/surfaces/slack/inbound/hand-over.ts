@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../../../core/clock.js';
+import type { ChatInbound, HandOverResult } from '../../../core/inbound.js';
 import type { SharedClaim } from '../../../core/registry.js';
-import { type SessionKey, type SessionStore, sessionIdOf } from '../../../core/store.js';
+import type { SessionKey } from '../../../core/store.js';
 import type { SlackApi } from '../web-api/client.js';
 
 /**
@@ -35,40 +35,26 @@ export const HANDED_OVER = (handle: string): string =>
 export const HAND_OVER_BUSY = 'The agent is still working in this thread. Hand it over once it has answered.';
 export const HAND_OVER_SAME = (handle: string): string => `This thread already talks to \`${handle}\`.`;
 
-export type HandOverResult = 'handed-over' | 'busy' | 'same' | 'no-session';
-
+/** Hands the thread over through the engine (which keeps it idle-only), then tells the thread. */
 export async function handOver(
   deps: {
-    store: Pick<SessionStore, 'getSession' | 'openTurns' | 'commit'>;
+    inbound: Pick<ChatInbound, 'handOver'>;
     api: SlackApi;
-    clock: Clock;
     logger: Logger;
   },
   key: SessionKey,
   command: HandOverCommand,
 ): Promise<HandOverResult> {
-  const session = await deps.store.getSession(sessionIdOf(key));
-  if (session === undefined) return 'no-session';
-  if (session.binding === command.target.ref) return 'same';
-  const open = await deps.store.openTurns(session.id);
-  if (session.task !== null || session.question !== null || open.some((t) => t.state !== 'settled'))
-    return 'busy';
-  // Version-checked: a turn that slipped in meanwhile makes this a no-op, reported as busy.
-  const written = await deps.store
-    .commit({ session: { ...session, binding: command.target.ref, contextId: null }, now: deps.clock.now() })
-    .catch(() => undefined);
-  if (written === undefined) return 'busy';
-  deps.logger.info(
-    { session: session.id, from: session.binding, to: command.target.ref },
-    'a thread was handed over',
-  );
+  const result = await deps.inbound.handOver(key, command.target.ref);
+  if (result !== 'handed-over') return result;
+  deps.logger.info({ thread: key.threadId, to: command.target.ref }, 'a thread was handed over');
   await deps.api
     .postMessage(
       { team: key.workspaceId },
       { channel: key.channelId, thread_ts: key.threadId, text: HANDED_OVER(command.target.handle) },
     )
     .catch(() =>
-      deps.logger.warn({ session: session.id }, 'could not say in the thread that it was handed over'),
+      deps.logger.warn({ thread: key.threadId }, 'could not say in the thread that it was handed over'),
     );
   return 'handed-over';
 }

@@ -2,7 +2,6 @@ import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../core/clock.js';
-import type { SessionStore } from '../../../core/store.js';
 import type { AgentApi } from '../agent-app/agent-api.js';
 import { FEEDBACK_ACTION, FeedbackDesk } from '../agent-app/feedback.js';
 import { AgentStops } from '../agent-app/stop.js';
@@ -13,7 +12,7 @@ import type { SlackApi } from '../web-api/client.js';
 /**
  * In OAuth mode (no single bot-token team) every envelope must name its workspace: an event
  * that does not cannot be placed, so each agent-app desk ignores it — and says so in the log,
- * touching no store, no engine and no Slack method. The same event naming its team is handled.
+ * touching no engine and no Slack method. The same event naming its team is handled.
  */
 
 const clock = systemClock;
@@ -32,21 +31,19 @@ function recordingLogger(): { logger: Logger; messages: string[] } {
 /** Counts what a desk asked of its ports; every call answers "nothing here". */
 function ports() {
   const calls: string[] = [];
-  const store = {
-    claimInboundEvent: async () => {
-      calls.push('claimInboundEvent');
+  const inbound = {
+    claimEvent: async () => {
+      calls.push('claimEvent');
       return false;
     },
-    getSession: async () => {
-      calls.push('getSession');
+    findSession: async () => {
+      calls.push('findSession');
       return undefined;
     },
-    getTurn: async () => {
-      calls.push('getTurn');
+    findTurn: async () => {
+      calls.push('findTurn');
       return undefined;
     },
-  } as unknown as SessionStore;
-  const engine = {
     cancel: async () => {
       calls.push('cancel');
       return { status: 'nothing-running' as const, sessionId: 'unused' };
@@ -58,7 +55,7 @@ function ports() {
       return undefined;
     },
   };
-  return { calls, store, engine, bindings };
+  return { calls, inbound, bindings };
 }
 
 const stopEvent = {
@@ -80,8 +77,7 @@ describe('agent-app events in OAuth mode that name no workspace', () => {
     const p = ports();
     const { logger, messages } = recordingLogger();
     const desk = new AgentStops({
-      engine: p.engine,
-      store: p.store,
+      inbound: p.inbound,
       surface: {} as SlackSurface,
       api: {} as SlackApi,
       clock,
@@ -91,7 +87,7 @@ describe('agent-app events in OAuth mode that name no workspace', () => {
     expect(p.calls).toEqual([]);
     expect(messages).toContain('an agent_session_stopped event that names no workspace was ignored');
     await desk.handle({ ...stopEvent, team_id: 'T1' });
-    expect(p.calls).toEqual(['claimInboundEvent']);
+    expect(p.calls).toEqual(['claimEvent']);
   });
 
   it('opening the Messages tab is ignored with a warning; with its team the DM binding is looked up', async () => {
@@ -114,11 +110,11 @@ describe('agent-app events in OAuth mode that name no workspace', () => {
   it('a feedback press is ignored with a warning; with its team the answer is looked up', async () => {
     const p = ports();
     const { logger, messages } = recordingLogger();
-    const desk = new FeedbackDesk({ store: p.store, clock, logger });
+    const desk = new FeedbackDesk({ inbound: p.inbound, clock, logger });
     await desk.press(feedbackPress);
     expect(p.calls).toEqual([]);
     expect(messages).toContain('a feedback press that names no workspace was ignored');
     await desk.press({ ...feedbackPress, team: { id: 'T1' } });
-    expect(p.calls).toEqual(['getTurn']);
+    expect(p.calls).toEqual(['findTurn']);
   });
 });

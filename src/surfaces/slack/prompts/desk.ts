@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../../core/clock.js';
 import { actorIdOf } from '../../../core/compose.js';
+import type { ChatInbound } from '../../../core/inbound.js';
 import type {
   AnswerResult,
   AnswerStructured,
@@ -10,7 +11,7 @@ import type {
   Notice,
   QuestionPrompt,
 } from '../../../core/ports.js';
-import { type SessionStore, sessionIdOf } from '../../../core/store.js';
+import { sessionIdOf } from '../../../core/store.js';
 import { type HitlRequest, hitlRequestOf } from '../../../dialects/kagent-v1/index.js';
 import type { RenderedMessage } from '../answer/render.js';
 import type { People } from '../inbound/people.js';
@@ -70,7 +71,7 @@ import { WORDS } from './words.js';
 export interface PromptDeskDeps {
   /** Builds the dialect's reply and gives it to the engine (app/structured-answers.ts). */
   answerStructured: AnswerStructured;
-  store: Pick<SessionStore, 'getSession' | 'getTurn'>;
+  inbound: Pick<ChatInbound, 'findSession' | 'findTurn'>;
   bindings: ApprovalBindings;
   people: People;
 }
@@ -165,7 +166,7 @@ export class PromptDesk {
           closed.addEventListener('abort', () => reject(closed.reason), { once: true });
         }),
       ]));
-    const session = await deps.store.getSession(target.sessionId);
+    const session = await deps.inbound.findSession(target.sessionId);
     const binding = session?.binding ?? '';
     const state = openPrompt({
       sessionId: target.sessionId,
@@ -198,7 +199,7 @@ export class PromptDesk {
     const state = this.#prompts.latest(target.sessionId);
     if (state === undefined || state.status.kind !== 'open' || this.#deps === undefined) return;
     if (notice.kind !== 'question-timeout') {
-      const session = await this.#deps.store.getSession(target.sessionId).catch(() => undefined);
+      const session = await this.#deps.inbound.findSession(target.sessionId).catch(() => undefined);
       if (session?.question?.questionKey === state.questionKey) return;
     }
     const text =
@@ -290,8 +291,8 @@ export class PromptDesk {
     if (!parsed.success) return undefined;
     const place = decodePlace(parsed.data.view.private_metadata);
     if (place === undefined || this.#deps === undefined) return undefined;
-    const session = await this.#deps.store
-      .getSession(sessionIdOf(keyOf(place.team, place.channel, place.threadTs)))
+    const session = await this.#deps.inbound
+      .findSession(sessionIdOf(keyOf(place.team, place.channel, place.threadTs)))
       .catch(() => undefined);
     const request = hitlRequestOf(session?.question?.payload);
     if (request?.type !== 'ask_user_request') return undefined;
@@ -373,7 +374,7 @@ export class PromptDesk {
     for (const i of added) state.marks.delete(i);
     if (result.status === 'duplicate') {
       // Decided already, by another press this process did not see (another replica).
-      const turn = await deps.store.getTurn(result.turnId).catch(() => undefined);
+      const turn = await deps.inbound.findTurn(result.turnId).catch(() => undefined);
       const by = actorIdOf(turn?.metadata);
       state.status = { kind: 'decided' };
       if (by !== undefined) state.decidedBy = by;
@@ -401,7 +402,7 @@ export class PromptDesk {
   ): Promise<{ state: PromptState; action: PromptAction } | undefined> {
     const deps = this.#deps;
     if (deps === undefined) return undefined;
-    const session = await deps.store.getSession(
+    const session = await deps.inbound.findSession(
       sessionIdOf(keyOf(place.team, place.channel, place.threadTs)),
     );
     return promptOfPress(this.#prompts, session, place, token, this.#tokens, (binding, request) =>
