@@ -125,7 +125,7 @@ async function slackRound(
   const broker = openBroker({ env, config, logger, slackBudgets: LIFTED });
   let server: Server | undefined;
   try {
-    const store = await openStore(config.store, { logger });
+    const stores = await openStore(config.store, { logger });
     const client = new A2AClient({ endpoint: a.endpoint, identity: { kind: 'user-id', userId: 'bench' } });
     await client.card();
     const registry = new LiveRegistry();
@@ -139,7 +139,7 @@ async function slackRound(
     });
     const settled = new Settled();
     const core = await broker.compose({
-      store,
+      stores,
       registry,
       triggerDirectory: new TriggerDirectory(),
       sinks: [settled],

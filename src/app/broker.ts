@@ -10,7 +10,7 @@ import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import type { TriggerChat, TriggerDirectory } from '../core/triggers.js';
 import { createLogger, Observability } from '../observability/index.js';
-import { feedbackRowsOf, installationRowsOf, observeCheckpoints, triggerStoreOf } from '../store/open.js';
+import type { StoreBundle } from '../store/open.js';
 import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { type ConnectOptions, SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
@@ -29,7 +29,7 @@ import { kagentAnswerer } from './structured-answers.js';
  *   const broker = openBroker({ env, config, logger });          // logger, observability
  *   try {
  *     …the mode's own start: a control plane, a store…
- *     const core = await broker.compose({ store, registry, triggerDirectory });
+ *     const core = await broker.compose({ stores, registry, triggerDirectory });
  *     …the mode's own ports…
  *     await broker.serve(core);                               // Slack listens, engine and triggers run
  *   } catch (error) {
@@ -55,8 +55,8 @@ export interface BrokerOpenOptions {
 }
 
 export interface ComposeOptions {
-  /** The mode's store, created (the controller migrates it later) or already migrated (local). */
-  store: SessionStore;
+  /** The mode's stores, created (the controller migrates them later) or already migrated (local). */
+  stores: StoreBundle;
   registry: LiveRegistry;
   triggerDirectory: TriggerDirectory;
   /** The mode's chat surfaces besides Slack, by surface name (local mode: the web chat). */
@@ -87,7 +87,7 @@ export interface BrokerCore {
   store: SessionStore;
   triggerStore: TriggerStore;
   /** Each person's latest feedback press per answer, on the same database. */
-  feedbackRows: FeedbackRows | undefined;
+  feedbackRows: FeedbackRows;
   slack: SlackConnection | undefined;
   engine: SessionEngine;
   triggers: Triggers;
@@ -141,11 +141,11 @@ export function openBroker(options: BrokerOpenOptions): Broker {
     stop,
     compose: async (o) => {
       const obs = observability;
-      const store = obs.store(o.store);
+      const store = obs.store(o.stores.sessions);
       stops.push(() => store.close());
-      observeCheckpoints(o.store, sqliteCheckpointObserver(logger, obs.metrics));
+      o.stores.observeCheckpoints(sqliteCheckpointObserver(logger, obs.metrics));
       if (o.beforeStoreCloses !== undefined) stops.push(o.beforeStoreCloses);
-      const triggerStore = obs.triggerStore(triggerStoreOf(o.store));
+      const triggerStore = obs.triggerStore(o.stores.triggers);
       slackWait = o.slackWait;
       const slackConfig = slackRequested(options.env) ? loadSlackConfig(options.env) : undefined;
       const slack =
@@ -160,7 +160,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
               ...(options.slackBudgets === undefined ? {} : { budgets: options.slackBudgets }),
               ...o.slackWait,
               // OAuth mode keeps each workspace's installation beside the sessions.
-              ...(slackConfig.oauth === undefined ? {} : { installations: installationRowsOf(o.store) }),
+              ...(slackConfig.oauth === undefined ? {} : { installations: o.stores.installations }),
             });
       let scan = (): void => undefined;
       let cancel = async (_workspaceId: string): Promise<unknown> => undefined;
@@ -200,8 +200,15 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         observer: obs.metrics,
         ...(o.draining === undefined ? {} : { draining: o.draining }),
       });
-      const feedbackRows = feedbackRowsOf(o.store);
-      return { store, triggerStore, feedbackRows, slack, engine, triggers, registry: o.registry };
+      return {
+        store,
+        triggerStore,
+        feedbackRows: o.stores.feedback,
+        slack,
+        engine,
+        triggers,
+        registry: o.registry,
+      };
     },
     serve: async (core, o = {}) => {
       const { slack, engine, triggers } = core;
@@ -212,7 +219,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
           inbound: engine,
           answerStructured: kagentAnswerer(engine, observability.metrics),
           bindings: core.registry,
-          ...(core.feedbackRows === undefined ? {} : { feedbackRows: core.feedbackRows }),
+          feedbackRows: core.feedbackRows,
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
           ...slackWait,

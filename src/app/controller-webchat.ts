@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
 import type { WebChatSettings } from '../config/webchat.js';
 import type { LiveRegistry } from '../core/registry.js';
-import type { SessionStore } from '../core/store.js';
+import type { TranscriptStore } from '../core/transcript-store.js';
 import type { Observability } from '../observability/index.js';
-import { transcriptStoreOf } from '../store/open.js';
 import { createWebChat, type WebChat, WebChatSurface } from '../surfaces/webchat/index.js';
 import type { BrokerCore, ComposeOptions } from './broker.js';
 import { kagentAnswerer } from './structured-answers.js';
@@ -26,10 +25,10 @@ export class ControllerWebChat {
   readonly #settings: WebChatSettings;
   readonly #logger: Logger;
 
-  constructor(settings: WebChatSettings, store: SessionStore, logger: Logger) {
+  constructor(settings: WebChatSettings, transcripts: TranscriptStore, logger: Logger) {
     this.#settings = settings;
     this.#logger = logger;
-    this.surface = new WebChatSurface({ transcripts: transcriptStoreOf(store), logger });
+    this.surface = new WebChatSurface({ transcripts, logger });
   }
 
   /** What compose() takes: the surface by name, its activity, its last writes before the store closes. */

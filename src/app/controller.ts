@@ -169,12 +169,14 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
       slackRequested(options.env) && loadSlackConfig(options.env).connection.kind === 'socket';
     if (slackRequested(options.env)) waitingFor = slackStep;
     // Migrated once Slack answered, so /readyz can say the store is what it waits for.
-    const sessions = createStore(config.store);
+    const stores = createStore(config.store);
     const web =
-      webchatSettings === undefined ? undefined : new ControllerWebChat(webchatSettings, sessions, logger);
+      webchatSettings === undefined
+        ? undefined
+        : new ControllerWebChat(webchatSettings, stores.transcripts, logger);
     const core = await broker
       .compose({
-        store: sessions,
+        stores,
         ...web?.composeOptions(),
         registry,
         triggerDirectory,

@@ -5,7 +5,7 @@ import { TriggerDirectory } from '../core/triggers.js';
 import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
 import { startLocalManifests } from '../local/index.js';
 import { opsRoutes } from '../observability/index.js';
-import { openStore, transcriptStoreOf } from '../store/open.js';
+import { openStore } from '../store/open.js';
 import { StoreReadiness, sqliteFileOf } from '../store/readiness.js';
 import { createWebChat, WebChatSurface, WebChatTriggerThreads } from '../surfaces/webchat/index.js';
 import { localBanner } from './banner.js';
@@ -101,20 +101,20 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     });
     broker.defer(() => manifests.close());
 
-    const store = await openStore(config.store, { logger });
+    const stores = await openStore(config.store, { logger });
     // The threads the web chat showed before a restart come back before the engine resumes
     // their sessions, so what it shows next lands in them.
-    const web = new WebChatSurface({ transcripts: transcriptStoreOf(store), logger });
+    const web = new WebChatSurface({ transcripts: stores.transcripts, logger });
     let restored: number;
     try {
       restored = await web.restore();
     } catch (error) {
-      await store.close();
+      await stores.sessions.close();
       throw error;
     }
     if (restored > 0) logger.info({ threads: restored }, 'web chat threads restored');
     const core = await broker.compose({
-      store,
+      stores,
       beforeStoreCloses: () => web.close(),
       registry,
       triggerDirectory,
@@ -125,7 +125,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     });
     const { engine, triggers } = core;
     // Pushed after the store's own stop, so it stops first: no probe reaches a closed store.
-    const storeHealth = new StoreReadiness(store, logger, sqliteFileOf(config.store));
+    const storeHealth = new StoreReadiness(stores.sessions, logger, sqliteFileOf(config.store));
     broker.defer(async () => storeHealth.close());
     let serving = false;
     const ops = opsRoutes({

@@ -9,7 +9,21 @@ describe('openStore', () => {
     const dir = await mkdtemp(join(tmpdir(), 'ak-open-'));
     try {
       const path = join(dir, 'nested', 'state.db');
-      const store = await openStore({ kind: 'sqlite', path });
+      const {
+        sessions: store,
+        triggers,
+        transcripts,
+        installations,
+        feedback,
+      } = await openStore({
+        kind: 'sqlite',
+        path,
+      });
+      // One database, migrated once, for every store of the bundle.
+      expect(await installations.list()).toEqual([]);
+      expect(await feedback.untold('s', 10)).toEqual([]);
+      expect(triggers).toBeDefined();
+      expect(transcripts).toBeDefined();
       const session = await store.openSession({
         key: { surface: 'webchat', workspaceId: 'local', channelId: 'c', threadId: 't' },
         binding: 'a/b',

@@ -4,7 +4,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { StoreConfig } from '../config/broker.js';
 import { backoffDelay } from '../core/backoff.js';
-import { InvalidConfigError } from '../core/errors.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
 import type { InstallationRows } from '../core/installation-store.js';
 import type { SessionStore } from '../core/store.js';
@@ -14,13 +13,42 @@ import { PostgresStore } from './postgres/postgres-store.js';
 import type { CheckpointObserver } from './sqlite/checkpointer.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
-/** The configured store, not yet connected (SQLite creates its directory first). */
-export function createStore(config: StoreConfig): SessionStore {
+/**
+ * Every store the broker keeps, on one database and migrated together (`sessions.migrate()`):
+ * the sessions and their turns, the triggers' state, the web chat's transcripts, Slack's
+ * installations and the feedback on answers. Each is a core port; this bundle is the only place
+ * that knows they share a database.
+ */
+export interface StoreBundle {
+  sessions: SessionStore;
+  triggers: TriggerStore;
+  transcripts: TranscriptStore;
+  installations: InstallationRows;
+  feedback: FeedbackRows;
+  /** Tells `observer` of SQLite's WAL checkpoints (no other database has any). */
+  observeCheckpoints(observer: CheckpointObserver): void;
+}
+
+/** The bundle over one database's store. */
+export function bundleOf(store: SqliteStore | PostgresStore): StoreBundle {
+  return {
+    sessions: store,
+    triggers: store.triggers(),
+    transcripts: store.transcripts(),
+    installations: store.installations(),
+    feedback: store.feedback(),
+    observeCheckpoints:
+      store instanceof SqliteStore ? (observer) => store.observeCheckpoints(observer) : () => undefined,
+  };
+}
+
+/** The configured stores, not yet connected (SQLite creates its directory first). */
+export function createStore(config: StoreConfig): StoreBundle {
   if (config.kind === 'sqlite') {
     if (config.path !== ':memory:') mkdirSync(dirname(config.path), { recursive: true });
-    return new SqliteStore(config.path);
+    return bundleOf(new SqliteStore(config.path));
   }
-  return new PostgresStore({ connectionString: config.url, schema: config.schema });
+  return bundleOf(new PostgresStore({ connectionString: config.url, schema: config.schema }));
 }
 
 export interface StoreWait {
@@ -63,43 +91,14 @@ export async function migrateWhenReachable(store: SessionStore, wait: StoreWait 
   }
 }
 
-/** Opens and migrates the configured store, waiting for it to be reachable. */
-export async function openStore(config: StoreConfig, wait: StoreWait = {}): Promise<SessionStore> {
-  const store = createStore(config);
-  await migrateWhenReachable(store, wait);
-  return store;
+/** Opens and migrates the configured stores, waiting for the database to be reachable. */
+export async function openStore(config: StoreConfig, wait: StoreWait = {}): Promise<StoreBundle> {
+  const stores = createStore(config);
+  await migrateWhenReachable(stores.sessions, wait);
+  return stores;
 }
 
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' ? code : undefined;
-}
-
-/** Tells `observer` of the SQLite store's WAL checkpoints (no other store has any). */
-export function observeCheckpoints(store: SessionStore, observer: CheckpointObserver): void {
-  if (store instanceof SqliteStore) store.observeCheckpoints(observer);
-}
-
-/** The trigger store on the same database as a store `openStore` opened (migrated with it). */
-export function triggerStoreOf(store: SessionStore): TriggerStore {
-  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.triggers();
-  throw new InvalidConfigError('this session store keeps no trigger state');
-}
-
-/** The transcript store on the same database as a store `openStore` opened (migrated with it). */
-export function transcriptStoreOf(store: SessionStore): TranscriptStore {
-  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.transcripts();
-  throw new InvalidConfigError('this session store keeps no transcripts');
-}
-
-/** The Slack installations on the same database as a store `openStore` opened (migrated with it). */
-export function installationRowsOf(store: SessionStore): InstallationRows {
-  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.installations();
-  throw new InvalidConfigError('this session store keeps no Slack installations');
-}
-
-/** Feedback on answers on the same database as a store `openStore` opened (migrated with it). */
-export function feedbackRowsOf(store: SessionStore): FeedbackRows | undefined {
-  if (store instanceof SqliteStore || store instanceof PostgresStore) return store.feedback();
-  return undefined;
 }

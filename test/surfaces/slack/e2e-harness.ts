@@ -12,7 +12,7 @@ import type { EngineTimings } from '../../../src/core/session/timings.js';
 import type { SessionStore } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { dialectSpec } from '../../../src/dialects/index.js';
-import { feedbackRowsOf } from '../../../src/store/open.js';
+import { bundleOf } from '../../../src/store/open.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import type { FeedbackCounter } from '../../../src/surfaces/slack/agent-app/feedback.js';
 import type { AnswerSettings } from '../../../src/surfaces/slack/answer/slack-answer.js';
@@ -256,7 +256,8 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     timings: { ...FAST_TIMINGS, ...options.timings },
   });
   await engine.start();
-  const feedbackRows = feedbackRowsOf(store);
+  // A store of the broker's own keeps feedback on the same database; a test's wrapper keeps none.
+  const feedbackRows = store instanceof SqliteStore ? bundleOf(store).feedback : undefined;
   const { port } = await slack.listen({
     inbound: engine,
     answerStructured: kagentAnswerer(engine, options.decisions),
