@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AnswerView } from '../../../src/core/answer.js';
 import type { ChatTarget } from '../../../src/core/ports.js';
+import { hitlRequestOf } from '../../../src/dialects/kagent-v1/hitl.js';
 import { type ThreadEvent, WebChatSurface } from '../../../src/surfaces/webchat/index.js';
 import { readStructured } from '../../../src/surfaces/webchat/structured.js';
 
@@ -135,6 +136,7 @@ describe("reading kagent's requests", () => {
   it('cuts long arguments for display and keeps every tool call', () => {
     const tools = Array.from({ length: 60 }, (_, i) => ({
       id: `c${i}`,
+      call_id: `call-${i}`,
       name: 'write',
       args: { body: 'x'.repeat(10_000) },
     }));
@@ -143,6 +145,21 @@ describe("reading kagent's requests", () => {
     expect(reading.tools).toHaveLength(60);
     expect(reading.tools[0]?.argsTruncated).toBe(true);
     expect(reading.tools[0]?.args.length).toBeLessThan(4_100);
+  });
+
+  it("shows nothing the answerer would refuse: it reads with the kagent-v1 dialect's own reader", () => {
+    const call = { id: 'c1', call_id: 'call-1', name: 'restart', args: {} };
+    expect(readStructured({ type: 'tool_approval_request', tools: [call] }).kind).toBe('approval');
+    // No call_id, an unknown field, or a pause two levels deep: the dialect refuses each.
+    const { call_id: _dropped, ...noCallId } = call;
+    for (const payload of [
+      { type: 'tool_approval_request', tools: [noCallId] },
+      { type: 'tool_approval_request', tools: [call], extra: true },
+      { type: 'tool_approval_request', tools: [call], nested: { tools: [call], nested: { tools: [call] } } },
+    ]) {
+      expect(readStructured(payload)).toEqual({ kind: 'unknown' });
+      expect(hitlRequestOf(payload)).toBeUndefined();
+    }
   });
 
   it('reads anything else as unknown, never throwing', () => {
