@@ -176,7 +176,7 @@ describe('the layers of the repository', () => {
       ].join('\n'),
     );
     const files = new Map([
-      ['src/surfaces/slack/app.ts', "import { S } from '../../store/open.js';"],
+      ['src/surfaces/slack/connection.ts', "import { S } from '../../store/open.js';"],
       ['src/surfaces/slack/fine.ts', "import { C } from '../../core/ports.js';"],
       ['src/core/x.ts', "import { A } from '../a2a/client.js';"],
       ['src/main.ts', "import { run } from './app/broker.js';"],
@@ -184,7 +184,7 @@ describe('the layers of the repository', () => {
       ['src/surfaces/slack/x.test.ts', "import { S } from '../../store/open.js';"],
     ]);
     expect(matrixBreaches(files, matrix)).toEqual([
-      'src/surfaces/slack/app.ts imports src/store/open.js (surfaces may import core, dialects)',
+      'src/surfaces/slack/connection.ts imports src/store/open.js (surfaces may import core, dialects)',
       'src/core/x.ts imports src/a2a/client.js (core may import nothing outside itself)',
       "src/observability/x.ts: src/observability has no line in docs/architecture.md's matrix",
     ]);
@@ -199,7 +199,7 @@ describe('the layers of the repository', () => {
       ['testkit/slack/x.ts', "const m = await import('../../bench/run.js');"],
       ['src/local/fine.ts', "import { q } from '../control/queue.js';"],
       ['src/core/x.test.ts', "import { h } from '../../test/helpers/y.js';"],
-      ['src/surfaces/webchat/x.ts', "import { s } from '../slack/app.js';"],
+      ['src/surfaces/webchat/x.ts', "import { s } from '../slack/connection.js';"],
     ]);
     expect(breaches(files)).toEqual([
       'src/core/x.ts imports test/helpers/y.js (the product imports no test, test kit or bench)',
@@ -207,7 +207,7 @@ describe('the layers of the repository', () => {
       'src/local/x.ts imports src/k8s/controller.js (local mode builds on the shared control plane only)',
       'bench/x.ts imports test/slack/fake-slack.js (the bench imports no test)',
       'testkit/slack/x.ts imports bench/run.js (the test kit imports no test and no bench)',
-      'src/surfaces/webchat/x.ts imports src/surfaces/slack/app.js (the surfaces never import each other)',
+      'src/surfaces/webchat/x.ts imports src/surfaces/slack/connection.js (the surfaces never import each other)',
     ]);
   });
 });

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadSlackConfig } from '../../src/config/slack.js';
 import { markdownForStream, markdownToMrkdwn } from '../../src/surfaces/slack/answer/mrkdwn.js';
-import { type ListenOptions, SlackConnection } from '../../src/surfaces/slack/app.js';
+import { type ListenOptions, SlackConnection } from '../../src/surfaces/slack/connection.js';
 import {
   SlackAuthError,
   type SlackRateLimitedError,

@@ -2,7 +2,7 @@
 
 export { SlackSurface } from './answer/surface.js';
 export { renderTriggerMessage, SlackTriggerThreads, TRIGGER_EVENT_TYPE } from './answer/trigger-threads.js';
-export { type ConnectOptions, type ListenOptions, SlackConnection } from './app.js';
+export { type ConnectOptions, type ListenOptions, SlackConnection } from './connection.js';
 export type { ApprovalAudit, DecisionListener } from './prompts/audit.js';
 export { PromptDesk } from './prompts/desk.js';
 export type { ApprovalBindings, ApprovalCounters } from './prompts/gate.js';

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSlackConfig } from '../../../src/config/slack.js';
-import { SlackConnection } from '../../../src/surfaces/slack/app.js';
+import { SlackConnection } from '../../../src/surfaces/slack/connection.js';
 import { SlackAuthError } from '../../../src/surfaces/slack/web-api/errors.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { IDLE_INBOUND } from '../../helpers/idle-inbound.js';

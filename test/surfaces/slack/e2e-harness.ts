@@ -16,7 +16,7 @@ import { bundleOf } from '../../../src/store/open.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import type { FeedbackCounter } from '../../../src/surfaces/slack/agent-app/feedback.js';
 import type { AnswerSettings } from '../../../src/surfaces/slack/answer/slack-answer.js';
-import { type ConnectOptions, SlackConnection } from '../../../src/surfaces/slack/app.js';
+import { type ConnectOptions, SlackConnection } from '../../../src/surfaces/slack/connection.js';
 import type { MethodBudget } from '../../../src/surfaces/slack/web-api/budget.js';
 import {
   type FakeMessage,

@@ -14,7 +14,7 @@ import { WORKSPACE_REMOVED_REASON } from '../../../src/core/session/cancelling.j
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
-import { SlackConnection } from '../../../src/surfaces/slack/app.js';
+import { SlackConnection } from '../../../src/surfaces/slack/connection.js';
 import { WorkspaceNotInstalledError } from '../../../src/surfaces/slack/installations/store.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { answer, slowHeaders } from '../../agents/behaviours.js';

@@ -22,7 +22,7 @@ import { SlackRateLimitedError, SlackUnavailableError } from './errors.js';
  *
  * An ended wait (`halt` aborted) never settles: a rejection would reach @slack/socket-mode's
  * reconnection, which does not catch it (an unhandled rejection ends the process). The broker
- * stops waiting on its side instead (app.ts races the start against its signal); the pending
+ * stops waiting on its side instead (connection.ts races the start against its signal); the pending
  * call holds no timer and no socket.
  */
 export interface PatientFetchOptions {
