@@ -8,14 +8,14 @@ import {
   OutcomeUnknownError,
   StreamIdleError,
 } from '../../src/core/agent/errors.js';
+import { failureOf } from '../helpers/stream.js';
 import {
   type CardOptions,
   type ContractAgent,
   stall,
   startContractAgent,
   trickle,
-} from '../agents/contract-agent.js';
-import { failureOf } from '../helpers/stream.js';
+} from '../peers/contract-agent/contract-agent.js';
 
 /**
  * Defect: a body that trickles (headers, then one byte a second) or stalls was never timed out:

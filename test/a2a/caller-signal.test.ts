@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
 import { LostConnectionError, OutcomeUnknownError } from '../../src/core/agent/errors.js';
 import type { StreamEvent } from '../../src/core/agent/model.js';
+import { answerText, collect } from '../helpers/stream.js';
 import {
   answer,
   type ContractAgent,
@@ -10,8 +11,7 @@ import {
   silentStream,
   stall,
   startContractAgent,
-} from '../agents/contract-agent.js';
-import { answerText, collect } from '../helpers/stream.js';
+} from '../peers/contract-agent/contract-agent.js';
 
 // A call's signal (CallOptions.signal) is the caller's way to stop it: the driver's stop, the
 // engine's, a follow cut once the turn settled. The client wires it to the HTTP exchange with a

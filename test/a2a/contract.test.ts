@@ -22,6 +22,7 @@ import {
 } from '../../src/core/agent/errors.js';
 import { namesTaskAndContext } from '../../src/core/agent/model.js';
 import { InvalidConfigError } from '../../src/core/errors.js';
+import { answerText, collect, failureOf, idsOf, lastState } from '../helpers/stream.js';
 import {
   answer,
   bareMessage,
@@ -44,8 +45,7 @@ import {
   splitFrames,
   startContractAgent,
   wrongId,
-} from '../agents/contract-agent.js';
-import { answerText, collect, failureOf, idsOf, lastState } from '../helpers/stream.js';
+} from '../peers/contract-agent/contract-agent.js';
 
 const HITL = 'https://kagent.dev/extensions/hitl/v1';
 

@@ -6,14 +6,14 @@ import type { CallReport } from '../../src/a2a/telemetry.js';
 import { MalformedResponseError } from '../../src/core/agent/errors.js';
 import type { StreamEvent } from '../../src/core/agent/model.js';
 import type { ReadyEvents } from '../../src/core/ports.js';
+import { answerText, collect } from '../helpers/stream.js';
 import {
   answer,
   type ContractAgent,
   invalidEvent,
   script,
   startContractAgent,
-} from '../agents/contract-agent.js';
-import { answerText, collect } from '../helpers/stream.js';
+} from '../peers/contract-agent/contract-agent.js';
 
 // The streaming call is an iterator written by hand (src/a2a/streaming.ts), not an async
 // generator. What a generator gave for free is pinned here: laziness, calls made while one is

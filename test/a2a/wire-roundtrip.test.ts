@@ -3,9 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { v0_3 } from '../../src/a2a/wire/v0_3/codec.js';
 import { v1_0 } from '../../src/a2a/wire/v1_0/codec.js';
 import { MalformedResponseError } from '../../src/core/agent/errors.js';
-import { type AgentEvent, encodeStreamResult, type StoredPart, type TaskState } from '../agents/wire.js';
+import {
+  type AgentEvent,
+  encodeStreamResult,
+  type StoredPart,
+  type TaskState,
+} from '../peers/contract-agent/wire.js';
 
-// The test agent's encoders (test/agents/wire.ts) were written apart from our codecs; the same
+// The test agent's encoders (test/peers/contract-agent/wire.ts) were written apart from our codecs; the same
 // event encoded at 1.0 and at 0.3 must decode to one internal event (ids, states, parts, flags).
 
 const states: TaskState[] = [

@@ -14,7 +14,7 @@ import {
   script,
   slowHeaders,
   type WireVersion,
-} from '../agents/contract-agent.js';
+} from '../peers/contract-agent/contract-agent.js';
 import { check, checkJson, closeAgents, deadPort, failed, METHOD, rule, start, statuses } from './helpers.js';
 
 afterEach(closeAgents);

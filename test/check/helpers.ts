@@ -6,7 +6,7 @@ import {
   type ContractAgent,
   type ContractAgentOptions,
   startContractAgent,
-} from '../agents/contract-agent.js';
+} from '../peers/contract-agent/contract-agent.js';
 
 /** One run of the checker with its output captured, as the binary would print it. */
 export interface CheckRun {

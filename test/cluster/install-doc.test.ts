@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ContractAgent } from '../agents/contract-agent.js';
+import type { ContractAgent } from '../peers/contract-agent/contract-agent.js';
 import { ClusterClient, clusterInfo, eventually, ROOT } from './harness.js';
 import { agentOnTheNode, type NodeSlack, slackOnTheNode } from './peers.js';
 

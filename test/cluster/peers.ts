@@ -1,12 +1,12 @@
 import { expect } from 'vitest';
 import { mentionEvent, sendSlackEvent } from '../../testkit/slack/events.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
+import { startTcpProxy, type TcpProxy } from '../faults/tcp-proxy.js';
 import {
   type ContractAgent,
   type ContractAgentOptions,
   startContractAgent,
-} from '../agents/contract-agent.js';
-import { startTcpProxy, type TcpProxy } from '../faults/tcp-proxy.js';
+} from '../peers/contract-agent/contract-agent.js';
 import { type ClusterClient, eventually } from './harness.js';
 
 /**

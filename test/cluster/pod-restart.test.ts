@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ContractAgent } from '../agents/contract-agent.js';
+import type { ContractAgent } from '../peers/contract-agent/contract-agent.js';
 import { ClusterClient, clusterInfo, eventually } from './harness.js';
 import {
   agentOnTheNode,

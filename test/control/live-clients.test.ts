@@ -3,7 +3,7 @@ import { CardChecker } from '../../src/control/card-check.js';
 import { LiveClients } from '../../src/control/live-clients.js';
 import type { LiveSpec } from '../../src/control/reconcile/binding.js';
 import { LiveRegistry } from '../../src/core/registry.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /** Live clients and card checks against the contract agent over real HTTP. */
 

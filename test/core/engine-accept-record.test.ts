@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Commit, SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { answer, script } from '../agents/behaviours.js';
-import type { WireVersion } from '../agents/contract-agent.js';
 import { type Harness, startHarness, untilEvent } from '../helpers/engine-harness.js';
 import { FakeSurface } from '../helpers/fake-surface.js';
+import { answer, script } from '../peers/contract-agent/behaviours.js';
+import type { WireVersion } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * R-7: the task a send's stream names is recorded at once, and the engine reads the stream on

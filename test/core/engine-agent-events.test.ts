@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Step } from '../agents/behaviours.js';
-import { rpcError, script } from '../agents/contract-agent.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
+import type { Step } from '../peers/contract-agent/behaviours.js';
+import { rpcError, script } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * `agent.event` is one engine event per event of an agent's stream, thousands for a long

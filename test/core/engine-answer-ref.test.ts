@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Commit, SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { answer } from '../agents/behaviours.js';
-import type { WireVersion } from '../agents/contract-agent.js';
 import { type Harness, startHarness, untilEvent } from '../helpers/engine-harness.js';
+import { answer } from '../peers/contract-agent/behaviours.js';
+import type { WireVersion } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * The ref of the message that shows a turn's answer is saved so that a later driver (after a

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { STOP_REASON } from '../../src/core/session/cancelling.js';
-import { answer, httpStatus, rpcError } from '../agents/contract-agent.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
+import { answer, httpStatus, rpcError } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * SessionEngine.cancel: a person's stop of the running task. CancelTask goes to the agent with

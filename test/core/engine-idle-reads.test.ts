@@ -3,8 +3,8 @@ import type { EngineEvent } from '../../src/core/events.js';
 import type { SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { queuedTurn } from '../../testkit/turns.js';
-import { answer } from '../agents/behaviours.js';
 import { sentMessages, startHarness, untilEvent } from '../helpers/engine-harness.js';
+import { answer } from '../peers/contract-agent/behaviours.js';
 
 /**
  * What a driver does not read back. On a store only this process writes, a new thread's first

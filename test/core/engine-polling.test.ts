@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PollingSettings } from '../../src/core/ports.js';
 import { SessionEngine } from '../../src/core/session/engine.js';
-import { answer, bareMessage, dropBeforeHeaders, httpStatus, rpcError } from '../agents/contract-agent.js';
 import {
   FAST_TIMINGS,
   type Harness,
@@ -9,6 +8,13 @@ import {
   sentMessages,
   startHarness,
 } from '../helpers/engine-harness.js';
+import {
+  answer,
+  bareMessage,
+  dropBeforeHeaders,
+  httpStatus,
+  rpcError,
+} from '../peers/contract-agent/contract-agent.js';
 
 /**
  * The P rows against the contract agent without streaming: a Binding whose backend polls sends

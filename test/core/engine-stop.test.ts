@@ -4,9 +4,9 @@ import { SessionEngine } from '../../src/core/session/engine.js';
 import type { SessionKey } from '../../src/core/store.js';
 import { a2aDialect } from '../../src/dialects/a2a.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { startContractAgent } from '../agents/contract-agent.js';
 import { BINDING, FAST_TIMINGS, MapRegistry } from '../helpers/engine-harness.js';
 import { FakeSurface } from '../helpers/fake-surface.js';
+import { startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * SQLite that says it is shared, so two engines in one process use session leases on it as

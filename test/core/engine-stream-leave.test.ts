@@ -3,8 +3,8 @@ import type { StreamEvent } from '../../src/core/agent/model.js';
 import type { AgentClient } from '../../src/core/ports.js';
 import type { Commit, SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { answer, script } from '../agents/behaviours.js';
 import { BINDING, type Harness, startHarness, untilEvent } from '../helpers/engine-harness.js';
+import { answer, script } from '../peers/contract-agent/behaviours.js';
 
 /**
  * The engine reads a stream by hand (held events first, `next()` when none is held), not with

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { answer, dropAfter, trickle } from '../agents/contract-agent.js';
 import { type Harness, type HarnessOptions, startHarness } from '../helpers/engine-harness.js';
+import { answer, dropAfter, trickle } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * Defect: an agent that sends headers and then one byte a second hung the turn for ever, so the

@@ -1,5 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  type Harness,
+  type HarnessOptions,
+  type SentMessage,
+  sentMessages,
+  sentText,
+  startHarness,
+} from '../helpers/engine-harness.js';
+import {
   answer,
   bareMessage,
   dropBeforeHeaders,
@@ -9,15 +17,7 @@ import {
   rpcError,
   script,
   silentStream,
-} from '../agents/contract-agent.js';
-import {
-  type Harness,
-  type HarnessOptions,
-  type SentMessage,
-  sentMessages,
-  sentText,
-  startHarness,
-} from '../helpers/engine-harness.js';
+} from '../peers/contract-agent/contract-agent.js';
 
 describe.each(['1.0', '0.3'] as const)('session engine against the contract agent at %s', (version) => {
   const harnesses: Harness[] = [];

@@ -6,7 +6,7 @@ import pg from 'pg';
 import type { SessionStore } from '../../src/core/store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { startContractAgent, type WireVersion } from '../agents/contract-agent.js';
+import { startContractAgent, type WireVersion } from '../peers/contract-agent/contract-agent.js';
 import { startChatServer } from './chat-server.js';
 import { CRASH_TIMINGS, crashMessages, crashTurnId, killChild, prng, startEngineChild } from './children.js';
 import type { ChildConfig } from './engine-child.js';

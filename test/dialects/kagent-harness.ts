@@ -1,6 +1,6 @@
 import { dialectSpec } from '../../src/dialects/index.js';
-import type { CardOptions, WireVersion } from '../agents/contract-agent.js';
 import { APPROVER, type Harness, type HarnessOptions, startHarness } from '../helpers/engine-harness.js';
+import type { CardOptions, WireVersion } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * The engine harness wired the way a kagent-v1 Binding is: the endpoint and extensions come from

@@ -6,8 +6,8 @@ import {
   toolApprovalResponse,
   KAGENT_HITL_EXTENSION as URI,
 } from '../../src/dialects/kagent-v1/index.js';
-import { kagentApproval, kagentAskUser, kagentMalformed } from '../agents/contract-agent.js';
 import { type SentMessage, sentMessages, sentText } from '../helpers/engine-harness.js';
+import { kagentApproval, kagentAskUser, kagentMalformed } from '../peers/contract-agent/contract-agent.js';
 import {
   AGENT_PATH,
   type KagentHarness,

@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { httpStatus, rpcError, rpcErrorObject, script, type WireVersion } from '../agents/contract-agent.js';
 import type { HarnessOptions } from '../helpers/engine-harness.js';
+import {
+  httpStatus,
+  rpcError,
+  rpcErrorObject,
+  script,
+  type WireVersion,
+} from '../peers/contract-agent/contract-agent.js';
 import {
   AGENT_TEXT,
   arrange,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { killRun } from '../crash/kill-run.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { faultSeeds } from './seeds.js';
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { answer, dropAfter, httpStatus, rpcError, stall } from '../agents/contract-agent.js';
 import { type Harness, type HarnessOptions, startHarness } from '../helpers/engine-harness.js';
+import { answer, dropAfter, httpStatus, rpcError, stall } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * Fault matrix, polling: an agent that does not stream, followed with GetTask only (P rows), and

@@ -3,10 +3,10 @@ import { type Clock, systemClock } from '../../src/core/clock.js';
 import type { EngineEvent } from '../../src/core/events.js';
 import { SessionEngine } from '../../src/core/session/engine.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { answer } from '../agents/contract-agent.js';
+import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { FAST_TIMINGS, type Harness, startHarness } from '../helpers/engine-harness.js';
 import { FakeSurface } from '../helpers/fake-surface.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { answer } from '../peers/contract-agent/contract-agent.js';
 import { settledTurn } from './stages.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 

@@ -11,8 +11,8 @@ import {
 } from '../../src/surfaces/slack/web-api/errors.js';
 import { mentionEvent } from '../../testkit/slack/events.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
-import { answer } from '../agents/contract-agent.js';
 import { IDLE_INBOUND } from '../helpers/idle-inbound.js';
+import { answer } from '../peers/contract-agent/contract-agent.js';
 import {
   type SlackHarness,
   type SlackHarnessOptions,

@@ -7,10 +7,10 @@ import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { answer, type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { type ChatServer, startChatServer } from '../crash/chat-server.js';
 import { crashTurnId, killChild, startEngineChild } from '../crash/children.js';
 import type { ChildConfig } from '../crash/engine-child.js';
+import { answer, type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * Fault matrix: the SQLite disk fills up under a running broker. The "disk" is the broker

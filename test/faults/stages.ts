@@ -1,4 +1,5 @@
 import type { EngineEvent } from '../../src/core/events.js';
+import { type Harness, type HarnessOptions, startHarness } from '../helpers/engine-harness.js';
 import {
   answer,
   type Behaviour,
@@ -6,8 +7,7 @@ import {
   dropAfter,
   dropBeforeHeaders,
   type WireVersion,
-} from '../agents/contract-agent.js';
-import { type Harness, type HarnessOptions, startHarness } from '../helpers/engine-harness.js';
+} from '../peers/contract-agent/contract-agent.js';
 
 /**
  * The fault matrix's stages: where in a turn's life a fault is injected, and how a scenario

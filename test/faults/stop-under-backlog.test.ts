@@ -6,9 +6,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildPageScript } from '../../scripts/build-webchat.js';
 import { type RunningLocal, startLocal } from '../../src/app/local.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
-import { type ContractAgent, type Step, script, startContractAgent } from '../agents/contract-agent.js';
 import { capturingLogger, eventually } from '../k8s/cluster-helpers.js';
 import { freePort } from '../k8s/processes.js';
+import {
+  type ContractAgent,
+  type Step,
+  script,
+  startContractAgent,
+} from '../peers/contract-agent/contract-agent.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Step, script } from '../agents/contract-agent.js';
+import { type Step, script } from '../peers/contract-agent/contract-agent.js';
 import { type SlackHarness, startSlackHarness } from '../surfaces/slack/e2e-harness.js';
 
 /**

@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { oversizedBody, oversizedEvent, script, stall, trickle } from '../agents/contract-agent.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
+import {
+  oversizedBody,
+  oversizedEvent,
+  script,
+  stall,
+  trickle,
+} from '../peers/contract-agent/contract-agent.js';
 import {
   arrange,
   type Fault,

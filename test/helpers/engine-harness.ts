@@ -14,7 +14,7 @@ import {
   type ContractAgentOptions,
   startContractAgent,
   type WireVersion,
-} from '../agents/contract-agent.js';
+} from '../peers/contract-agent/contract-agent.js';
 import { FakeSurface } from './fake-surface.js';
 
 /**

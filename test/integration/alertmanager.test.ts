@@ -15,8 +15,8 @@ import { TRIGGER_EVENT_TYPE } from '../../src/surfaces/slack/answer/trigger-thre
 import type { MessageView, ThreadSummary, ThreadView } from '../../src/surfaces/webchat/view.js';
 import { Triggers } from '../../src/triggers/index.js';
 import type { FakeMessage } from '../../testkit/slack/index.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { alertmanagerMissing, type RunningAlertmanager, startAlertmanager } from '../helpers/alertmanager.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 import { BINDING, CHANNEL, type SlackHarness, startSlackHarness } from '../surfaces/slack/e2e-harness.js';
 import { CountingObserver } from '../triggers/harness.js';
 

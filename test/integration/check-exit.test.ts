@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ContractAgent, startContractAgent, trickle } from '../agents/contract-agent.js';
+import { type ContractAgent, startContractAgent, trickle } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * Defect: against an agent whose card trickled in (headers, then a byte now and then),

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { type ChatServer, startChatServer } from '../crash/chat-server.js';
 import {
   CRASH_TIMINGS,
@@ -14,6 +13,7 @@ import {
   startEngineChild as startChild,
 } from '../crash/children.js';
 import type { ChildConfig } from '../crash/engine-child.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 const SEEDS = Array.from({ length: Number(process.env.CRASH_SEEDS ?? 4) }, (_, i) => 1000 + i);
 const THREADS = 4;

@@ -13,7 +13,6 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDockerfile } from '../../scripts/image-tree.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { goAvailable, startCluster, type TestCluster } from '../k8s/apiserver.js';
 import { Cluster, eventually } from '../k8s/cluster-helpers.js';
 import {
@@ -25,6 +24,7 @@ import {
 } from '../k8s/controller-process.js';
 import { CHART, deploymentShape, helmBinary, resolveEnv, runHelm, setArgs } from '../k8s/helm.js';
 import { parseCreateRoleBinding, runCreateRoleBinding } from '../k8s/kubectl.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
 
 const HAS_GO = goAvailable();

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningController, startController } from '../../src/app/controller.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually } from '../k8s/cluster-helpers.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
 
 const HAS_GO = goAvailable();

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LiveRegistry } from '../../src/core/registry.js';
 import { type DemoAgent, startDemoAgent } from '../../src/demo/demo-agent.js';
 import { Controller } from '../../src/k8s/controller.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { INVALID, VALID } from '../control/crd-fixtures.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually, refusal } from '../k8s/cluster-helpers.js';
 import { EXAMPLE_FILES, exampleDocuments } from '../k8s/examples.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * The controller against a real kube-apiserver and etcd (test/k8s/apiserver.ts builds them from

@@ -4,9 +4,9 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LiveRegistry } from '../../src/core/registry.js';
 import { Controller } from '../../src/k8s/controller.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, eventually } from '../k8s/cluster-helpers.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * Several replicas on a real API server: one leader by a coordination.k8s.io/v1 Lease writes

@@ -2,10 +2,10 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LiveRegistry } from '../../src/core/registry.js';
 import { Controller } from '../../src/k8s/controller.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { type ApiProxy, startApiProxy } from '../k8s/api-proxy.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, eventually } from '../k8s/cluster-helpers.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * The controller when the API server misbehaves, through a proxy in front of a real one: a

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LiveRegistry } from '../../src/core/registry.js';
 import { Controller } from '../../src/k8s/controller.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually } from '../k8s/cluster-helpers.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * Defect: card reads ran on the reconcile workers every namespace shares, and a card that

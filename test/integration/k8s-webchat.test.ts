@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { buildPageScript } from '../../scripts/build-webchat.js';
 import { type RunningController, startController } from '../../src/app/controller.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { goAvailable, startCluster, type TestCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually } from '../k8s/cluster-helpers.js';
 import { type SdkAgent, startSdkAgent } from '../peers/js-sdk-agent.js';

@@ -11,16 +11,6 @@ import { KAGENT_HITL_EXTENSION } from '../../src/dialects/index.js';
 import { createLogger } from '../../src/observability/logging.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import {
-  answer,
-  type ContractAgent,
-  dropAfter,
-  httpStatus,
-  kagentApproval,
-  rpcError,
-  script,
-  startContractAgent,
-} from '../agents/contract-agent.js';
-import {
   freePort,
   parseExposition,
   prometheusMissing,
@@ -30,6 +20,16 @@ import {
   sampleValue,
   startPrometheus,
 } from '../observability/prometheus.js';
+import {
+  answer,
+  type ContractAgent,
+  dropAfter,
+  httpStatus,
+  kagentApproval,
+  rpcError,
+  script,
+  startContractAgent,
+} from '../peers/contract-agent/contract-agent.js';
 import { mentionEvent, sendSlackEvent } from '../slack/events.js';
 
 /**

@@ -2,9 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineEvent } from '../../src/core/events.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { queuedTurn } from '../../testkit/turns.js';
-import { answer } from '../agents/behaviours.js';
-import { startContractAgent } from '../agents/contract-agent.js';
 import { startChatServer } from '../crash/chat-server.js';
 import {
   CRASH_TIMINGS,
@@ -14,7 +13,8 @@ import {
 } from '../crash/children.js';
 import type { ChildConfig } from '../crash/engine-child.js';
 import { startHarness, untilEvent } from '../helpers/engine-harness.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { answer } from '../peers/contract-agent/behaviours.js';
+import { startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 // Several replicas on one PostgreSQL: each session is driven by one replica at a time through
 // a lease; when a replica dies, another takes its sessions over and follows their tasks.

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../src/a2a/client.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { STOP_REFUSED } from '../../src/surfaces/slack/agent-app/stop.js';
-import { answer, type RecordedRequest, startContractAgent } from '../agents/contract-agent.js';
+import { answer, type RecordedRequest, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 import { sendSlackEvent } from '../slack/events.js';
 import {
   ADA,

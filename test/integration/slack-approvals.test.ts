@@ -10,7 +10,7 @@ import { escapeSlack } from '../../src/surfaces/slack/answer/mrkdwn.js';
 import { SlackConnection } from '../../src/surfaces/slack/connection.js';
 import type { ApprovalAudit } from '../../src/surfaces/slack/prompts/audit.js';
 import type { FakeMessage } from '../../testkit/slack/index.js';
-import { kagentApproval, kagentAskUser } from '../agents/contract-agent.js';
+import { kagentApproval, kagentAskUser } from '../peers/contract-agent/contract-agent.js';
 import { blockActionsPayload, sendSlackInteraction } from '../slack/events.js';
 import {
   ADA,

@@ -15,7 +15,7 @@ import {
   rpcError,
   script,
   slowHeaders,
-} from '../agents/contract-agent.js';
+} from '../peers/contract-agent/contract-agent.js';
 import { mentionEvent, messageEvent, sendSlackEvent } from '../slack/events.js';
 import {
   ADA,

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildPageScript } from '../../scripts/build-webchat.js';
 import { type RunningLocal, startLocal } from '../../src/app/local.js';
 import { createLogger } from '../../src/observability/logging.js';
-import { answer, script } from '../agents/contract-agent.js';
+import { answer, script } from '../peers/contract-agent/contract-agent.js';
 import { startWebChatHarness, TOKEN, type WebChatHarness } from '../surfaces/webchat/harness.js';
 
 /**

@@ -13,8 +13,8 @@ import {
   type ReloadOutcome,
   startLocalManifests,
 } from '../../src/local/index.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { answerText, collect, lastState } from '../helpers/stream.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 const logger = pino({ level: 'silent' });
 const EXAMPLE = fileURLToPath(new URL('../../examples/local.yaml', import.meta.url));

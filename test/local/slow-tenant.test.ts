@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LiveRegistry } from '../../src/core/registry.js';
 import { type LocalManifestsHandle, startLocalManifests } from '../../src/local/index.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
 import { capturingLogger, eventually } from '../k8s/cluster-helpers.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * Defect: local mode read every card through one queue of four, shared by every namespace, so

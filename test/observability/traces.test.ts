@@ -11,9 +11,9 @@ import { a2aDialect } from '../../src/dialects/a2a.js';
 import { startTracing, type Tracing, tracingConfig } from '../../src/observability/tracing.js';
 import { OtelTurnTracer } from '../../src/observability/turn-tracer.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { type ContractAgent, script, startContractAgent } from '../agents/contract-agent.js';
 import { FAST_TIMINGS, MapRegistry } from '../helpers/engine-harness.js';
 import { FakeSurface } from '../helpers/fake-surface.js';
+import { type ContractAgent, script, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.js';
 
 /**

@@ -7,8 +7,9 @@
  *
  * Exits 1 when any turn was lost or duplicated, listing the seeds to replay with FAULT_SEEDS.
  */
+
+import { startPostgres } from '../../testkit/postgres.js';
 import { type KillFigures, type KillStore, killRun } from '../crash/kill-run.js';
-import { startPostgres } from '../helpers/postgres.js';
 
 const runs = Number(process.env.SOAK_RUNS ?? 200);
 const stores = (process.env.SOAK_STORES ?? 'sqlite,postgres').split(',') as KillStore[];

@@ -3,10 +3,10 @@ import { A2AClient } from '../../src/a2a/client.js';
 import { SessionEngine } from '../../src/core/session/engine.js';
 import { a2aDialect } from '../../src/dialects/a2a.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { type ContractAgent, startContractAgent } from '../agents/contract-agent.js';
+import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { FAST_TIMINGS, MapRegistry } from '../helpers/engine-harness.js';
 import { FakeSurface } from '../helpers/fake-surface.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
 import { BINDING, notification, startTriggerHarness, type TriggerHarness, until } from './harness.js';
 
 /**

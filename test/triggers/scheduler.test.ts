@@ -3,7 +3,7 @@ import type { TriggerStore } from '../../src/core/trigger-store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { compileSchedule } from '../../src/triggers/index.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { ManualClock } from '../surfaces/slack/manual-clock.js';
 import { startTriggerHarness, type TriggerHarness, triggerConfig, until } from './harness.js';
 

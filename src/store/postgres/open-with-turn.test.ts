@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
+import { startPostgres, type TestPostgres } from '../../../testkit/postgres.js';
 import { queuedTurn } from '../../../testkit/turns.js';
 import { StoreError } from '../../core/errors.js';
 import { type NewSession, type NewTurn, type SessionRecord, sessionIdOf } from '../../core/store.js';

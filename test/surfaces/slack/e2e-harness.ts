@@ -24,13 +24,13 @@ import {
   type FakeSlackOptions,
   startFakeSlack,
 } from '../../../testkit/slack/index.js';
+import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
 import {
   type ContractAgent,
   type ContractAgentOptions,
   startContractAgent,
   type WireVersion,
-} from '../../agents/contract-agent.js';
-import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
+} from '../../peers/contract-agent/contract-agent.js';
 import {
   blockActionsPayload,
   mentionEvent,

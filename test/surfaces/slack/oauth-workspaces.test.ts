@@ -17,9 +17,9 @@ import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { SlackConnection } from '../../../src/surfaces/slack/connection.js';
 import { WorkspaceNotInstalledError } from '../../../src/surfaces/slack/installations/store.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
-import { answer, slowHeaders } from '../../agents/behaviours.js';
-import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';
 import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
+import { answer, slowHeaders } from '../../peers/contract-agent/behaviours.js';
+import { type ContractAgent, startContractAgent } from '../../peers/contract-agent/contract-agent.js';
 import { mentionEvent, sendSlackEvent } from '../../slack/events.js';
 
 /**

@@ -10,8 +10,8 @@ import {
   HANDED_OVER,
 } from '../../../src/surfaces/slack/inbound/hand-over.js';
 
-import { slowHeaders } from '../../agents/behaviours.js';
-import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';
+import { slowHeaders } from '../../peers/contract-agent/behaviours.js';
+import { type ContractAgent, startContractAgent } from '../../peers/contract-agent/contract-agent.js';
 import { ADA, BINDING, CHANNEL, type SlackHarness, startSlackHarness } from './e2e-harness.js';
 
 /**

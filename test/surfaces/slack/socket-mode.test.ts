@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { markdownForStream } from '../../../src/surfaces/slack/answer/mrkdwn.js';
-import { answer } from '../../agents/contract-agent.js';
+import { answer } from '../../peers/contract-agent/contract-agent.js';
 import {
   ADA,
   BINDING,

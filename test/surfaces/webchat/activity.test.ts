@@ -5,7 +5,7 @@ import { WebChatActivity, webChatThreadOf } from '../../../src/surfaces/webchat/
 import { activityText } from '../../../src/surfaces/webchat/page/activity.js';
 import { ThreadBook } from '../../../src/surfaces/webchat/threads.js';
 import type { ActivityView, ThreadEvent, ThreadSummary } from '../../../src/surfaces/webchat/view.js';
-import { script } from '../../agents/contract-agent.js';
+import { script } from '../../peers/contract-agent/contract-agent.js';
 import { BINDING, startWebChatHarness, type WebChatHarness } from './harness.js';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');

@@ -8,7 +8,7 @@ import {
   type ThreadView,
   WebChatSurface,
 } from '../../../src/surfaces/webchat/index.js';
-import { answer, script } from '../../agents/contract-agent.js';
+import { answer, script } from '../../peers/contract-agent/contract-agent.js';
 import { BINDING, HITL_METADATA_KEY, startWebChatHarness, TOKEN, type WebChatHarness } from './harness.js';
 
 let h: WebChatHarness | undefined;

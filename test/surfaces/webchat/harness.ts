@@ -18,8 +18,8 @@ import {
   type WebChat,
   WebChatSurface,
 } from '../../../src/surfaces/webchat/index.js';
-import { type ContractAgent, startContractAgent } from '../../agents/contract-agent.js';
 import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
+import { type ContractAgent, startContractAgent } from '../../peers/contract-agent/contract-agent.js';
 
 /**
  * The web chat over real HTTP with the real engine, SQLite in memory and the contract test
