@@ -162,13 +162,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
               // OAuth mode keeps each workspace's installation beside the sessions.
               ...(slackConfig.oauth === undefined ? {} : { installations: o.stores.installations }),
             });
-      let scan = (): void => undefined;
-      let cancel = async (_workspaceId: string): Promise<unknown> => undefined;
-      const gated = await gateInstalledWorkspaces(slack, o.registry, {
-        logger,
-        scan: () => scan(),
-        cancel: (workspaceId) => cancel(workspaceId),
-      });
+      const gated = await gateInstalledWorkspaces(slack, o.registry, logger);
       stops.push(async () => gated.stop());
       // Each surface shows the agent working from the engine's events.
       const sinks: EventSink[] = [...(o.sinks ?? [])];
@@ -184,8 +178,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         tracer: obs.turns,
         ...(o.owner === undefined ? {} : { owner: o.owner }),
       });
-      scan = () => void engine.scan();
-      cancel = (workspaceId) => engine.cancelWorkspace('slack', workspaceId, WORKSPACE_REMOVED_REASON);
+      gated.follow(engine, WORKSPACE_REMOVED_REASON);
       obs.metrics.countActiveSessions(() => engine.activeSessions);
       const triggers = new Triggers({
         directory: o.triggerDirectory,

@@ -137,13 +137,7 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
     activity: { settleGraceMs: 50 },
   });
   const events: EngineEvent[] = [];
-  let scan = (): void => undefined;
-  let cancel = async (_team: string): Promise<unknown> => undefined;
-  const gated = await gateInstalledWorkspaces(slack, registry, {
-    logger,
-    scan: () => scan(),
-    cancel: (team) => cancel(team),
-  });
+  const gated = await gateInstalledWorkspaces(slack, registry, logger);
   const engine = new SessionEngine({
     store,
     registry: gated.registry,
@@ -156,8 +150,7 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
     },
     timings: FAST_TIMINGS,
   });
-  scan = () => void engine.scan();
-  cancel = (team) => engine.cancelWorkspace('slack', team, WORKSPACE_REMOVED_REASON);
+  gated.follow(engine, WORKSPACE_REMOVED_REASON);
   await engine.start();
   const { port } = await slack.listen({
     inbound: engine,
