@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../../core/clock.js';
 import { KourierError } from '../../../core/errors.js';
 import type { SlackApi } from '../web-api/client.js';
+import { GROUP_ID } from './payloads.js';
 
 /**
  * Who may approve a tool call (Q-5): the members of the Binding's approverGroups, Slack user
@@ -23,9 +24,6 @@ export type Membership =
   | { kind: 'not-member' }
   /** No group lists the person and at least one could not be read: nobody knows. */
   | { kind: 'unknown'; failed: string[] };
-
-/** Slack user group ids: `S` and letters or digits. Anything else is never looked up. */
-export const GROUP_ID = /^S[A-Z0-9]{2,30}$/;
 
 export class ApproverLookupError extends KourierError {
   constructor(readonly group: string) {

@@ -7,6 +7,9 @@ import { z } from 'zod';
  */
 
 const slackId = z.string().regex(/^[A-Z0-9]{2,40}$/);
+
+/** Slack user group ids: `S` and letters or digits. Anything else is never looked up. */
+export const GROUP_ID = /^S[A-Z0-9]{2,30}$/;
 const ts = z.string().regex(/^\d+\.\d+$/);
 
 export const pressSchema = z.object({

@@ -9,7 +9,7 @@ import {
 } from '../../../dialects/kagent-v1/index.js';
 import { escapeSlack } from '../answer/mrkdwn.js';
 import type { RenderedMessage } from '../answer/render.js';
-import { GROUP_ID } from './approvers.js';
+import { GROUP_ID } from './payloads.js';
 import type { PromptAction } from './token.js';
 
 /**

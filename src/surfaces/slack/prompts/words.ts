@@ -1,4 +1,4 @@
-import { GROUP_ID } from './approvers.js';
+import { GROUP_ID } from './payloads.js';
 
 /** What a prompt tells people, in the broker's own words (never an agent's). */
 export const WORDS = {
