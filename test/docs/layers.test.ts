@@ -69,7 +69,7 @@ const IMPORT = /(?:from|import)\s*\(?\s*['"](\.\.?\/[^'"]+)['"]/g;
  * The matrix of docs/architecture.md: each line `a, b ─► c, d (why)` says what a and b may
  * import; `nothing …` means no other folder. A parenthesis is a comment.
  */
-export function matrixOf(page: string): Map<string, Set<string>> {
+function matrixOf(page: string): Map<string, Set<string>> {
   const start = page.indexOf('Production code (tests aside) imports, folder by folder:');
   const open = page.indexOf('```', start);
   const close = page.indexOf('```', open + 3);

@@ -8,7 +8,7 @@ import { KAGENT_HITL_EXTENSION } from '../../src/dialects/kagent-v1/index.js';
 import { BrokerMetrics } from '../../src/observability/metrics.js';
 import { escapeSlack } from '../../src/surfaces/slack/answer/mrkdwn.js';
 import { SlackConnection } from '../../src/surfaces/slack/connection.js';
-import type { ApprovalAudit } from '../../src/surfaces/slack/prompts/audit.js';
+import type { ApprovalAudit } from '../../src/surfaces/slack/prompts/access.js';
 import type { FakeMessage } from '../../testkit/slack/index.js';
 import { kagentApproval, kagentAskUser } from '../peers/contract-agent/contract-agent.js';
 import { blockActionsPayload, sendSlackInteraction } from '../slack/events.js';

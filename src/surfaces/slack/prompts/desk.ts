@@ -17,38 +17,45 @@ import type { RenderedMessage } from '../answer/render.js';
 import type { People } from '../inbound/people.js';
 import type { SlackApi } from '../web-api/client.js';
 import { errorName, PromptsNotWiredError } from '../web-api/errors.js';
-import type { ApproverGroups } from './approvers.js';
-import { ApprovalAuditor, type DecisionListener } from './audit.js';
-import { type ApprovalBindings, type ApprovalCounters, ApprovalGate } from './gate.js';
-import { complete, type MarkOutcome, markPress, markSubmission, replyOf } from './marks.js';
+import type { ApproverGroups } from './access.js';
+import {
+  ApprovalAuditor,
+  type ApprovalBindings,
+  type ApprovalCounters,
+  ApprovalGate,
+  type DecisionListener,
+} from './access.js';
 import { PromptMessages } from './messages.js';
 import { answerModal, decodePlace, denyModal, readAnswerModal } from './modals.js';
+import type { PromptAction, PromptTokens } from './payloads.js';
 import { type Place, placeOfPress, pressSchema, submissionSchema } from './payloads.js';
 import {
   adoptShownMarks,
+  complete,
   inTurn,
   keyOf,
+  type MarkOutcome,
+  markPress,
+  markSubmission,
   modalPlace,
   openPrompt,
   PromptBook,
   type PromptState,
   promptOfPress,
+  replyOf,
 } from './state.js';
-import type { PromptAction, PromptTokens } from './token.js';
-import { ACTION_PREFIX } from './view.js';
-import { WORDS } from './words.js';
+import { ACTION_PREFIX, WORDS } from './view.js';
 
 /**
  * kagent's structured questions in Slack (Q-3, Q-5): the prompt with its buttons, the presses,
  * the modals, and the one answer each question gets. This is the desk that takes them in; the
- * parts it stands on are modules of their own: the payloads (payloads.ts), what this
- * process knows of each prompt (state.ts), what a press does to its marks
- * (marks.ts), who may decide (gate.ts), the audit (audit.ts), the
- * prompt's messages (messages.ts), its words (words.ts) and its Block Kit
- * (view.ts).
+ * parts it stands on are modules of their own: the payloads and the button tokens
+ * (payloads.ts), what this process knows of each prompt and what a press does to its marks
+ * (state.ts), who may decide and the audit of what was decided (access.ts), the prompt's
+ * messages (messages.ts), its Block Kit and words (view.ts) and its modals (modals.ts).
  *
- * - A press is authorised on every press, from the payload's user (gate.ts).
- * - A button carries an opaque token (token.ts); the pending question itself is the
+ * - A press is authorised on every press, from the payload's user (access.ts).
+ * - A button carries an opaque token (payloads.ts); the pending question itself is the
  *   engine's, durable in the store. A press is matched against the question pending now.
  * - Decisions per tool call are collected here until every call has one (or an "all" press
  *   decides the rest); then one structured reply goes to the answerer the composition root
@@ -64,7 +71,7 @@ import { WORDS } from './words.js';
  *   reason comes back as shown (cut to 500 characters). Two replicas updating one prompt at the
  *   same instant can drop one mark from the message: that call shows undecided and is pressed
  *   again; nothing is ever sent that the prompt did not show decided.
- * - Every decision sent is audited (audit.ts).
+ * - Every decision sent is audited (access.ts).
  */
 
 /** What the desk needs of the rest of the broker, given when the app starts listening. */

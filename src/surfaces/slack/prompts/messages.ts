@@ -3,12 +3,10 @@ import type { Clock } from '../../../core/clock.js';
 import type { RenderedMessage } from '../answer/render.js';
 import { retrying, type SlackApi } from '../web-api/client.js';
 import { errorName } from '../web-api/errors.js';
-import type { ApprovalGate } from './gate.js';
-import type { Place } from './payloads.js';
+import type { ApprovalGate } from './access.js';
+import type { Place, PromptTokens } from './payloads.js';
 import type { PromptState } from './state.js';
-import type { PromptTokens } from './token.js';
-import { promptMessage } from './view.js';
-import { WORDS } from './words.js';
+import { promptMessage, WORDS } from './view.js';
 
 /**
  * A prompt's messages in Slack: the prompt as its state shows it (view.ts renders it),

@@ -9,8 +9,9 @@ import {
 } from '../../../dialects/kagent-v1/index.js';
 import { escapeSlack } from '../answer/mrkdwn.js';
 import type { RenderedMessage } from '../answer/render.js';
-import { GROUP_ID } from './payloads.js';
-import type { PromptAction } from './token.js';
+import { GROUP_ID, type PromptAction } from './payloads.js';
+
+/** A prompt's Block Kit, and what it tells people in the broker's own words. */
 
 /**
  * kagent's structured questions as Block Kit (Q-3, Q-5): a tool approval shows each tool call
@@ -343,4 +344,30 @@ export function askUserMessage(model: PromptModel & { request: AskUserRequest })
 export function promptMessage(model: PromptModel): RenderedMessage {
   if (model.request.type === 'ask_user_request') return askUserMessage({ ...model, request: model.request });
   return approvalMessage(model);
+}
+
+/** What a prompt tells people, in the broker's own words (never an agent's). */
+export const WORDS = {
+  stale: 'This prompt is no longer waiting for an answer.',
+  alreadyDecided: (by: string | undefined) =>
+    by === undefined ? 'This was already decided.' : `This was already decided by ${mentionOrSomeone(by)}.`,
+  notApprover: (groups: readonly string[]) => {
+    const named = groups.filter((g) => GROUP_ID.test(g)).map((g) => `<!subteam^${g}>`);
+    return `Only members of ${named.join(', ')} can approve or deny these tool calls. Your press changed nothing.`;
+  },
+  lookupFailed:
+    'Agent Kourier could not check who may approve just now, so your press was not taken. Please try again in a moment.',
+  noGroups:
+    'No approver groups are set for this agent, so nobody can approve tool calls in Slack. Your press changed nothing.',
+  disabled: 'Tool approvals are not enabled for this agent. Your press changed nothing.',
+  failed: 'Agent Kourier could not record your answer just now. Please press again in a moment.',
+  timedOut: 'Not answered in time; the agent’s task was canceled.',
+  rejected: 'The agent did not take the answer; its task was canceled.',
+  superseded: 'No longer waiting: the agent asked something else.',
+  gone: 'No longer waiting for an answer.',
+};
+
+/** A person named in the broker's words: a mention, or 'someone' for an id that is not one. */
+function mentionOrSomeone(id: string): string {
+  return /^[UW][A-Z0-9]{2,30}$/.test(id) ? `<@${id}>` : 'someone';
 }

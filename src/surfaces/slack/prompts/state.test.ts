@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AskUserRequest, HitlRequest, ToolApprovalRequest } from '../../../dialects/kagent-v1/index.js';
-import { complete, markPress, markSubmission, replyOf } from './marks.js';
 import { REASON_ACTION, REASON_BLOCK } from './modals.js';
-import { openPrompt, type PromptState } from './state.js';
+import { complete, markPress, markSubmission, openPrompt, type PromptState, replyOf } from './state.js';
 
 const approval: ToolApprovalRequest = {
   type: 'tool_approval_request',
