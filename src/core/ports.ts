@@ -9,7 +9,7 @@ import type {
 import type { AnswerView } from './answer.js';
 import type { Actor } from './compose.js';
 import type { EngineEvent } from './events.js';
-import type { SessionKey } from './store.js';
+import type { FeedbackTold, SessionKey } from './store.js';
 import type { TraceContext } from './trace.js';
 
 /**
@@ -175,6 +175,8 @@ export type Inbound =
        * surface; stored with the turn, so a resend after a restart carries it again.
        */
       metadata?: Record<string, unknown>;
+      /** The presses that note tells, marked told in the turn's own write (AddTurnOptions). */
+      feedbackTold?: ReadonlyArray<FeedbackTold>;
     }
   | {
       kind: 'trigger';

@@ -1,3 +1,4 @@
+import type { FeedbackValue } from './feedback-store.js';
 /**
  * The durable state of the session engine (docs/architecture.md, "Durable state") and the port that
  * keeps it. Two implementations pass one shared suite: SQLite (default, one replica) and
@@ -150,6 +151,19 @@ export interface AddTurnOptions {
    * the turn is new is still decided by the turn itself (its id, its chat message).
    */
   inboundEvent?: string;
+  /**
+   * The feedback presses the turn's note tells the agent (its metadata carries them): marked
+   * told in this turn, in the turn's own write on SQLite (right after it on PostgreSQL), and only
+   * when the turn is new. A press changed since is told again later.
+   */
+  feedbackTold?: ReadonlyArray<FeedbackTold>;
+}
+
+/** A press a turn tells, as the feedback store keys it. */
+export interface FeedbackTold {
+  turnId: string;
+  actorId: string;
+  value: FeedbackValue;
 }
 
 /** A lease owner at a time: whose leases count as its own, and when the others' are live. */

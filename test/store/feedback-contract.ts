@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FeedbackRows } from '../../src/core/feedback-store.js';
+import { type SessionStore, sessionIdOf } from '../../src/core/store.js';
+import { queuedTurn } from '../../testkit/turns.js';
 
 /**
  * What every store's feedback rows must do (SQLite and PostgreSQL run it): the last press of a
@@ -8,10 +10,10 @@ import type { FeedbackRows } from '../../src/core/feedback-store.js';
  */
 export function feedbackContract(
   name: string,
-  open: () => Promise<{ rows: FeedbackRows; close: () => Promise<void> }>,
+  open: () => Promise<{ rows: FeedbackRows; sessions: SessionStore; close: () => Promise<void> }>,
 ): void {
   describe(`feedback on answers (${name})`, () => {
-    let opened: { rows: FeedbackRows; close: () => Promise<void> } | undefined;
+    let opened: { rows: FeedbackRows; sessions: SessionStore; close: () => Promise<void> } | undefined;
     afterEach(async () => {
       await opened?.close();
       opened = undefined;
@@ -34,6 +36,28 @@ export function feedbackContract(
       expect(await rows.untold('s1', 10)).toEqual([
         { turnId: 't1', taskId: 'task-1', actorId: 'U1', value: 'positive', updatedAt: 4 },
       ]);
+    });
+
+    it('marks a note’s presses told in the turn that carries them, and only when that turn is new', async () => {
+      opened = await open();
+      const { rows, sessions } = opened;
+      const key = { surface: 'slack', workspaceId: 'T1', channelId: 'C1', threadId: '1.0' };
+      const sessionId = sessionIdOf(key);
+      await rows.press({ ...base, sessionId, value: 'negative', now: 1 });
+      const add = async (id: string, chatMessageId: string) =>
+        sessions.openSessionAndAddTurn(
+          { key, binding: 'team/agent', now: 2 },
+          (session) => queuedTurn({ id, sessionId: session.id, chatMessageId, text: 'next', now: 2 }),
+          { feedbackTold: await rows.untold(sessionId, 10) },
+        );
+      const first = await add('turn-2', '2.0');
+      expect(first.created).toBe(true);
+      expect(await rows.untold(sessionId, 10)).toEqual([]);
+      // A change of mind is told again; a repeat of the turn that told the first marks nothing.
+      await rows.press({ ...base, sessionId, value: 'positive', now: 3 });
+      const repeat = await add('turn-2', '2.0');
+      expect(repeat.created).toBe(false);
+      expect((await rows.untold(sessionId, 10)).map((u) => u.value)).toEqual(['positive']);
     });
 
     it('tells the newest answer’s presses, bounded, once; a change after is told again', async () => {

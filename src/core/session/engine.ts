@@ -225,8 +225,11 @@ export class SessionEngine implements ChatInbound {
       added = await this.#store.openSessionAndAddTurn(
         { key: input.key, binding: input.binding, now },
         build,
-        input.kind === 'person' && input.inboundEvent !== undefined
-          ? { inboundEvent: input.inboundEvent }
+        input.kind === 'person'
+          ? {
+              ...(input.inboundEvent === undefined ? {} : { inboundEvent: input.inboundEvent }),
+              ...(input.feedbackTold === undefined ? {} : { feedbackTold: input.feedbackTold }),
+            }
           : {},
       );
     } catch (error) {

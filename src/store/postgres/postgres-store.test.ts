@@ -61,7 +61,7 @@ installationContract('postgres', async () => {
 feedbackContract('postgres', async () => {
   const store = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
   await store.migrate();
-  return { rows: store.feedback(), close: () => store.close() };
+  return { rows: store.feedback(), sessions: store, close: () => store.close() };
 });
 
 describe('PostgresStore', () => {

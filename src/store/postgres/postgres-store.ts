@@ -213,6 +213,10 @@ export class PostgresStore implements SessionStore {
       const event = options.inboundEvent ?? null;
       const done = await this.#turns.openAndAdd(init, build, event);
       if (event !== null) await this.#pruneEventsNow(this.#pool, init.now);
+      // Right after the turn's batched statement (not in it): a crash between the two can have
+      // a note told twice, never lost.
+      if (done.created && options.feedbackTold !== undefined && options.feedbackTold.length > 0)
+        await this.feedback().markTold(done.turn.sessionId, options.feedbackTold, done.turn.id);
       return done;
     });
   }

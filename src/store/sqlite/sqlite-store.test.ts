@@ -266,5 +266,5 @@ installationContract('sqlite file', async () => {
 feedbackContract('sqlite file', async () => {
   const store = new SqliteStore(freshPath());
   await store.migrate();
-  return { rows: store.feedback(), close: () => store.close() };
+  return { rows: store.feedback(), sessions: store, close: () => store.close() };
 });

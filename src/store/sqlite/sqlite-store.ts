@@ -21,6 +21,7 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import { FEEDBACK_TABLE } from '../feedback-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
   newSessionRecord,
@@ -44,6 +45,10 @@ import { SqliteInstallationRows } from './sqlite-installation-rows.js';
 import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
 
 type Params = Record<string, SQLInputValue>;
+
+/** FEEDBACK_SQL.markTold with named parameters, for a turn's own write (AddTurnOptions). */
+const MARK_TOLD = `UPDATE ${FEEDBACK_TABLE} SET told_in = :told_in
+  WHERE session_id = :session_id AND turn_id = :turn_id AND actor_id = :actor_id AND value = :value`;
 
 export interface SqliteStoreOptions {
   /**
@@ -282,6 +287,15 @@ export class SqliteStore implements SessionStore {
       // Moved only when a turn was added, so a repeat does not use up a number.
       if (!counted)
         this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
+      // The note's presses are told in this very turn: one write, so never told twice.
+      for (const p of options.feedbackTold ?? [])
+        this.#run(MARK_TOLD, {
+          told_in: turn.id,
+          session_id: turn.sessionId,
+          turn_id: p.turnId,
+          actor_id: p.actorId,
+          value: p.value,
+        });
       // The row is what was just written: it is not read back.
       return { turn: newTurnRecord(turn, seq), created: true };
     }

@@ -6,9 +6,9 @@ import type { SurfaceRoutes } from '../../../core/registry.js';
  * The feedback on an answer, told to the agent (a Binding's `spec.slack.feedback.toAgent`): the
  * next turn a person sends in the thread carries, as `message.metadata`, each person's latest
  * press on the newest answer not told yet — never a turn by itself. The note is stored with the
- * turn (a resend after a restart carries it again), then the presses are marked told in that
- * turn, so the turn after it carries nothing more unless someone presses again. A crash between
- * the two writes can have a note told twice, never lost.
+ * turn (a resend after a restart carries it again), and its presses are marked told in that
+ * turn, in the turn's own write (the engine's receive, AddTurnOptions.feedbackTold), so the turn
+ * after it carries nothing more unless someone presses again.
  */
 
 export const FEEDBACK_METADATA_KEY = 'agentkourier.dev/feedback';
@@ -16,7 +16,7 @@ export const FEEDBACK_METADATA_KEY = 'agentkourier.dev/feedback';
 /** People named in one note at most: the note stays small whatever the thread's size. */
 export const FEEDBACK_NOTE_PEOPLE = 10;
 
-/** A note in a turn's metadata, and the presses it tells (marked told once the turn is stored). */
+/** A note in a turn's metadata, and the presses it tells (marked told in the turn's write). */
 export interface FeedbackNote {
   metadata: Record<string, unknown>;
   presses: UntoldFeedback[];
@@ -61,18 +61,6 @@ export class FeedbackNotes {
         'could not read the feedback to tell the agent',
       );
       return undefined;
-    }
-  }
-
-  /** Marks a note's presses told in the turn that carries it. Never throws. */
-  async told(sessionId: string, note: FeedbackNote, turnId: string): Promise<void> {
-    try {
-      await this.#deps.rows.markTold(sessionId, note.presses, turnId);
-    } catch (error) {
-      this.#deps.logger.warn(
-        { err: error instanceof Error ? error.name : typeof error },
-        'could not mark the feedback told',
-      );
     }
   }
 }

@@ -368,7 +368,7 @@ export class InboundRouter {
       // Only a turn sent to the agent carries the note: a reply carried as context does not.
       const sessionId = sessionIdOf(turn.key);
       const note = turn.addressed ? await this.#deps.feedbackNotes?.noteFor(sessionId, binding) : undefined;
-      const received = await inbound.receive({
+      await inbound.receive({
         kind: 'person',
         key: turn.key,
         binding,
@@ -377,10 +377,9 @@ export class InboundRouter {
         text: turn.text,
         addressed: turn.addressed,
         inboundEvent: `${team}:${eventId}`,
-        ...(note === undefined ? {} : { metadata: note.metadata }),
+        // The note's presses are marked told in the turn's own write (AddTurnOptions).
+        ...(note === undefined ? {} : { metadata: note.metadata, feedbackTold: note.presses }),
       });
-      if (note !== undefined && !received.duplicate)
-        await this.#deps.feedbackNotes?.told(sessionId, note, received.turnId);
     } catch (error) {
       logger.error({ eventId, err: errorName(error) }, 'could not take a Slack message');
       if (turn.addressed)
