@@ -1,34 +1,93 @@
-import type { FeedbackPress, FeedbackValue, PressOutcome, UntoldFeedback } from '../core/feedback-store.js';
+import type {
+  FeedbackPress,
+  FeedbackRows,
+  FeedbackValue,
+  PressOutcome,
+  UntoldFeedback,
+} from '../core/feedback-store.js';
+import { q, ROW_TABLES, type Steps, type StepsRunner } from './sql-steps.js';
 
 /**
- * The SQL of the feedback store (src/core/feedback-store.ts): both dialects run the same
- * statements.
+ * The feedback store (src/core/feedback-store.ts) over statements both databases share, run by
+ * the same SQL runner as the triggers and transcripts (one transaction per call).
  */
 
-export const FEEDBACK_TABLE = 'answer_feedback';
+export const FEEDBACK_TABLE = ROW_TABLES.feedback;
 
 /**
- * Statements with `{table}` for the table and `?` for parameters, in order. The press is one
- * upsert that writes only when the value differs, and `presses` counts the writes: a returned
- * row with 1 is a first press, more is a change of mind, no row is a repeat.
+ * The press is one upsert that writes only when the value differs, and `presses` counts the
+ * writes: a returned row with 1 is a first press, more is a change of mind, no row is a repeat.
+ * (The conflicting row is named by the bare table name: PostgreSQL allows no schema there.)
  */
-export const FEEDBACK_SQL = {
-  press: `INSERT INTO {table} (turn_id, actor_id, session_id, task_id, value, presses, told_in, updated_at)
-          VALUES (?, ?, ?, ?, ?, 1, NULL, ?)
-          ON CONFLICT (turn_id, actor_id) DO UPDATE SET value = excluded.value, presses = {table}.presses + 1,
-            told_in = NULL, updated_at = excluded.updated_at
-          WHERE {table}.value <> excluded.value
-          RETURNING presses`,
-  untold: `SELECT turn_id, task_id, actor_id, value, updated_at FROM {table}
-           WHERE session_id = ? AND told_in IS NULL AND turn_id = (
-             SELECT turn_id FROM {table} WHERE session_id = ? AND told_in IS NULL
-             ORDER BY updated_at DESC, turn_id LIMIT 1)
-           ORDER BY updated_at DESC, actor_id LIMIT ?`,
-  markTold: `UPDATE {table} SET told_in = ? WHERE session_id = ? AND turn_id = ? AND actor_id = ? AND value = ?`,
-} as const;
+function* press(p: FeedbackPress): Steps<PressOutcome> {
+  const rows = yield q(
+    `INSERT INTO @feedback (turn_id, actor_id, session_id, task_id, value, presses, told_in, updated_at)
+     VALUES ($1, $2, $3, $4, $5, 1, NULL, $6)
+     ON CONFLICT (turn_id, actor_id) DO UPDATE SET value = excluded.value,
+       presses = ${FEEDBACK_TABLE}.presses + 1, told_in = NULL, updated_at = excluded.updated_at
+     WHERE ${FEEDBACK_TABLE}.value <> excluded.value
+     RETURNING presses`,
+    p.turnId,
+    p.actorId,
+    p.sessionId,
+    p.taskId,
+    p.value,
+    p.now,
+  );
+  return outcomeOf(rows, p.value);
+}
 
-export function pressParams(p: FeedbackPress): Array<string | number | null> {
-  return [p.turnId, p.actorId, p.sessionId, p.taskId, p.value, p.now];
+function* untold(sessionId: string, limit: number): Steps<UntoldFeedback[]> {
+  const rows = yield q(
+    `SELECT turn_id, task_id, actor_id, value, updated_at FROM @feedback
+     WHERE session_id = $1 AND told_in IS NULL AND turn_id = (
+       SELECT turn_id FROM @feedback WHERE session_id = $1 AND told_in IS NULL
+       ORDER BY updated_at DESC, turn_id LIMIT 1)
+     ORDER BY updated_at DESC, actor_id LIMIT $2`,
+    sessionId,
+    limit,
+  );
+  return rows.map(untoldFromRow);
+}
+
+function* markTold(
+  sessionId: string,
+  presses: ReadonlyArray<Pick<UntoldFeedback, 'turnId' | 'actorId' | 'value'>>,
+  toldIn: string,
+): Steps<void> {
+  for (const p of presses)
+    yield q(
+      'UPDATE @feedback SET told_in = $1 WHERE session_id = $2 AND turn_id = $3 AND actor_id = $4 AND value = $5',
+      toldIn,
+      sessionId,
+      p.turnId,
+      p.actorId,
+      p.value,
+    );
+}
+
+export class StepsFeedbackRows implements FeedbackRows {
+  readonly #runner: StepsRunner;
+
+  constructor(runner: StepsRunner) {
+    this.#runner = runner;
+  }
+
+  press(p: FeedbackPress): Promise<PressOutcome> {
+    return this.#runner.run('press', press(p), { write: true });
+  }
+
+  untold(sessionId: string, limit: number): Promise<UntoldFeedback[]> {
+    return this.#runner.run('untold', untold(sessionId, limit), { write: false });
+  }
+
+  markTold(
+    sessionId: string,
+    presses: ReadonlyArray<Pick<UntoldFeedback, 'turnId' | 'actorId' | 'value'>>,
+    toldIn: string,
+  ): Promise<void> {
+    return this.#runner.run('markTold', markTold(sessionId, presses, toldIn), { write: true });
+  }
 }
 
 export function outcomeOf(rows: ReadonlyArray<Record<string, unknown>>, value: FeedbackValue): PressOutcome {

@@ -7,8 +7,7 @@ import type {
   TranscriptThread,
   TranscriptWrite,
 } from '../core/transcript-store.js';
-import type { StepsRunner } from './steps-trigger-store.js';
-import { integer, q, type Row, type Steps, text } from './trigger-sql.js';
+import { integer, q, type Row, type Steps, type StepsRunner, text } from './sql-steps.js';
 
 /**
  * The transcript store (core/transcript-store.ts) over statements both databases share, run by

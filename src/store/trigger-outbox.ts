@@ -1,6 +1,7 @@
 import type { SessionKey } from '../core/store.js';
 import type { ClaimedGroup, TriggerGroup } from '../core/trigger-store.js';
-import { groupFromRow, q, type Steps, workFromRow } from './trigger-sql.js';
+import { q, type Steps } from './sql-steps.js';
+import { groupFromRow, workFromRow } from './trigger-rows.js';
 
 /**
  * The outbox of the trigger store: leasing groups with work due, counting attempts, recording

@@ -10,14 +10,14 @@ import type {
   TriggerScope,
   TriggerWorkKind,
 } from '../core/trigger-store.js';
-import { integer, integerOrNull, q, type Steps, text, textOrNull, unique } from './trigger-sql.js';
+import { integer, integerOrNull, q, type Steps, text, textOrNull, unique } from './sql-steps.js';
 
+export { type Query, type Row, render, type Steps, TRIGGER_TABLES } from './sql-steps.js';
 export * from './trigger-outbox.js';
-export { type Query, type Row, render, type Steps, TRIGGER_TABLES } from './trigger-sql.js';
 
 /**
  * The trigger store's deliveries, activity and schedules (statements as generators, see
- * trigger-sql.ts). PostgreSQL runs a delivery and a schedule's run after taking the Binding's
+ * sql-steps.ts). PostgreSQL runs a delivery and a schedule's run after taking the Binding's
  * advisory lock, so two replicas counting the storm limit, or creating the same group, go one
  * after the other; SQLite's write lock does the same.
  */

@@ -16,16 +16,17 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import { StepsFeedbackRows } from '../feedback-rows.js';
+import { StepsInstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import { parsedJson, type Row, sessionFromRow, storeFailure, turnFromRow } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
+import { StepsTriggerStore } from '../trigger-store.js';
 import { writtenSessionRecord } from '../written-records.js';
 import { BatchedStatements } from './batched.js';
-import { PostgresFeedbackRows } from './postgres-feedback-rows.js';
-import { PostgresInstallationRows } from './postgres-installation-rows.js';
-import { PostgresSteps, PostgresTriggerStore } from './postgres-trigger-store.js';
 import { type PreparedSql, prepared, type Queryable, runPrepared } from './prepared.js';
 import { postgresSql, SCHEMA_NAME } from './sql.js';
+import { PostgresSteps } from './steps-runner.js';
 import { TurnWrites } from './turn-writes.js';
 
 export interface PostgresStoreOptions {
@@ -67,9 +68,9 @@ export class PostgresStore implements SessionStore {
   #claims = 0;
   #closed = false;
   #transcripts: TranscriptStore | undefined;
-  #triggers: PostgresTriggerStore | undefined;
-  #installations: PostgresInstallationRows | undefined;
-  #feedback: PostgresFeedbackRows | undefined;
+  #triggers: TriggerStore | undefined;
+  #installations: InstallationRows | undefined;
+  #feedback: FeedbackRows | undefined;
   readonly #batched: BatchedStatements;
   readonly #turns: TurnWrites;
 
@@ -135,18 +136,20 @@ export class PostgresStore implements SessionStore {
 
   /** The trigger store on the same pool and schema (its tables come with migrate()). */
   triggers(): TriggerStore {
-    this.#triggers ??= new PostgresTriggerStore(this.#pool, this.#schema);
+    this.#triggers ??= new StepsTriggerStore(new PostgresSteps(this.#pool, this.#schema, 'trigger store'));
     return this.#triggers;
   }
   /** Slack installations in the same schema (their table comes with migrate()). */
   installations(): InstallationRows {
-    this.#installations ??= new PostgresInstallationRows(this.#pool, this.#schema);
+    this.#installations ??= new StepsInstallationRows(
+      new PostgresSteps(this.#pool, this.#schema, 'installation store'),
+    );
     return this.#installations;
   }
 
   /** Feedback on answers in the same schema (its table comes with migrate()). */
   feedback(): FeedbackRows {
-    this.#feedback ??= new PostgresFeedbackRows(this.#pool, this.#schema);
+    this.#feedback ??= new StepsFeedbackRows(new PostgresSteps(this.#pool, this.#schema, 'feedback store'));
     return this.#feedback;
   }
 

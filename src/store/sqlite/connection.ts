@@ -4,7 +4,7 @@ import { storeFailure } from '../rows.js';
 
 /**
  * The SQLite file as both stores on it use it (the session store, ./sqlite-store.ts, and the
- * trigger store, ./sqlite-trigger-store.ts): opened with the pragmas every write relies on,
+ * trigger store, ./steps-runner.ts): opened with the pragmas every write relies on,
  * migrated, and written in BEGIN IMMEDIATE transactions through cached statements.
  */
 

@@ -21,7 +21,8 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
-import { FEEDBACK_TABLE } from '../feedback-rows.js';
+import { FEEDBACK_TABLE, StepsFeedbackRows } from '../feedback-rows.js';
+import { StepsInstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
   newSessionRecord,
@@ -35,18 +36,17 @@ import {
   turnFromRow,
 } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
+import { StepsTriggerStore } from '../trigger-store.js';
 import { newTurnRecord, writtenSessionRecord } from '../written-records.js';
 import { type CheckpointerOptions, type CheckpointObserver, WalCheckpointer } from './checkpointer.js';
 import { durabilityOf, migrateDatabase, openDatabase } from './connection.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import { PositionalStatements } from './positional.js';
-import { SqliteFeedbackRows } from './sqlite-feedback-rows.js';
-import { SqliteInstallationRows } from './sqlite-installation-rows.js';
-import { SqliteSteps, SqliteTriggerStore } from './sqlite-trigger-store.js';
+import { SqliteSteps } from './steps-runner.js';
 
 type Params = Record<string, SQLInputValue>;
 
-/** FEEDBACK_SQL.markTold with named parameters, for a turn's own write (AddTurnOptions). */
+/** The feedback store's markTold, with named parameters, for a turn's own write (AddTurnOptions). */
 const MARK_TOLD = `UPDATE ${FEEDBACK_TABLE} SET told_in = :told_in
   WHERE session_id = :session_id AND turn_id = :turn_id AND actor_id = :actor_id AND value = :value`;
 
@@ -83,9 +83,9 @@ export class SqliteStore implements SessionStore {
   readonly #checkpoints: WalCheckpointer | undefined;
   #claims = 0;
   #transcripts: TranscriptStore | undefined;
-  #triggers: SqliteTriggerStore | undefined;
-  #installations: SqliteInstallationRows | undefined;
-  #feedback: SqliteFeedbackRows | undefined;
+  #triggers: TriggerStore | undefined;
+  #installations: InstallationRows | undefined;
+  #feedback: FeedbackRows | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const synchronous = options.synchronous ?? 'full';
@@ -141,7 +141,7 @@ export class SqliteStore implements SessionStore {
 
   /** The trigger store on the same database (its tables come with migrate()). */
   triggers(): TriggerStore {
-    this.#triggers ??= new SqliteTriggerStore(this.#db);
+    this.#triggers ??= new StepsTriggerStore(new SqliteSteps(this.#db, 'trigger store'));
     return this.#triggers;
   }
 
@@ -153,13 +153,13 @@ export class SqliteStore implements SessionStore {
 
   /** Slack installations on the same database (their table comes with migrate()). */
   installations(): InstallationRows {
-    this.#installations ??= new SqliteInstallationRows(this.#db);
+    this.#installations ??= new StepsInstallationRows(new SqliteSteps(this.#db, 'installation store'));
     return this.#installations;
   }
 
   /** Feedback on answers on the same database (its table comes with migrate()). */
   feedback(): FeedbackRows {
-    this.#feedback ??= new SqliteFeedbackRows(this.#db);
+    this.#feedback ??= new StepsFeedbackRows(new SqliteSteps(this.#db, 'feedback store'));
     return this.#feedback;
   }
 

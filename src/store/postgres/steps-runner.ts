@@ -1,22 +1,15 @@
 import type pg from 'pg';
 import { storeFailure } from '../rows.js';
-import { type StepsRun, type StepsRunner, StepsTriggerStore } from '../steps-trigger-store.js';
-import * as Q from '../trigger-queries.js';
+import type { StepsRun, StepsRunner } from '../sql-steps.js';
+import * as Q from '../sql-steps.js';
 
 /**
- * The trigger store on the session store's PostgreSQL pool and schema (PostgresStore.triggers()).
- * Each method is one transaction at READ COMMITTED. Deliveries and schedule runs first take an
- * advisory lock on their Binding, so replicas counting its storm limit or creating the same group
- * queue behind each other; the outbox's claims are single conditional UPDATEs (a second replica
- * re-checks the lease on the row the first one wrote, and is refused). The methods themselves are
- * the shared StepsTriggerStore's; this is their runner.
+ * The SQL runner on the PostgreSQL pool and schema (../sql-steps.ts): each store method is one
+ * transaction at READ COMMITTED. A method that names a Binding first takes an advisory lock on
+ * it (the trigger store's deliveries and schedule runs: replicas counting its storm limit or
+ * creating the same group queue behind each other); the outbox's claims are single conditional
+ * UPDATEs (a second replica re-checks the lease on the row the first one wrote, and is refused).
  */
-export class PostgresTriggerStore extends StepsTriggerStore {
-  constructor(pool: pg.Pool, schema: string) {
-    super(new PostgresSteps(pool, schema));
-  }
-}
-
 export class PostgresSteps implements StepsRunner {
   readonly #pool: pg.Pool;
   readonly #schema: string;

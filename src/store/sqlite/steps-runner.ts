@@ -1,21 +1,15 @@
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { storeFailure } from '../rows.js';
-import { type StepsRun, type StepsRunner, StepsTriggerStore } from '../steps-trigger-store.js';
-import * as Q from '../trigger-queries.js';
+import type { StepsRun, StepsRunner } from '../sql-steps.js';
+import * as Q from '../sql-steps.js';
 import { immediate, Statements } from './connection.js';
 
 /**
- * The trigger store on the session store's SQLite database (SqliteStore.triggers()). Each method
- * runs its statements synchronously, inside BEGIN IMMEDIATE when it writes, so nothing else in
- * the process interleaves with it (the same rule as the session store). The methods themselves
- * are the shared StepsTriggerStore's; this is their runner.
+ * The SQL runner on the SQLite database (../sql-steps.ts): each store method's statements run
+ * synchronously, inside BEGIN IMMEDIATE when it writes, so nothing else in the process
+ * interleaves with it (the same rule as the session store). The trigger, transcript, feedback
+ * and installation stores run on it.
  */
-export class SqliteTriggerStore extends StepsTriggerStore {
-  constructor(db: DatabaseSync) {
-    super(new SqliteSteps(db));
-  }
-}
-
 export class SqliteSteps implements StepsRunner {
   readonly #db: DatabaseSync;
   readonly #statements: Statements;

@@ -10,25 +10,15 @@ import {
   TriggerLeaseLostError,
   type TriggerStore,
 } from '../core/trigger-store.js';
+import type { StepsRun, StepsRunner } from './sql-steps.js';
 import * as Q from './trigger-queries.js';
 
 /**
  * The TriggerStore port over the statements both databases share (./trigger-queries.ts): each
  * method's steps, whether they write, which Binding they serialise on, and the lease they are
  * fenced on. A database supplies only the runner that executes one method's steps as one
- * transaction (./sqlite/sqlite-trigger-store.ts, ./postgres/postgres-trigger-store.ts).
+ * transaction (./sql-steps.ts: ./sqlite/steps-runner.ts, ./postgres/steps-runner.ts).
  */
-
-export interface StepsRun {
-  /** The steps change rows: SQLite takes its write lock for them up front. */
-  write: boolean;
-  /** Replicas serialise on this Binding (PostgreSQL's advisory lock; SQLite's write lock is one already). */
-  lockBinding?: string;
-}
-
-export interface StepsRunner {
-  run<T>(operation: string, steps: Q.Steps<T>, how: StepsRun): Promise<T>;
-}
 
 const READ: StepsRun = { write: false };
 const WRITE: StepsRun = { write: true };
