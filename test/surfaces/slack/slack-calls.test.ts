@@ -102,17 +102,20 @@ describe('the Slack surface against the fake Web API', () => {
       logger: silent,
       answers: { intervalMs: 10_000 },
     });
-    const sink = surface.openAnswer(target, 'turn-1', null, () => undefined, {
+    // The stream is open once the surface reports its message (chat.startStream answered).
+    let opened: (ref: string) => void = () => undefined;
+    const started = new Promise<string>((resolve) => {
+      opened = resolve;
+    });
+    const sink = surface.openAnswer(target, 'turn-1', null, (ref) => opened(ref), {
       actorId: 'U0ADA',
       fresh: true,
     });
     const buffer = new AnswerBuffer();
     feed(buffer, 'Hello', false);
     sink.update(buffer);
-    const deadline = Date.now() + 5_000;
-    while (fake.callsOf('chat.startStream').length === 0 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 50));
+    await started;
+    expect(fake.callsOf('chat.startStream')).toHaveLength(1);
     return { surface, sink, buffer };
   }
 
