@@ -123,18 +123,18 @@ export async function mention(
     text: `<@${slack.botUserId}> ${text}`,
     ...(threadTs === undefined ? {} : { threadTs }),
   });
-  const sent = await sendSlackEvent(
-    eventsUrl,
-    SIGNING_SECRET,
-    mentionEvent({
-      channel: CHANNEL,
-      user: USER,
-      text,
-      ts: root.ts,
-      botUserId: slack.botUserId,
-      ...(threadTs === undefined ? {} : { threadTs }),
-    }),
-  );
+  const event = mentionEvent({
+    channel: CHANNEL,
+    user: USER,
+    text,
+    ts: root.ts,
+    botUserId: slack.botUserId,
+    ...(threadTs === undefined ? {} : { threadTs }),
+  });
+  // A Service whose pod just became Ready may not route to it yet (kube-proxy writes its rules
+  // after the endpoint appears, and refuses meanwhile). A refused connection delivered nothing,
+  // so it is sent again, as Slack retries a delivery that failed.
+  const sent = await deliverWhenRouted(eventsUrl, event);
   expect(sent.status, sent.body).toBe(200);
   return { thread: threadTs ?? root.ts, ts: root.ts };
 }
@@ -208,5 +208,25 @@ export class TestRelease {
     await this.k.helm(['uninstall', this.name, '-n', this.namespace]);
     await this.k.cleanup();
     await this.k.kubectl(['delete', 'pv', this.volume, '--wait=false']);
+  }
+}
+
+/**
+ * Sends a signed event, again only while the Service refuses the connection (nothing was
+ * delivered then); any other failure ends it, so an event is never delivered twice.
+ */
+async function deliverWhenRouted(
+  eventsUrl: string,
+  event: Record<string, unknown>,
+): Promise<{ status: number; body: string }> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await sendSlackEvent(eventsUrl, SIGNING_SECRET, event);
+    } catch (error) {
+      const code = (error as { cause?: { code?: unknown } }).cause?.code;
+      if (code !== 'ECONNREFUSED' || Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 }
