@@ -1,8 +1,9 @@
 // Over our ~400-line rule on purpose, as one piece: the engine's public face (start, receive,
-// answer, cancel, cancelWorkspace, stop) and the loop that schedules sessions (scan, kick, drive,
+// answer, cancel, cancelWorkspace, stop, and the rest of ChatInbound) and the loop that schedules sessions (scan, kick, drive,
 // lease renewal, wake-ups) share one set of per-session maps and one stop signal; split, each half
 // would reach into the other's state. The work of a turn lives beside it: driver.ts and its
-// parts, cancelling.ts, failure-policy.ts.
+// parts, cancelling.ts, failure-policy.ts; what needs none of that state does too (hand-over.ts,
+// answer-turn.ts).
 import { hostname } from 'node:os';
 import { type Clock, systemClock } from '../clock.js';
 import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
@@ -30,9 +31,11 @@ import {
   type TurnRecord,
 } from '../store.js';
 import { cutText, textLength } from '../text.js';
+import { answerTurn } from './answer-turn.js';
 import { type CancelRequest, type CancelResult, cancelRunning, cancelWorkspaceTasks } from './cancelling.js';
 import type { DriverDeps } from './context.js';
 import { type FirstLook, SessionDriver } from './driver.js';
+import { handOverSession } from './hand-over.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
 
 export interface EngineOptions {
@@ -288,25 +291,13 @@ export class SessionEngine implements ChatInbound {
     const { turn, created } = await this.#addTurn(
       id,
       traceContext,
-      {
-        id,
-        sessionId,
-        kind: 'answer',
-        chatMessageId,
-        text: this.#bounded(input.text),
-        // S-6: a structured answer carries no label line.
-        label: null,
-        metadata: { ...actorMetadata(input.actor), ...input.metadata },
-        taskId: question.taskId,
-        state: 'queued',
-        outcome: null,
-        attempts: 0,
-        firstSentAt: null,
-        busyNoticeAt: null,
-        answerRef: null,
-        traceContext,
-        now,
-      },
+      answerTurn(
+        { id, sessionId, chatMessageId, taskId: question.taskId, traceContext, now },
+        {
+          text: this.#bounded(input.text),
+          metadata: { ...actorMetadata(input.actor), ...input.metadata },
+        },
+      ),
       {},
     );
     if (!created) return { status: 'duplicate', sessionId, turnId: turn.id };
@@ -360,18 +351,8 @@ export class SessionEngine implements ChatInbound {
     );
   }
 
-  async handOver(key: SessionKey, binding: string): Promise<HandOverResult> {
-    const session = await this.#store.getSession(sessionIdOf(key));
-    if (session === undefined) return 'no-session';
-    if (session.binding === binding) return 'same';
-    const open = await this.#store.openTurns(session.id);
-    if (session.task !== null || session.question !== null || open.some((t) => t.state !== 'settled'))
-      return 'busy';
-    // Version-checked: a turn that slipped in meanwhile makes this a no-op, reported as busy.
-    const written = await this.#store
-      .commit({ session: { ...session, binding, contextId: null }, now: this.#clock.now() })
-      .catch(() => undefined);
-    return written === undefined ? 'busy' : 'handed-over';
+  handOver(key: SessionKey, binding: string): Promise<HandOverResult> {
+    return handOverSession(this.#store, key, binding, this.#clock.now());
   }
 
   findSession(sessionId: string): Promise<SessionRecord | undefined> {
