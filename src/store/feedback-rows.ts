@@ -50,7 +50,8 @@ function* untold(sessionId: string, limit: number): Steps<UntoldFeedback[]> {
   return rows.map(untoldFromRow);
 }
 
-function* markTold(
+/** Marks presses told in the turn `toldIn` (also run inside a turn's own write, AddTurnOptions). */
+export function* markTold(
   sessionId: string,
   presses: ReadonlyArray<Pick<UntoldFeedback, 'turnId' | 'actorId' | 'value'>>,
   toldIn: string,

@@ -21,7 +21,7 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
-import { FEEDBACK_TABLE, StepsFeedbackRows } from '../feedback-rows.js';
+import { markTold, StepsFeedbackRows } from '../feedback-rows.js';
 import { StepsInstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import {
@@ -45,10 +45,6 @@ import { PositionalStatements } from './positional.js';
 import { SqliteSteps } from './steps-runner.js';
 
 type Params = Record<string, SQLInputValue>;
-
-/** The feedback store's markTold, with named parameters, for a turn's own write (AddTurnOptions). */
-const MARK_TOLD = `UPDATE ${FEEDBACK_TABLE} SET told_in = :told_in
-  WHERE session_id = :session_id AND turn_id = :turn_id AND actor_id = :actor_id AND value = :value`;
 
 export interface SqliteStoreOptions {
   /**
@@ -86,12 +82,15 @@ export class SqliteStore implements SessionStore {
   #triggers: TriggerStore | undefined;
   #installations: InstallationRows | undefined;
   #feedback: FeedbackRows | undefined;
+  /** The feedback store's runner: also runs a turn's markTold inside the turn's own write. */
+  readonly #feedbackSteps: SqliteSteps;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const synchronous = options.synchronous ?? 'full';
     const db = openDatabase(path, synchronous);
     this.#db = db;
     this.#statements = new PositionalStatements(db);
+    this.#feedbackSteps = new SqliteSteps(db, 'feedback store');
     const file = db.location() ?? path;
     const wal = durabilityOf(db).journalMode === 'wal';
     // On a file in WAL mode, the checkpoints run on a thread of their own (./checkpointer.ts),
@@ -159,7 +158,7 @@ export class SqliteStore implements SessionStore {
 
   /** Feedback on answers on the same database (its table comes with migrate()). */
   feedback(): FeedbackRows {
-    this.#feedback ??= new StepsFeedbackRows(new SqliteSteps(this.#db, 'feedback store'));
+    this.#feedback ??= new StepsFeedbackRows(this.#feedbackSteps);
     return this.#feedback;
   }
 
@@ -288,14 +287,8 @@ export class SqliteStore implements SessionStore {
       if (!counted)
         this.#run('UPDATE sessions SET turn_seq = :seq WHERE id = :id', { seq, id: turn.sessionId });
       // The note's presses are told in this very turn: one write, so never told twice.
-      for (const p of options.feedbackTold ?? [])
-        this.#run(MARK_TOLD, {
-          told_in: turn.id,
-          session_id: turn.sessionId,
-          turn_id: p.turnId,
-          actor_id: p.actorId,
-          value: p.value,
-        });
+      if (options.feedbackTold !== undefined && options.feedbackTold.length > 0)
+        this.#feedbackSteps.inside(markTold(turn.sessionId, options.feedbackTold, turn.id));
       // The row is what was just written: it is not read back.
       return { turn: newTurnRecord(turn, seq), created: true };
     }

@@ -30,6 +30,14 @@ export class SqliteSteps implements StepsRunner {
     }
   }
 
+  /**
+   * Runs steps at once inside the transaction already open on this connection (a group write
+   * of the session store that another store's statements belong to), without one of their own.
+   */
+  inside<T>(steps: Q.Steps<T>): T {
+    return this.#steps(steps);
+  }
+
   #steps<T>(steps: Q.Steps<T>): T {
     let next = steps.next();
     while (next.done !== true) {
