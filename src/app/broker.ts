@@ -15,7 +15,6 @@ import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { type ConnectOptions, SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
 import { gateInstalledWorkspaces } from './slack-workspaces.js';
-import { sqliteCheckpointObserver } from './sqlite-checkpoints.js';
 import { kagentAnswerer } from './structured-answers.js';
 
 /**
@@ -143,7 +142,6 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       const obs = observability;
       const store = obs.store(o.stores.sessions);
       stops.push(() => store.close());
-      o.stores.observeCheckpoints(sqliteCheckpointObserver(logger, obs.metrics));
       if (o.beforeStoreCloses !== undefined) stops.push(o.beforeStoreCloses);
       const triggerStore = obs.triggerStore(o.stores.triggers);
       slackWait = o.slackWait;

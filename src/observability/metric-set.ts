@@ -258,17 +258,6 @@ export function defineMetrics(registry: Registry) {
       ['operation'],
       STORE_BUCKETS,
     ),
-    sqliteCheckpoints: counter(
-      'agentkourier_sqlite_checkpoints_total',
-      "SQLite WAL checkpoints run by the store's checkpointer thread, by mode (PASSIVE; restart: the log started over by the thread's own write) and result (ok, busy, error).",
-      ['mode', 'result'],
-    ),
-    sqliteCheckpointDuration: histogram(
-      'agentkourier_sqlite_checkpoint_duration_seconds',
-      'Duration of those checkpoints (on their own thread, not on the event loop).',
-      ['mode'],
-      STORE_BUCKETS,
-    ),
   };
 }
 

@@ -216,12 +216,6 @@ export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver 
     this.m.storeOperations.inc({ operation, result });
     this.m.storeDuration.observe({ operation }, seconds);
   }
-
-  /** One SQLite WAL checkpoint (src/app/sqlite-checkpoints.ts); `seconds` undefined when it failed. */
-  sqliteCheckpoint(mode: string, result: 'ok' | 'busy' | 'error', seconds?: number): void {
-    this.m.sqliteCheckpoints.inc({ mode, result });
-    if (seconds !== undefined) this.m.sqliteCheckpointDuration.observe({ mode }, seconds);
-  }
 }
 
 /**

@@ -10,7 +10,6 @@ import type { SessionStore } from '../core/store.js';
 import type { TranscriptStore } from '../core/transcript-store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import { PostgresStore } from './postgres/postgres-store.js';
-import type { CheckpointObserver } from './sqlite/checkpointer.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 /**
@@ -25,8 +24,6 @@ export interface StoreBundle {
   transcripts: TranscriptStore;
   installations: InstallationRows;
   feedback: FeedbackRows;
-  /** Tells `observer` of SQLite's WAL checkpoints (no other database has any). */
-  observeCheckpoints(observer: CheckpointObserver): void;
 }
 
 /** The bundle over one database's store. */
@@ -37,8 +34,6 @@ export function bundleOf(store: SqliteStore | PostgresStore): StoreBundle {
     transcripts: store.transcripts(),
     installations: store.installations(),
     feedback: store.feedback(),
-    observeCheckpoints:
-      store instanceof SqliteStore ? (observer) => store.observeCheckpoints(observer) : () => undefined,
   };
 }
 

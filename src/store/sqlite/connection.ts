@@ -11,18 +11,16 @@ import { storeFailure } from '../rows.js';
 /** How long a writer waits for another connection's write lock before failing (SQLITE_BUSY). */
 const BUSY_TIMEOUT_MS = 5000;
 
-/** 'full': every commit is fsynced before it returns; 'normal': a power cut may roll back the last ones. */
-export type Synchronous = 'full' | 'normal';
-
-export function openDatabase(path: string, synchronous: Synchronous): DatabaseSync {
+export function openDatabase(path: string): DatabaseSync {
   let db: DatabaseSync | undefined;
   try {
     db = new DatabaseSync(path);
     // WAL: readers do not block the writer and a commit is one append to the log.
     db.exec('PRAGMA journal_mode = WAL');
     // Every write of this store guards an effect that follows it (record, then send): FULL
-    // makes each one durable against a power cut, not only against a crash of the process.
-    db.exec(`PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+    // makes each one durable against a power cut, not only against a crash of the process
+    // (test/faults/power-loss.test.ts cuts the power under it).
+    db.exec('PRAGMA synchronous = FULL');
     db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     // Turns must belong to a session that exists (node:sqlite turns this on by default, but
     // say it rather than depend on that).

@@ -65,13 +65,10 @@ describe('SqliteStore', () => {
     await again;
   });
 
-  it('makes every commit durable against a power cut (WAL with synchronous=FULL) unless told otherwise', async () => {
+  it('makes every commit durable against a power cut (WAL with synchronous=FULL)', async () => {
     // Each write guards an effect that follows it; NORMAL could lose the last ones to a power cut.
     const store = await migrated(freshPath());
     expect(store.durability).toEqual({ journalMode: 'wal', synchronous: 'full' });
-    const fast = new SqliteStore(freshPath(), { synchronous: 'normal' });
-    open.push(fast);
-    expect(fast.durability.synchronous).toBe('normal');
   });
 
   it('commits writes asked for at the same moment together, each standing or falling on its own', async () => {

@@ -1,8 +1,8 @@
 // A little over our ~400-line rule, as one piece: the session port is one class over one
-// connection, one group commit and the checkpointer they share, and its writes (open, add,
-// commit, leases) share the private statements and the savepoint each runs in; split, each part
-// would reach into the others' connection. The checkpointer itself and what else lives in the
-// same database file (triggers, transcripts, installations, feedback) have modules of their own.
+// connection and one group commit, and its writes (open, add, commit, leases) share the private
+// statements and the savepoint each runs in; split, each part would reach into the others'
+// connection. What else lives in the same database file (triggers, transcripts, installations,
+// feedback) has modules of its own.
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
@@ -38,28 +38,11 @@ import {
 import { StepsTranscriptStore } from '../transcript-queries.js';
 import { StepsTriggerStore } from '../trigger-store.js';
 import { newTurnRecord, writtenSessionRecord } from '../written-records.js';
-import { type CheckpointerOptions, type CheckpointObserver, WalCheckpointer } from './checkpointer.js';
-import { durabilityOf, migrateDatabase, openDatabase } from './connection.js';
-import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
-import { PositionalStatements } from './positional.js';
+import { durabilityOf, migrateDatabase, openDatabase, Statements } from './connection.js';
+import { GroupCommit } from './group-commit.js';
 import { SqliteSteps } from './steps-runner.js';
 
 type Params = Record<string, SQLInputValue>;
-
-export interface SqliteStoreOptions {
-  /**
-   * 'full' (the default): every commit is on disk (fsync of the WAL) before it returns, so a
-   * power cut or kernel crash cannot lose a record written before the effect it guards (a turn
-   * marked `sending` before its send, a stored message before Slack's ack). 'normal' skips that
-   * fsync: a process crash still loses nothing, a power cut may roll back the last commits.
-   * `npm run bench` measures what 'full' costs; use 'normal' only knowing that.
-   */
-  synchronous?: 'full' | 'normal';
-  /** The WAL checkpointer's settings (./checkpointer.ts); defaults suit a broker. */
-  checkpoints?: CheckpointerOptions;
-  /** How the WAL file is fsynced (group-commit.ts); tests give one that fails, as a disk can. */
-  fsync?: GroupCommitOptions['fsync'];
-}
 
 /**
  * The session store in one SQLite file (`node:sqlite`, built into Node 24): the default, for one
@@ -73,10 +56,8 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements SessionStore {
   readonly sharedByReplicas = false;
   readonly #db: DatabaseSync;
-  readonly #statements: PositionalStatements;
+  readonly #statements: Statements;
   readonly #writes: GroupCommit;
-  /** Checkpoints the WAL on a thread of its own (on a file in WAL mode). */
-  readonly #checkpoints: WalCheckpointer | undefined;
   #claims = 0;
   #transcripts: TranscriptStore | undefined;
   #triggers: TriggerStore | undefined;
@@ -85,24 +66,12 @@ export class SqliteStore implements SessionStore {
   /** The feedback store's runner: also runs a turn's markTold inside the turn's own write. */
   readonly #feedbackSteps: SqliteSteps;
 
-  constructor(path: string, options: SqliteStoreOptions = {}) {
-    const synchronous = options.synchronous ?? 'full';
-    const db = openDatabase(path, synchronous);
+  constructor(path: string) {
+    const db = openDatabase(path);
     this.#db = db;
-    this.#statements = new PositionalStatements(db);
+    this.#statements = new Statements(db);
     this.#feedbackSteps = new SqliteSteps(db, 'feedback store');
-    const file = db.location() ?? path;
-    const wal = durabilityOf(db).journalMode === 'wal';
-    // On a file in WAL mode, the checkpoints run on a thread of their own (./checkpointer.ts),
-    // which may hold the group commit's next transaction while it starts the log over.
-    const checkpoints = wal ? new WalCheckpointer(db, file, options.checkpoints) : undefined;
-    this.#checkpoints = checkpoints;
-    // And FULL's fsync is done by the group commit, off the event loop.
-    this.#writes = new GroupCommit(db, {
-      ...(wal && synchronous === 'full' ? { walPath: `${file}-wal` } : {}),
-      ...(checkpoints === undefined ? {} : { gate: () => checkpoints.beforeCommit() }),
-      ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
-    });
+    this.#writes = new GroupCommit(db);
   }
 
   async probeWrite(): Promise<void> {
@@ -114,19 +83,6 @@ export class SqliteStore implements SessionStore {
       };
       this.#db.exec(`PRAGMA user_version = ${Number(version)}`);
     });
-  }
-
-  /**
-   * Tells `observer` of each WAL checkpoint and of checkpointer failures (for logs; see
-   * ./checkpointer.ts). Nothing happens for a store in memory.
-   */
-  observeCheckpoints(observer: CheckpointObserver): void {
-    this.#checkpoints?.observe(observer);
-  }
-
-  /** The checkpointer's state, for tests and diagnostics (undefined: no WAL file). */
-  get checkpointer(): WalCheckpointer['state'] | undefined {
-    return this.#checkpoints?.state;
   }
 
   /** The durability settings in force, as SQLite reports them (for diagnostics and tests). */
@@ -165,9 +121,6 @@ export class SqliteStore implements SessionStore {
   async close(): Promise<void> {
     // Writes already asked for are applied and made durable, not dropped.
     if (this.#db.isOpen) await this.#writes.drain();
-    // Stopped before the connection closes, so the connection is the file's last one and
-    // SQLite's own checkpoint at close finds nothing left to copy but what came since.
-    await this.#checkpoints?.close();
     this.#statements.clear();
     if (this.#db.isOpen) this.#db.close();
   }
@@ -486,15 +439,15 @@ export class SqliteStore implements SessionStore {
   }
 
   #get(sql: string, params: Params): Row | undefined {
-    return this.#statements.get(sql, params);
+    return this.#statements.get(sql).get(bindable(params));
   }
 
   #all(sql: string, params: Params): Row[] {
-    return this.#statements.all(sql, params);
+    return this.#statements.get(sql).all(bindable(params));
   }
 
   #run(sql: string, params: Params): { changes: number | bigint } {
-    return this.#statements.run(sql, params);
+    return this.#statements.get(sql).run(bindable(params));
   }
 
   #guard<T>(operation: string, body: () => T): T {
@@ -504,6 +457,13 @@ export class SqliteStore implements SessionStore {
       throw storeFailure(`sqlite store: ${operation}`, cause);
     }
   }
+}
+
+/** The parameters with an absent value bound as NULL (node:sqlite refuses `undefined`). */
+function bindable(params: Params): Params {
+  const out: Params = {};
+  for (const key in params) out[key] = params[key] ?? null;
+  return out;
 }
 
 /** The id and the columns a commit may change (session, chat message, seq, createdAt are fixed). */
