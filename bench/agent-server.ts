@@ -57,17 +57,9 @@ interface BenchTask {
   completed: boolean;
 }
 
-/**
- * BENCH_SHAPE=kagent: the agent of the throughput and replica rounds answers as kagent's
- * runtimes do, for both sides alike (every chunk a working status update carrying its token, the
- * answer one artifact update after them: agent-server.ts). A diagnosis: the figures' goals are
- * stated for artifact chunks, and such a run records its figures under ids of their own.
- */
-export const SHAPE: AnswerShape = process.env.BENCH_SHAPE === 'kagent' ? 'kagent' : 'artifacts';
-
-/** What a message says to ask the bench agent for an answer of `chunks` chunks, in SHAPE. */
+/** What a message says to ask the bench agent for an answer of `chunks` chunks of artifact text. */
 export function answerAsked(chunks: number): string {
-  return `[chunks:${chunks}]${SHAPE === 'kagent' ? '[shape:kagent]' : ''}`;
+  return `[chunks:${chunks}]`;
 }
 
 /** The events of one answer of `chunks` chunks (a bare client's count). */

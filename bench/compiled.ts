@@ -7,8 +7,6 @@
  *
  * Built once per bench run, incrementally (tsconfig.bench.json: src, testkit and bench into
  * .agentkourier/bench/build/, tests left out; a few seconds when nothing changed).
- * `BENCH_FROM_SOURCES=1` runs the children through `tsx` instead (a profile with the sources'
- * names and lines, or a quick look at a change without a build).
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
@@ -19,16 +17,13 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BUILD = join(ROOT, '.agentkourier', 'bench', 'build');
 
-export const FROM_SOURCES = process.env.BENCH_FROM_SOURCES === '1';
-
 let built = false;
 
 /**
  * The node arguments and script that run bench/<name> (a `.ts` path under bench/) as the
- * benchmarks run it: compiled, or through tsx with BENCH_FROM_SOURCES=1.
+ * benchmarks run it: compiled.
  */
 export function childScript(name: string): { loader: string[]; script: string } {
-  if (FROM_SOURCES) return { loader: ['--import', 'tsx'], script: join(ROOT, 'bench', name) };
   if (!built) {
     // The package's own bin (its exports map leaves bin/ out, so it is found from package.json).
     const tsc = join(
@@ -51,7 +46,5 @@ export function childScript(name: string): { loader: string[]; script: string } 
 
 /** How the children run, for the bench's first line. */
 export function childrenRunFrom(): string {
-  return FROM_SOURCES
-    ? 'the sources through tsx (BENCH_FROM_SOURCES=1)'
-    : 'the sources compiled by tsc (tsconfig.bench.json), as production runs dist/';
+  return 'the sources compiled by tsc (tsconfig.bench.json), as production runs dist/';
 }

@@ -9,10 +9,8 @@
  * resume modes print `{"type":"accepted"}` / `{"type":"settled"}` when they get there.
  *
  * Modes:
- * - throughput <endpoint> <sessions> <chunks> <rounds>: bare A2AClient against SessionEngine.
- * - tracing <endpoint> <sessions> <chunks> <rounds> [sdk]: SessionEngine with no tracing code at
- *   all against the same with the OpenTelemetry API and no SDK (what runs when OTEL_* is unset),
- *   or with `sdk`, with the SDK exporting OTLP/protobuf to a receiver on loopback.
+ * - tracing <endpoint> <sessions> <chunks> <rounds>: SessionEngine with no tracing code at all
+ *   against the same with the OpenTelemetry API and no SDK (what runs when OTEL_* is unset).
  * - pg <endpoint> <connection> <sessions> <chunks> <rounds>: bare A2AClient against two
  *   SessionEngines (two replicas: two stores, two lease owners) sharing one PostgreSQL.
  * - latency <endpoint> <sessions> <samples>: from the agent's first artifact event written to
@@ -24,20 +22,14 @@
  *   accepted.
  * - recover <endpoint> <db> <expect> [owner]: engine.start() on the file; report when all settled.
  *   `owner` is the engine's lease owner name (default: a new random one per process).
- * - slack <endpoint> <fake Slack URL> <bot token> <signing secret> <sessions> <chunks> <rounds>:
- *   the whole path through Slack against the engine alone (bench/slack-path-child.ts).
  *
- * The modes live beside it: throughput, tracing and replicas in engine-throughput.ts, memory in
+ * The modes live beside it: tracing and replicas in engine-throughput.ts, memory in
  * engine-memory.ts, the rig they share in engine-rig.ts; latency and resume stay here.
  */
 import { DatabaseSync } from 'node:sqlite';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { memoryBare, memoryEngine, snapshot, waitUntil } from './engine-memory.js';
-import { countingStore, gc, receiveAll, rig, say, tempDb } from './engine-rig.js';
-import { engineRound, pgThroughput, throughput, tracingCost } from './engine-throughput.js';
-import { HeapSampler } from './heap-sample.js';
-import { slackPath } from './slack-path-child.js';
-import { StallRecorder } from './stalls.js';
+import { memoryBare, memoryEngine, waitUntil } from './engine-memory.js';
+import { countingStore, receiveAll, rig, say, tempDb } from './engine-rig.js';
+import { pgThroughput, tracingCost } from './engine-throughput.js';
 
 /** When this script started running, in ms since the process started (module loading included). */
 const scriptStartedAt = performance.now();
@@ -49,34 +41,16 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number;
 }
 
-/** A first chunk later than this is counted by what it overlapped (bench/stalls.ts). */
-const LATE_MS = 5;
-
-async function latency(endpoint: string, n: number, samples: number, settled = false): Promise<void> {
+async function latency(endpoint: string, n: number, samples: number): Promise<void> {
   const db = tempDb();
   const r = await rig(endpoint, db.path);
   const taken: number[] = [];
-  const pairs: Array<[bigint, bigint]> = [];
-  const stalls = new StallRecorder();
-  // The WAL checkpoints the store's own thread ran while the window was recorded (off the loop).
-  const checkpoints = { count: 0, restarts: 0, frames: 0, longestMs: 0, recording: false };
-  if (r.store instanceof SqliteStore)
-    r.store.observeCheckpoints({
-      checkpointed: (c) => {
-        if (!checkpoints.recording) return;
-        if (c.mode === 'restart') checkpoints.restarts++;
-        else checkpoints.count++;
-        checkpoints.frames += c.backfilledFrames;
-        checkpoints.longestMs = Math.max(checkpoints.longestMs, c.durationMs);
-      },
-    });
   r.surface.onFirstUpdate = (view) => {
     const now = process.hrtime.bigint();
     const mark = /^\[t:(\d+)\]/.exec(view.text());
     if (mark === null) return;
     const written = BigInt(mark[1] as string);
     taken.push(Number(now - written) / 1e6);
-    pairs.push([written, now]);
   };
   const text = '[chunks:50][hold-after:0]';
   try {
@@ -87,35 +61,14 @@ async function latency(endpoint: string, n: number, samples: number, settled = f
     await r.events.until('turn.settled', Math.min(n, 200));
     r.events.reset();
     let round = 0;
-    const snapshots = process.env.BENCH_HEAP_SNAPSHOT !== undefined && n > 1;
     while (taken.length < samples) {
       // n sessions accepted and held open; then their first chunks arrive, spread over a
       // second (at once for one session), while all n stay open; then all are finished.
       const before = taken.length;
-      if (snapshots && round === 0) {
-        gc();
-        snapshot('latency-before');
-      }
       await receiveAll(r.engine, `lat${round}`, n, text);
       await r.events.until('turn.accepted', n * (round + 1));
-      if (snapshots && round === 0) {
-        // What the n sessions hold when the window opens (collected here, so not the figure's run).
-        gc();
-        snapshot('latency-held');
-      }
-      // 'settled': the sessions' start-up state is collected (and so promoted) before the
-      // window, as it would have been by the time a broker holds n sessions in a steady stream of
-      // them, instead of all n opened in the moment before the first chunks.
-      if (settled) gc();
-      stalls.start();
-      checkpoints.recording = true;
-      const sampler = process.env.BENCH_HEAP_SAMPLE === '1' && n > 1 ? new HeapSampler() : undefined;
-      await sampler?.start();
       say({ type: 'release-stamped', spreadMs: n === 1 ? 0 : 1_000 });
       await waitUntil(() => taken.length >= before + n, 'the stamped first chunks');
-      stalls.stop();
-      checkpoints.recording = false;
-      if (sampler !== undefined) process.stderr.write(`${JSON.stringify(await sampler.stop(), null, 1)}\n`);
       say({ type: 'release' });
       await r.events.until('turn.settled', n * (round + 1));
       round++;
@@ -129,11 +82,8 @@ async function latency(endpoint: string, n: number, samples: number, settled = f
       p50: quantile(sorted, 0.5),
       p99: quantile(sorted, 0.99),
       max: sorted[sorted.length - 1] ?? Number.NaN,
-      stalls: stalls.report(pairs, LATE_MS),
-      checkpoints,
     });
   } finally {
-    stalls.close();
     await r.engine.stop();
     await r.store.close();
     db.remove();
@@ -222,17 +172,14 @@ const [mode, endpoint = '', ...args] = process.argv.slice(2);
 const num = (i: number): number => Number(args[i]);
 try {
   switch (mode) {
-    case 'throughput':
-      await throughput(endpoint, num(0), num(1), num(2));
-      break;
     case 'tracing':
-      await tracingCost(endpoint, num(0), num(1), num(2), args[3] === 'sdk');
+      await tracingCost(endpoint, num(0), num(1), num(2));
       break;
     case 'pg':
       await pgThroughput(endpoint, args[0] ?? '', num(1), num(2), num(3));
       break;
     case 'latency':
-      await latency(endpoint, num(0), num(1), args[2] === 'settled');
+      await latency(endpoint, num(0), num(1));
       break;
     case 'memory':
       if (args[0] === 'bare') await memoryBare(endpoint, num(1), num(2), num(3));
@@ -243,24 +190,6 @@ try {
       break;
     case 'recover':
       await recover(endpoint, args[0] ?? '', num(1), args[2]);
-      break;
-    case 'slack':
-      // bench/slack-path.ts: the whole path through Slack against this file's engine round.
-      await slackPath(
-        {
-          endpoint,
-          fakeUrl: args[0] ?? '',
-          botToken: args[1] ?? '',
-          signingSecret: args[2] ?? '',
-          sessions: num(3),
-          chunks: num(4),
-          rounds: num(5),
-          engineRound: (e, n, chunks, round) => engineRound(e, n, chunks, round),
-          gc,
-          say,
-        },
-        tempDb,
-      );
       break;
     default:
       throw new Error(`unknown mode ${mode}`);

@@ -10,20 +10,13 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { imageEnvironment } from '../scripts/image-tree.js';
 import { childScript } from './compiled.js';
-import type { StallReport } from './stalls.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** BENCH_SESSIONS shrinks the runs (for profiling); the goals are stated for 1,000. */
-export const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1000);
-/** Turns in flight at the SIGKILL of the resume benchmark (BENCH_RESUME_TURNS; goal stated for 10,000). */
-export const RESUME_TURNS = Number(process.env.BENCH_RESUME_TURNS ?? 10_000);
-/** BENCH_ENGINE=throughput,postgres,latency,tracing,memory,resume picks which engine benchmarks run. */
-export const WHICH = new Set(
-  (process.env.BENCH_ENGINE ?? 'throughput,postgres,latency,tracing,memory,resume').split(','),
-);
-/** BENCH_V8_FLAGS="--flag …": more V8 flags for every child (diagnosis: --trace-gc and such). */
-const EXTRA_V8_FLAGS = (process.env.BENCH_V8_FLAGS ?? '').split(' ').filter((f) => f !== '');
+/** The open sessions the engine's goals are stated for. */
+export const SESSIONS = 1000;
+/** Turns in flight at the SIGKILL of the resume benchmark. */
+export const RESUME_TURNS = 10_000;
 /**
  * The children run under the environment the image sets (the Dockerfile's ENV: NODE_ENV,
  * MALLOC_ARENA_MAX), as production runs; a variable set for the bench itself wins, so
@@ -33,9 +26,6 @@ const CHILD_ENV: NodeJS.ProcessEnv = {
   ...imageEnvironment(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')),
   ...process.env,
 };
-
-/** BENCH_CPU_PROF=<dir>: the children write V8 CPU profiles there. */
-const CPU_PROF = process.env.BENCH_CPU_PROF;
 
 type Message = Record<string, unknown> & { type: string };
 
@@ -54,8 +44,7 @@ export function runChild(
   v8Flags: string[] = [],
 ): Child {
   const { loader, script } = childScript('engine-child.ts');
-  const node = ['--expose-gc', ...EXTRA_V8_FLAGS, ...v8Flags, ...loader];
-  if (CPU_PROF !== undefined) node.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`);
+  const node = ['--expose-gc', ...v8Flags, ...loader];
   const spawnedAt = performance.now();
   const proc = spawn(process.execPath, [...node, script, ...args], {
     cwd: ROOT,
@@ -119,12 +108,3 @@ export const median = (xs: number[]): number => {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 export const kib = (bytes: number): string => (bytes / 1024).toFixed(1);
-
-/** What ran on the broker's event loop meanwhile: SQLite transactions, GC pauses (bench/stalls.ts). */
-export function spansOf(stalls: StallReport): string {
-  const spans = Object.entries(stalls.totals).map(
-    ([k, t]) =>
-      `${k} ${t.count}× ${t.ms.toFixed(1)} ms (${t.over5ms} over 5 ms, longest ${(stalls.longestMs[k] ?? 0).toFixed(1)})`,
-  );
-  return spans.join(', ') || 'nothing';
-}

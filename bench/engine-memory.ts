@@ -4,8 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { EventCounter, gc, newClient, receiveAll, rig, say, tempDb } from './engine-rig.js';
 import { bareRound } from './engine-throughput.js';
 
@@ -42,15 +41,6 @@ function statusRss(): Record<string, number> {
     if (m) out[m[1] as string] = Number(m[2]) * 1024;
   }
   return out;
-}
-
-/**
- * BENCH_HEAP_SNAPSHOT=<dir> (diagnosis): a heap snapshot at each of the memory benchmark's two
- * readings under load, so `bench/heap-diff.ts` can list what the sessions added in between.
- */
-export function snapshot(name: string): void {
-  const dir = process.env.BENCH_HEAP_SNAPSHOT;
-  if (dir !== undefined && dir !== '') writeHeapSnapshot(join(dir, `${name}.heapsnapshot`));
 }
 
 /**
@@ -117,11 +107,9 @@ export async function memoryBare(
     'the first half of the bare streams to reach the hold',
   );
   const halfway = await settledMemory();
-  snapshot('bare-halfway');
   open(n - half);
   await waitUntil(() => events >= n * (2 + holdAfter), 'the bare streams to reach the hold');
   const during = await settledMemory();
-  snapshot('bare-during');
   say({ type: 'release' });
   await Promise.all(streams);
   gc();
@@ -172,12 +160,10 @@ export async function memoryEngine(
     await r.events.until('turn.accepted', half);
     await waitUntil(() => reachedHold(half), 'the first half of the sessions to reach the hold');
     const halfway = await settledMemory();
-    snapshot('engine-halfway');
     await receiveAll(r.engine, 'held-b', n - half, text);
     await r.events.until('turn.accepted', n);
     await waitUntil(() => reachedHold(n), 'the sessions to reach the hold');
     const during = await settledMemory();
-    snapshot('engine-during');
     say({ type: 'release' });
     await r.events.until('turn.settled', n);
     await r.engine.idle();

@@ -258,16 +258,6 @@ export async function benchResume(server: AgentServer): Promise<void> {
         ` ${fmt(crash.wallMs - baseline.wallMs)} ms more than the baseline`,
     );
     for (const line of describe(crash.s, crash.calls, turns)) console.log(line);
-
-    // Diagnosis, not the goal's measurement: the same crash with the lease owner's name kept
-    // across the restart (EngineOptions.owner, e.g. a pod name), so the new process may take the
-    // dead one's leases at once. The difference is the wait for the dead process's leases.
-    const stable = await crashAndRecover(server, join(dir, 'stable.db'), turns, 'bench-replica-0');
-    console.log(
-      `  diagnosis, same crash with EngineOptions.owner kept across the restart: start → all settled` +
-        ` ${fmt(stable.wallMs)} ms`,
-    );
-    for (const line of describe(stable.s, stable.calls, turns)) console.log(line);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -28,58 +28,18 @@ import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { fullText } from './agent-server.js';
-import { nullStore } from './null-store.js';
 
 export const BINDING = 'bench/agent';
 
 /**
- * BENCH_SIDE=bare|engine: only that side's throughput rounds run (the other's are printed as
- * 1 ms; the replicas' rounds know `engine` only), so a CPU profile (BENCH_CPU_PROF) holds one
- * side alone, to compare with the other's. Diagnosis only: the ratios such a run prints mean
- * nothing.
- */
-export const ONLY_SIDE = process.env.BENCH_SIDE;
-
-/** A round BENCH_SIDE left out: as if it took 1 ms and saw every event. */
-export function skipped(events: number): {
-  ms: number;
-  events: number;
-  answerChars: number;
-  cpuMs: number;
-  summary: Record<string, unknown>;
-} {
-  return { ms: 1, events, answerChars: Number.NaN, cpuMs: 1, summary: {} };
-}
-
-/**
  * Throws unless every turn of a round showed the agent's whole answer (the engine may stop
  * reading a stream after its terminal status and take the final Task from GetTask: what must
- * be whole is the answer). NaN: a round BENCH_SIDE left out.
+ * be whole is the answer).
  */
 export function checkAnswers(who: string, answerChars: number, n: number, chunks: number): void {
   const expected = n * fullText(chunks).length;
-  if (!Number.isNaN(answerChars) && answerChars !== expected)
+  if (answerChars !== expected)
     throw new Error(`${who}' answers held ${answerChars} characters, expected ${expected}`);
-}
-
-/**
- * The store of a SQLite round: the file, durable, as the broker runs it; BENCH_STORE (diagnosis)
- * swaps in another to take a part of its cost away — `normal` (no fsync), `memory` (no file),
- * `null` and `null-later` (no store at all: ./null-store.ts).
- */
-function sqliteRoundStore(dbPath: string): SessionStore {
-  switch (process.env.BENCH_STORE) {
-    case 'null':
-      return nullStore(false);
-    case 'null-later':
-      return nullStore(true);
-    case 'memory':
-      return new SqliteStore(':memory:');
-    case 'normal':
-      return new SqliteStore(dbPath, { synchronous: 'normal' });
-    default:
-      return new SqliteStore(dbPath);
-  }
 }
 
 export function say(message: Record<string, unknown>): void {
@@ -251,7 +211,7 @@ export async function rig(
 ): Promise<Rig> {
   const { wrap, owner, tracing = 'api', postgres } = options;
   const client = newClient(endpoint, tracing);
-  const base: SessionStore = postgres === undefined ? sqliteRoundStore(dbPath) : new PostgresStore(postgres);
+  const base: SessionStore = postgres === undefined ? new SqliteStore(dbPath) : new PostgresStore(postgres);
   const store = wrap === undefined ? base : wrap(base);
   await store.migrate();
   const surface = new NullSurface();

@@ -3,9 +3,10 @@ import { dirname } from 'node:path';
 
 /**
  * The figures one bench run measured, each with its goal and whether it met it, so
- * `npm run bench -- --json` can write them down and the next run can be compared with the last.
- * Every benchmark prints its own lines as before; the lines that carry a figure take their
- * "goal … met/MISSED" text from here, so the printed verdict and the JSON cannot disagree.
+ * `npm run bench -- --json` can write them down, print them as one table of goals met and
+ * missed, and compare them with the last run's. Every benchmark prints its own lines; the lines
+ * that carry a figure take their "goal … met/MISSED" text from here, so the printed verdict and
+ * the JSON cannot disagree. Every figure has a goal: what has none is not measured here.
  */
 
 export type GoalOp = '>=' | '<=' | '<' | '>';
@@ -21,7 +22,8 @@ export interface Figure {
   title: string;
   value: number;
   unit: string;
-  goal: Goal | null;
+  goal: Goal;
+  /** null: the value could not be measured (not a number). */
   met: boolean | null;
 }
 
@@ -42,16 +44,15 @@ function meets(value: number, goal: Goal): boolean {
   }
 }
 
-/**
- * Records a figure and returns its verdict text for the printed line: "(goal ≥ 0.80) met", or
- * "" when the figure has no goal (a diagnosis).
- */
-export function figure(id: string, title: string, value: number, unit: string, goal?: Goal): string {
-  const met = goal === undefined || !Number.isFinite(value) ? null : meets(value, goal);
-  recorded.push({ id, title, value, unit, goal: goal ?? null, met });
-  if (goal === undefined) return '';
-  const stated = `goal ${SYMBOL[goal.op]} ${goal.value.toLocaleString('en')}${unit === 'ratio' ? '' : ` ${unit}`}`;
-  return `(${stated}) ${met === true ? 'met' : 'MISSED'}`;
+function stated(goal: Goal, unit: string): string {
+  return `${SYMBOL[goal.op]} ${goal.value.toLocaleString('en')}${unit === 'ratio' ? '' : ` ${unit}`}`;
+}
+
+/** Records a figure and returns its verdict text for the printed line: "(goal ≥ 0.80) met". */
+export function figure(id: string, title: string, value: number, unit: string, goal: Goal): string {
+  const met = Number.isFinite(value) ? meets(value, goal) : null;
+  recorded.push({ id, title, value, unit, goal, met });
+  return `(goal ${stated(goal, unit)}) ${met === true ? 'met' : 'MISSED'}`;
 }
 
 export function figures(): readonly Figure[] {
@@ -77,7 +78,13 @@ export function writeFigures(path: string): void {
   const now: Written = { at: new Date().toISOString(), node: process.version, figures: [...recorded] };
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(now, null, 2)}\n`);
-  console.log(`\nFigures written to ${path} (${recorded.length} figures)`);
+  const missed = recorded.filter((f) => f.met !== true);
+  console.log(`\nGoals: ${recorded.length - missed.length} met, ${missed.length} missed`);
+  for (const f of recorded)
+    console.log(
+      `  ${f.met === true ? 'met   ' : 'MISSED'} ${f.id}: ${round(f.value)} ${f.unit} (goal ${stated(f.goal, f.unit)}) ${f.title}`,
+    );
+  console.log(`Figures written to ${path}`);
   if (last === undefined) return;
   const before = new Map(last.figures.map((f) => [f.id, f]));
   console.log(`Against the last run (${last.at}):`);

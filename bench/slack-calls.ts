@@ -96,12 +96,6 @@ export async function benchSlack(): Promise<void> {
     console.log(
       `  ${label}: ${counts.map((n, i) => `${n.toLocaleString('en')} events → ${calls[i]} calls`).join('; ')}`,
     );
-    figure(
-      `slack.${key}.calls-per-turn`,
-      `Slack calls per 2 s turn of 1,000 events, ${label}`,
-      calls[1] ?? 0,
-      'calls',
-    );
     const ratio = (calls[2] ?? 0) / Math.max(1, calls[0] ?? 1);
     // ≈ 1: the calls follow the turn's duration, not its event count.
     const verdict = figure(
