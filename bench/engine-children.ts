@@ -52,8 +52,10 @@ export function runChild(
   args: string[],
   onMessage: (m: Message) => void = () => undefined,
   v8Flags: string[] = [],
+  /** The child's script under bench/ (the scale benchmark's is scale-child.ts). */
+  name = 'engine-child.ts',
 ): Child {
-  const { loader, script } = childScript('engine-child.ts');
+  const { loader, script } = childScript(name);
   const node = ['--expose-gc', ...EXTRA_V8_FLAGS, ...v8Flags, ...loader];
   if (CPU_PROF !== undefined) node.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`);
   const spawnedAt = performance.now();

@@ -19,6 +19,8 @@
  *    agent and the fake Slack Web API, against the engine alone (bench/slack-path.ts).
  * 8. SQLite durability: a turn's writes with synchronous=FULL (the default) against NORMAL
  *    (bench/sqlite-durability.ts).
+ * 9. Scale on one replica: 10,000 threads paused on a question and 1,000 answers streaming, the
+ *    broker's resident memory, and every one recovered after a SIGKILL (bench/scale.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -32,6 +34,7 @@ import { sdkRequest } from '../testkit/a2a-sdk.js';
 import { childrenRunFrom } from './compiled.js';
 import { benchEngine } from './engine.js';
 import { figure, writeFigures } from './figures.js';
+import { benchScale } from './scale.js';
 import { benchSlack } from './slack-calls.js';
 import { benchSlackPath } from './slack-path.js';
 import { benchSqliteDurability } from './sqlite-durability.js';
@@ -362,13 +365,13 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-// BENCH_ONLY=codec (benchmark 1), client (2 and 3), engine, slack, slack-path or sqlite runs only
+// BENCH_ONLY=codec (benchmark 1), client (2 and 3), engine, slack, slack-path, sqlite or scale runs only
 // those benchmarks (for profiling them, or to A/B one part on a shared machine).
 const only = process.env.BENCH_ONLY;
 // `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='));
 const jsonPath = jsonArg === undefined ? undefined : jsonArg.split('=')[1] || '.agentkourier/bench/last.json';
-if (only === undefined || only === 'engine' || only === 'slack' || only === 'slack-path')
+if (only === undefined || only === 'engine' || only === 'slack' || only === 'slack-path' || only === 'scale')
   console.log(`The engine and Slack-path benchmarks' child processes run ${childrenRunFrom()}.`);
 if (only === undefined || only === 'codec') benchCodec();
 if (only === undefined || only === 'client') await benchTurn();
@@ -376,4 +379,5 @@ if (only === undefined || only === 'engine') await benchEngine();
 if (only === undefined || only === 'slack') await benchSlack();
 if (only === undefined || only === 'slack' || only === 'slack-path') await benchSlackPath();
 if (only === undefined || only === 'sqlite') await benchSqliteDurability();
+if (only === undefined || only === 'scale') await benchScale();
 if (jsonPath !== undefined) writeFigures(jsonPath);
