@@ -92,8 +92,9 @@ export async function benchScale(): Promise<void> {
     const before = { ...server.calls };
 
     const recoverer = scaleChild(['recover', server.endpoint, db, String(PAUSED), String(STREAMING)]);
-    const { message: r, at } = await recoverer.next('recovered', 300_000);
+    const { at } = await recoverer.next('recovered', 300_000);
     const recoveryMs = at - recoverer.spawnedAt;
+    const { message: r } = await recoverer.next('report', 120_000);
     const calls = Object.entries(server.calls)
       .map(([k, v]) => [k, v - (before[k] ?? 0)] as const)
       .filter(([, v]) => v > 0)
@@ -110,6 +111,8 @@ export async function benchScale(): Promise<void> {
 
     const now = loaded.now as Mem;
     const collected = loaded.collected as Mem;
+    const base = loaded.before as Mem;
+    const idle = r.idle as Mem;
     console.log(
       `\nScale on one replica: ${fmt(PAUSED)} threads paused on a question and ${fmt(STREAMING)} answers` +
         ` streaming (a chunk every ${fmt(TRICKLE_MS)} ms each), one broker on SQLite; questions time out after a day`,
@@ -131,8 +134,8 @@ export async function benchScale(): Promise<void> {
         ` external ${mib(now.external)} MiB; anonymous ${mib(now.RssAnon)} MiB, file-backed ${mib(now.RssFile)} MiB`,
     );
     console.log(
-      `  after a full collection: rss ${mib(collected.rss)} MiB, heap used ${mib(collected.heapUsed)} MiB` +
-        ` (${(collected.heapUsed / (PAUSED + STREAMING) / 1024).toFixed(1)} KiB per session, the process's own included)`,
+      `  after a full collection: rss ${mib(collected.rss)} MiB, heap used ${mib(collected.heapUsed)} of ${mib(collected.heapTotal)} MiB;` +
+        ` the same process before any session: rss ${mib(base.rss)} MiB, heap used ${mib(base.heapUsed)} MiB`,
     );
     const recoveryVerdict = figure(
       'scale.recovery.ms',
@@ -148,8 +151,19 @@ export async function benchScale(): Promise<void> {
     console.log(
       `    in it (ms since it started): script running ${fmt(r.scriptStartedAt as number)}, engine.start() ` +
         `${fmt(r.startCalledAt as number)}→${fmt(r.startReturnedAt as number)}, all recovered ${fmt(r.recoveredAt as number)},` +
-        ` every driver idle ${fmt(r.idleAt as number)}; CPU ${fmt(r.cpuMs as number)} ms; rss ${mib(r.rss as number)} MiB,` +
-        ` heap used ${mib(r.heapUsed as number)} MiB`,
+        ` every driver idle ${fmt(r.idleAt as number)}; CPU ${fmt(r.cpuMs as number)} ms; rss ${mib(r.rss as number)} MiB`,
+    );
+    // Held as a restarted broker holds them: the paused sessions alone, every stream settled.
+    const perPaused = (idle.heapUsed - base.heapUsed) / PAUSED / 1024;
+    figure(
+      'scale.heap.per-paused',
+      'V8 heap per paused session, after recovery and a full collection',
+      perPaused,
+      'KiB',
+    );
+    console.log(
+      `    then, the ${fmt(PAUSED)} paused sessions alone, after a full collection: rss ${mib(idle.rss)} MiB,` +
+        ` heap used ${mib(idle.heapUsed)} of ${mib(idle.heapTotal)} MiB: ${perPaused.toFixed(2)} KiB of heap per paused session`,
     );
     console.log(`    agent calls while recovering: ${calls}`);
     console.log(
