@@ -33,8 +33,13 @@ class ScaleCheckError extends Error {
   override readonly name = 'ScaleCheckError';
 }
 
+/** The children of this run: any still alive when it ends (a check failed) is killed with it. */
+const children: Child[] = [];
+
 function scaleChild(args: string[]): Child {
-  return runChild(args, () => undefined, [], 'scale-child.ts');
+  const child = runChild(args, () => undefined, [], 'scale-child.ts');
+  children.push(child);
+  return child;
 }
 
 /** The agent's task per thread, for the threads whose first message asked for a question. */
@@ -153,16 +158,17 @@ export async function benchScale(): Promise<void> {
         `${fmt(r.startCalledAt as number)}→${fmt(r.startReturnedAt as number)}, all recovered ${fmt(r.recoveredAt as number)},` +
         ` every driver idle ${fmt(r.idleAt as number)}; CPU ${fmt(r.cpuMs as number)} ms; rss ${mib(r.rss as number)} MiB`,
     );
-    // Held as a restarted broker holds them: the paused sessions alone, every stream settled.
+    // Held as a restarted broker holds them: the paused sessions, every stream settled (its
+    // keep-alive connection to the agent still open, counted here too).
     const perPaused = (idle.heapUsed - base.heapUsed) / PAUSED / 1024;
     figure(
       'scale.heap.per-paused',
-      'V8 heap per paused session, after recovery and a full collection',
+      'V8 heap the recovered process holds per paused session (settled streams’ connections included)',
       perPaused,
       'KiB',
     );
     console.log(
-      `    then, the ${fmt(PAUSED)} paused sessions alone, after a full collection: rss ${mib(idle.rss)} MiB,` +
+      `    then, the ${fmt(PAUSED)} paused sessions and the settled streams' connections, after a full collection: rss ${mib(idle.rss)} MiB,` +
         ` heap used ${mib(idle.heapUsed)} of ${mib(idle.heapTotal)} MiB: ${perPaused.toFixed(2)} KiB of heap per paused session`,
     );
     console.log(`    agent calls while recovering: ${calls}`);
@@ -172,6 +178,10 @@ export async function benchScale(): Promise<void> {
         ` ${fmt(answered.ms as number)} ms, every task completed). Run time ${fmt((performance.now() - began) / 1000)} s`,
     );
   } finally {
+    for (const child of children.splice(0)) {
+      if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
+      await child.exited;
+    }
     await server.close();
     rmSync(dir, { recursive: true, force: true });
   }
