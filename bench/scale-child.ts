@@ -27,13 +27,13 @@ const scriptStartedAt = performance.now();
  */
 const QUESTION_TIMEOUT_MS = 24 * 3600 * 1000;
 /** Chunks of a streaming answer, and of the answer to a question. */
-export const STREAM_CHUNKS = 300;
-export const REPLY_CHUNKS = 5;
+const STREAM_CHUNKS = 300;
+const REPLY_CHUNKS = 5;
 /** Threads are started this many at a time, each slice waited for. */
 const SLICE = 1_000;
 
-export const pausedThread = (i: number): string => `q-${i}`;
-export const streamingThread = (i: number): string => `s-${i}`;
+const pausedThread = (i: number): string => `q-${i}`;
+const streamingThread = (i: number): string => `s-${i}`;
 
 function inbound(thread: string, n: number, text: string): Inbound {
   return {
@@ -176,6 +176,7 @@ async function load(endpoint: string, dbPath: string, paused: number, streaming:
     asked: sink.asked.size,
     streamsSettled,
     activeSessions: engine.activeSessions,
+    slice: SLICE,
     before,
     now,
     collected,

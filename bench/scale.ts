@@ -27,7 +27,13 @@ const MIB = 2 ** 20;
 const mib = (bytes: number): string => (bytes / MIB).toFixed(0);
 
 /** The readings engine-memory.ts's memory() takes, as the child sends them. */
-type Mem = Record<'rss' | 'heapUsed' | 'heapTotal' | 'external' | 'RssAnon' | 'RssFile', number>;
+type Mem = Record<
+  'rss' | 'heapUsed' | 'heapTotal' | 'newSpace' | 'oldSpace' | 'external' | 'RssAnon' | 'RssFile',
+  number
+>;
+
+/** V8's heap as committed: its young and old generations' sizes (most of it empty after a collection). */
+const spaces = (m: Mem): string => `young ${mib(m.newSpace)} MiB, old ${mib(m.oldSpace)} MiB`;
 
 class ScaleCheckError extends Error {
   override readonly name = 'ScaleCheckError';
@@ -124,7 +130,7 @@ export async function benchScale(): Promise<void> {
     );
     console.log(
       `  loaded in ${fmt(loaded.totalMs as number)} ms (the ${fmt(PAUSED)} questions in ${fmt(loaded.pausedMs as number)} ms,` +
-        ` ${fmt(1_000)} threads at a time); ${fmt(loaded.activeSessions as number)} sessions driven`,
+        ` ${fmt(loaded.slice as number)} threads at a time); ${fmt(loaded.activeSessions as number)} sessions driven`,
     );
     const rssVerdict = figure(
       'scale.rss',
@@ -139,7 +145,8 @@ export async function benchScale(): Promise<void> {
         ` external ${mib(now.external)} MiB; anonymous ${mib(now.RssAnon)} MiB, file-backed ${mib(now.RssFile)} MiB`,
     );
     console.log(
-      `  after a full collection: rss ${mib(collected.rss)} MiB, heap used ${mib(collected.heapUsed)} of ${mib(collected.heapTotal)} MiB;` +
+      `  after a full collection: rss ${mib(collected.rss)} MiB, heap used ${mib(collected.heapUsed)} of ${mib(collected.heapTotal)} MiB` +
+        ` (${spaces(collected)});` +
         ` the same process before any session: rss ${mib(base.rss)} MiB, heap used ${mib(base.heapUsed)} MiB`,
     );
     const recoveryVerdict = figure(
@@ -169,7 +176,7 @@ export async function benchScale(): Promise<void> {
     );
     console.log(
       `    then, the ${fmt(PAUSED)} paused sessions and the settled streams' connections, after a full collection: rss ${mib(idle.rss)} MiB,` +
-        ` heap used ${mib(idle.heapUsed)} of ${mib(idle.heapTotal)} MiB: ${perPaused.toFixed(2)} KiB of heap per paused session`,
+        ` heap used ${mib(idle.heapUsed)} of ${mib(idle.heapTotal)} MiB (${spaces(idle)}): ${perPaused.toFixed(2)} KiB of heap per paused session`,
     );
     console.log(`    agent calls while recovering: ${calls}`);
     console.log(
