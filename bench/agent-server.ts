@@ -1,3 +1,4 @@
+// Over 450 lines as one piece: every benchmark's agent shares its one task table, held streams and scripted answers.
 /**
  * The engine benchmarks' agent: a fast, scriptable A2A 1.0 JSON-RPC server on loopback. It runs
  * in the benchmark's parent process, so the process under measurement (a child) holds only the
@@ -12,7 +13,9 @@
  * runtimes do (every chunk a working status update whose message holds the token, the whole
  * answer as one artifact update after them, then the completed status and the full Task). GetTask and
  * SubscribeToTask answer from the task's current state; `completeAll()` turns every task
- * completed (the agent finished while the broker was down).
+ * completed (the agent finished while the broker was down). `[ask]` pauses the task on a text
+ * question (input-required) until a message names it as its answer; `[trickle-ms:N]` sends a
+ * held stream's next chunk every N ms, holding back its last (bench/scale.ts).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -39,8 +42,10 @@ export interface AgentServer {
    * Returns how many streams it stamped.
    */
   releaseStamped(spreadMs: number): number;
-  /** Every task is completed now; held streams are finished too. */
+  /** Every task not paused on a question is completed now; held streams are finished too. */
   completeAll(): void;
+  /** Every task so far: its id, the text of the message that started it, and its state. */
+  tasks(): Array<{ id: string; text: string; state: 'working' | 'input-required' | 'completed' }>;
   /** Requests served so far, by JSON-RPC method. */
   readonly calls: Record<string, number>;
   close(): Promise<void>;
@@ -55,6 +60,9 @@ interface BenchTask {
   chunks: number;
   shape: AnswerShape;
   completed: boolean;
+  /** The message that started it; `asked`: paused on a question until it is answered. */
+  text: string;
+  asked: boolean;
 }
 
 /** What a message says to ask the bench agent for an answer of `chunks` chunks of artifact text. */
@@ -90,6 +98,7 @@ export function fullText(chunks: number): string {
 }
 
 function taskJson(task: BenchTask): Record<string, unknown> {
+  if (task.asked) return { id: task.id, contextId: task.contextId, status: questionStatus(task) };
   if (!task.completed) {
     return { id: task.id, contextId: task.contextId, status: { state: 'TASK_STATE_WORKING' } };
   }
@@ -99,6 +108,12 @@ function taskJson(task: BenchTask): Record<string, unknown> {
     status: { state: 'TASK_STATE_COMPLETED', timestamp: TIMESTAMP },
     artifacts: [{ artifactId: 'answer', parts: [{ text: fullText(task.chunks) }] }],
   };
+}
+
+/** The status of a task paused on a text question (docs/agent-contract.md, Q-1). */
+function questionStatus(task: BenchTask): Record<string, unknown> {
+  const message = { messageId: `q-${task.id}`, role: 'ROLE_AGENT', parts: [{ text: 'Which namespace?' }] };
+  return { state: 'TASK_STATE_INPUT_REQUIRED', message, timestamp: TIMESTAMP };
 }
 
 /** An SSE frame whose JSON-RPC id is already JSON-encoded (the request's own type echoed). */
@@ -207,6 +222,8 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
   const templates = new Templates();
   const tasks = new Map<string, BenchTask>();
   const held = new Set<HeldStream>();
+  /** The timers of held streams that trickle ([trickle-ms:N]): a chunk each tick, all but the last. */
+  const trickling = new Map<HeldStream, NodeJS.Timeout>();
   const sockets = new Set<Socket>();
   const calls: Record<string, number> = {};
   let next = 0;
@@ -257,15 +274,59 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
     held.add(stream);
   };
 
-  const hold = (stream: HeldStream): void => {
+  const stopTrickle = (stream: HeldStream): void => {
+    clearInterval(trickling.get(stream));
+    trickling.delete(stream);
+  };
+
+  const hold = (stream: HeldStream, trickleMs: number | null = null): void => {
     held.add(stream);
-    stream.res.on('close', () => held.delete(stream));
+    stream.res.on('close', () => {
+      held.delete(stream);
+      stopTrickle(stream);
+    });
+    if (trickleMs === null) return;
+    const t = templates.get(stream.task.chunks, stream.task.shape);
+    const tick = (): void => {
+      if (stream.sent >= stream.task.chunks - 1 || stream.res.destroyed) {
+        stopTrickle(stream);
+        return;
+      }
+      stream.res.write(frames(t.chunk, stream.sent, stream.sent + 1, stream.idJson, stream.task));
+      stream.sent++;
+    };
+    trickling.set(stream, setInterval(tick, trickleMs));
+  };
+
+  /** An answer to a task paused on a question: the task works again, streams its chunks, completes. */
+  const resume = (res: ServerResponse, idJson: string, task: BenchTask, text: string): void => {
+    const chunksMark = /\[chunks:(\d+)\]/.exec(text);
+    task.chunks = chunksMark === null ? config.chunks : Number(chunksMark[1]);
+    task.asked = false;
+    task.completed = true;
+    const t = templates.get(task.chunks, task.shape);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    // No `task` event: the task exists; its working status first.
+    res.end(
+      frames(t.head, 1, t.head.length, idJson, task) +
+        frames(t.chunk, 0, t.chunk.length, idJson, task) +
+        frames(t.tail, 0, t.tail.length, idJson, task),
+    );
   };
 
   const sendStream = (res: ServerResponse, idJson: string, params: Record<string, unknown>): void => {
-    const message = (params.message ?? {}) as { contextId?: string; parts?: Array<{ text?: string }> };
+    const message = (params.message ?? {}) as {
+      contextId?: string;
+      taskId?: string;
+      parts?: Array<{ text?: string }>;
+    };
     // The sender may script its own answer: "[chunks:N]" and "[hold-after:K]" in the text.
     const text = message.parts?.[0]?.text ?? '';
+    const paused = tasks.get(message.taskId ?? '');
+    if (paused?.asked === true) {
+      resume(res, idJson, paused, text);
+      return;
+    }
     const chunksMark = /\[chunks:(\d+)\]/.exec(text);
     const holdMark = /\[hold-after:(\d+)\]/.exec(text);
     const n = ++next;
@@ -275,11 +336,21 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
       chunks: chunksMark === null ? config.chunks : Number(chunksMark[1]),
       shape: text.includes('[shape:kagent]') ? 'kagent' : 'artifacts',
       completed: false,
+      text,
+      asked: text.includes('[ask]'),
     };
     const holdAfter = holdMark === null ? config.holdAfter : Number(holdMark[1]);
     tasks.set(task.id, task);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const t = templates.get(task.chunks, task.shape);
+    if (task.asked) {
+      // Q-1: the turn ends paused on a question; the stream ends with it.
+      const question = JSON.stringify({
+        statusUpdate: { taskId: task.id, contextId: task.contextId, status: questionStatus(task) },
+      });
+      res.end(frames(t.head, 0, t.head.length, idJson, task) + frame(idJson, question));
+      return;
+    }
     if (holdAfter === null || holdAfter >= task.chunks) {
       task.completed = true;
       res.end(
@@ -291,7 +362,8 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
     }
     const sent = holdAfter;
     res.write(frames(t.head, 0, t.head.length, idJson, task) + frames(t.chunk, 0, sent, idJson, task));
-    hold({ task, res, idJson, sent });
+    const trickleMark = /\[trickle-ms:(\d+)\]/.exec(text);
+    hold({ task, res, idJson, sent }, trickleMark === null ? null : Number(trickleMark[1]));
   };
 
   const subscribe = (res: ServerResponse, idJson: string, task: BenchTask): void => {
@@ -373,6 +445,7 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
     release: () => {
       for (const stream of [...held]) {
         held.delete(stream);
+        stopTrickle(stream);
         finish(stream);
       }
     },
@@ -386,16 +459,25 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
       return streams.length;
     },
     completeAll: () => {
-      for (const task of tasks.values()) task.completed = true;
+      for (const task of tasks.values()) if (!task.asked) task.completed = true;
       for (const stream of [...held]) {
         held.delete(stream);
+        stopTrickle(stream);
         finish(stream);
       }
     },
+    tasks: () =>
+      [...tasks.values()].map((t) => ({
+        id: t.id,
+        text: t.text,
+        state: t.asked ? 'input-required' : t.completed ? 'completed' : 'working',
+      })),
     close: () =>
       new Promise<void>((resolve) => {
         for (const stream of held) stream.res.destroy();
         held.clear();
+        for (const timer of trickling.values()) clearInterval(timer);
+        trickling.clear();
         server.close(() => resolve());
         for (const socket of sockets) socket.destroy();
       }),

@@ -42,8 +42,10 @@ export function runChild(
   args: string[],
   onMessage: (m: Message) => void = () => undefined,
   v8Flags: string[] = [],
+  /** The child's script under bench/ (the scale benchmark's is scale-child.ts). */
+  name = 'engine-child.ts',
 ): Child {
-  const { loader, script } = childScript('engine-child.ts');
+  const { loader, script } = childScript(name);
   const node = ['--expose-gc', ...v8Flags, ...loader];
   const spawnedAt = performance.now();
   const proc = spawn(process.execPath, [...node, script, ...args], {

@@ -13,6 +13,8 @@
  *          1,000 open sessions (p99 < 25 ms), the OpenTelemetry API (≥ 0.98), memory per
  *          streaming session (≤ 64 KiB) and resume of 10,000 turns after SIGKILL (< 10 s).
  * slack    Slack calls per streamed turn against the agent's event count (≈ 1).
+ * scale    10,000 threads paused on a question and 1,000 answers streaming in one broker: its
+ *          resident memory (≤ 512 MiB), and every one recovered after a SIGKILL (< 15 s).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -26,6 +28,7 @@ import { sdkRequest } from '../testkit/a2a-sdk.js';
 import { childrenRunFrom } from './compiled.js';
 import { benchEngine } from './engine.js';
 import { figure, writeFigures } from './figures.js';
+import { benchScale } from './scale.js';
 import { benchSlack } from './slack-calls.js';
 
 const TASK_ID = 'task-bench';
@@ -354,7 +357,7 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-// BENCH_ONLY=codec, client, engine or slack runs only that part.
+// BENCH_ONLY=codec, client, engine, slack or scale runs only that part.
 const only = process.env.BENCH_ONLY;
 const runs = (part: string): boolean => only === undefined || only === part;
 // `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
@@ -365,4 +368,5 @@ if (runs('codec')) benchCodec();
 if (runs('client')) await benchTurn();
 if (runs('engine')) await benchEngine();
 if (runs('slack')) await benchSlack();
+if (runs('scale')) await benchScale();
 if (jsonPath !== undefined) writeFigures(jsonPath);
