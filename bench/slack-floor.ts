@@ -62,7 +62,7 @@ class BareWebApi {
 
   constructor(apiUrl: string, token: string) {
     const base = new URL(apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`);
-    // As many connections as the surface's transport keeps (web-api-transport.ts).
+    // As many requests at once as the surface's WebClient lets go (its maxRequestConcurrency).
     this.#pool = new Pool(base.origin, { connections: 100 });
     this.#path = `${base.pathname}auth.test`;
     this.#headers = {

@@ -3,7 +3,7 @@
  * (Slack's v0 signature, HMAC-SHA256 over `v0:<timestamp>:<body>` with the signing secret)
  * POSTed to the broker's /slack/events, where the real Bolt HTTPReceiver checks it; the broker
  * composed as in production stores the turn, the engine streams the agent's answer (the bench
- * agent, bench/agent-server.ts) into Slack through its Web API transport against the fake Slack
+ * agent, bench/agent-server.ts) into Slack through its WebClient against the fake Slack
  * Web API (testkit/slack), and the turn settles once its final text is shown. Against the
  * engine alone (the engine throughput round of bench/engine.ts: the same agent, the same
  * 1,000 turns of 50 chunks, a surface that shows nothing), measured in the same child process,
