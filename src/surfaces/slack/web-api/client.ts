@@ -1,5 +1,3 @@
-// Slightly over our ~400-line rule: every Slack Web API call goes through this one client, its
-// schema of answers, the rate budget and the spans; splitting it would scatter one call path.
 import { SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { z } from 'zod';
