@@ -8,14 +8,14 @@
  * the number of events that carry it changes (each event replaces the answer with a longer
  * prefix, so the text grows alike whatever the count). The surface is driven exactly as the
  * engine drives it (AnswerSink.update per event, finish at the end), against the fake Slack Web
- * API through the Web API transport, with the production coalescing interval and budgets.
+ * API through the WebClient, with the production coalescing interval and budgets.
  */
 import { pino } from 'pino';
 import { AnswerBuffer } from '../src/core/answer.js';
 import { systemClock } from '../src/core/clock.js';
 import { SlackSurface } from '../src/surfaces/slack/answer/surface.js';
 import { BudgetBook } from '../src/surfaces/slack/web-api/budget.js';
-import { createWebApiTransport, SlackApi } from '../src/surfaces/slack/web-api/client.js';
+import { createWebApiCaller, SlackApi } from '../src/surfaces/slack/web-api/client.js';
 import { startFakeSlack } from '../testkit/slack/index.js';
 import { figure } from './figures.js';
 
@@ -32,10 +32,7 @@ async function turnCalls(options: {
   const fake = await startFakeSlack({ streaming: options.streaming });
   const budgets = new BudgetBook(systemClock);
   try {
-    const api = new SlackApi(
-      createWebApiTransport({ token: fake.botToken, apiUrl: fake.url, logger }),
-      budgets,
-    );
+    const api = new SlackApi(createWebApiCaller({ token: fake.botToken, apiUrl: fake.url, logger }), budgets);
     const surface = new SlackSurface({ api, clock: systemClock, logger });
     const root = fake.postUserMessage({ channel: 'C0BENCH', user: 'U0ADA', text: 'go' });
     const sink = surface.openAnswer(

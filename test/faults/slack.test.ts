@@ -21,7 +21,7 @@ import {
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 /**
- * Fault matrix: Slack misbehaving end to end (the real Bolt and the surface's Web API transport against the fake Web
+ * Fault matrix: Slack misbehaving end to end (the real Bolt and the surface's WebClient against the fake Web
  * API): storms of 5xx and 429 on every method an answer uses, and Slack unreachable when the
  * broker starts — for auth.test, and in Socket Mode for apps.connections.open and its WebSocket.
  * What must hold: the answer is still exactly the agent's text, in one message; after a 429

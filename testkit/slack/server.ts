@@ -1,6 +1,6 @@
 /**
  * A stand-in for Slack's Web API on loopback, for tests that drive the real `@slack/web-api` WebClient
- * (and Bolt, which uses it) or the surface's own Web API transport against it:
+ * (and Bolt, which uses it) against it, as the surface and Bolt both do:
  * `new WebClient(token, { slackApiUrl: fake.url })`. Socket Mode too: apps.connections.open and the
  * WebSocket it points to are served on the same port (./socket-mode.ts).
  *

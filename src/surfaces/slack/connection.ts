@@ -32,7 +32,7 @@ import { PromptDesk } from './prompts/desk.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompts/modals.js';
 import { PromptTokens } from './prompts/payloads.js';
 import { BudgetBook, type MethodBudget } from './web-api/budget.js';
-import { createWebApiTransport, SlackApi, type SlackTelemetry } from './web-api/client.js';
+import { createWebApiCaller, SlackApi, type SlackTelemetry } from './web-api/client.js';
 import type { SlackRateLimitedError, SlackUnavailableError } from './web-api/errors.js';
 import { slackLogger } from './web-api/logger.js';
 import { authTestWhenReachable, DEFAULT_CONNECT_RETRY, SocketModeStart } from './web-api/slack-wait.js';
@@ -236,29 +236,26 @@ export class SlackConnection {
         clock,
         logger: options.logger,
       });
-      const transport = createWebApiTransport({
+      const caller = createWebApiCaller({
         token: undefined,
         apiUrl: options.config.apiUrl,
         logger: options.logger,
       });
       const budgets = new BudgetBook(clock, options.budgets);
-      const api = new SlackApi(transport, budgets, options.telemetry, workspaces.tokens);
+      const api = new SlackApi(caller, budgets, options.telemetry, workspaces.tokens);
       return new SlackConnection(
         { api, budgets, botUserId: undefined, teamId: undefined, botId: undefined, workspaces },
         options,
       );
     }
-    const transport = createWebApiTransport({
+    const caller = createWebApiCaller({
       token: options.config.botToken,
       apiUrl: options.config.apiUrl,
       logger: options.logger,
     });
     const budgets = new BudgetBook(clock, options.budgets);
-    const api = new SlackApi(transport, budgets, options.telemetry);
-    const who = await authTestWhenReachable(api, clock, options).catch(async (error: unknown) => {
-      await api.close().catch(() => undefined);
-      throw error;
-    });
+    const api = new SlackApi(caller, budgets, options.telemetry);
+    const who = await authTestWhenReachable(api, clock, options);
     options.logger.info({ team: who.teamId, botUserId: who.botUserId }, 'connected to Slack');
     return new SlackConnection(
       { api, budgets, botUserId: who.botUserId, teamId: who.teamId, botId: who.botId },
@@ -487,7 +484,5 @@ export class SlackConnection {
     this.approvals.close();
     this.surface.close();
     this.#budgets.close();
-    // Calls in flight finish first; later ones would fail on the closed budgets anyway.
-    await this.api.close().catch(() => undefined);
   }
 }

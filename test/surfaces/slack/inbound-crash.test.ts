@@ -11,7 +11,7 @@ import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { InboundRouter } from '../../../src/surfaces/slack/inbound/events.js';
 import { People } from '../../../src/surfaces/slack/inbound/people.js';
 import { BudgetBook } from '../../../src/surfaces/slack/web-api/budget.js';
-import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
+import { createWebApiCaller, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { MapRegistry } from '../../helpers/engine-harness.js';
 import { FakeSurface } from '../../helpers/fake-surface.js';
@@ -61,7 +61,7 @@ describe('a Slack event and its turn are stored together', () => {
     dir = await mkdtemp(join(tmpdir(), 'ak-inbound-'));
     const file = join(dir, 'state.db');
     const api = new SlackApi(
-      createWebApiTransport({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+      createWebApiCaller({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
       budgets,
     );
     const bindings = {

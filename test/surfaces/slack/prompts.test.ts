@@ -14,7 +14,7 @@ import {
   readMarks,
 } from '../../../src/surfaces/slack/prompts/view.js';
 import { BudgetBook } from '../../../src/surfaces/slack/web-api/budget.js';
-import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
+import { createWebApiCaller, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { ManualClock } from './manual-clock.js';
 
@@ -98,7 +98,7 @@ describe('prompt views', () => {
       const budgets = new BudgetBook(systemClock);
       try {
         const api = new SlackApi(
-          createWebApiTransport({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+          createWebApiCaller({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
           budgets,
         );
         const request = approval(count, 20_000);
@@ -144,7 +144,7 @@ describe('prompt views', () => {
     const budgets = new BudgetBook(systemClock);
     try {
       const api = new SlackApi(
-        createWebApiTransport({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+        createWebApiCaller({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
         budgets,
       );
       const place = {
@@ -205,7 +205,7 @@ describe('approver groups', () => {
     const budgets = new BudgetBook(systemClock);
     books.push(budgets);
     const api = new SlackApi(
-      createWebApiTransport({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+      createWebApiCaller({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
       budgets,
     );
     return { fake, clock, groups: new ApproverGroups(api, clock, silent, { ttlMs: 60_000 }) };

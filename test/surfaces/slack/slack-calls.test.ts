@@ -6,12 +6,12 @@ import { markdownForStream, markdownToMrkdwn } from '../../../src/surfaces/slack
 import { SlackSurface } from '../../../src/surfaces/slack/answer/surface.js';
 import { People } from '../../../src/surfaces/slack/inbound/people.js';
 import { BudgetBook } from '../../../src/surfaces/slack/web-api/budget.js';
-import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
+import { createWebApiCaller, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
 import { SlackPlatformError, SlackRateLimitedError } from '../../../src/surfaces/slack/web-api/errors.js';
 import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../../testkit/slack/index.js';
 
 /**
- * The surface against the fake Slack Web API through the Web API transport, without Bolt or the
+ * The surface against the fake Slack Web API through the WebClient, without Bolt or the
  * engine: what each call costs, and how Slack's refusals are read.
  */
 
@@ -31,7 +31,7 @@ describe('the Slack surface against the fake Web API', () => {
     const budgets = new BudgetBook(systemClock);
     open.push({ fake, budgets });
     const api = new SlackApi(
-      createWebApiTransport({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+      createWebApiCaller({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
       budgets,
     );
     const root = fake.postUserMessage({ channel: 'C1', user: 'U0ADA', text: 'hi' });

@@ -10,11 +10,11 @@ import {
   TRIGGER_EVENT_TYPE,
 } from '../../../src/surfaces/slack/answer/trigger-threads.js';
 import { BudgetBook } from '../../../src/surfaces/slack/web-api/budget.js';
-import { createWebApiTransport, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
+import { createWebApiCaller, SlackApi } from '../../../src/surfaces/slack/web-api/client.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
 import { BINDING, notification, startTriggerHarness, triggerConfig, until } from '../../triggers/harness.js';
 
-/** Threads triggers start in Slack, against the fake Web API through the Web API transport. */
+/** Threads triggers start in Slack, against the fake Web API through the WebClient. */
 
 const silent = pino({ level: 'silent' });
 const MESSAGE = {
@@ -56,7 +56,7 @@ describe('SlackTriggerThreads', () => {
     const budgets = new BudgetBook(systemClock);
     open.push({ fake, budgets });
     const api = new SlackApi(
-      createWebApiTransport({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
+      createWebApiCaller({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
       budgets,
     );
     const threads = new SlackTriggerThreads({ api, clock: systemClock, logger: silent, teamId: fake.teamId });

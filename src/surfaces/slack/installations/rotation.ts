@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
 import { KourierError } from '../../../core/errors.js';
-import { createWebApiTransport } from '../web-api/client.js';
+import { createWebApiCaller } from '../web-api/client.js';
 import { SlackMalformedResponseError, SlackPlatformError } from '../web-api/errors.js';
 import type { SealedInstallationStore } from './store.js';
 
@@ -47,21 +47,15 @@ export function refreshExchange(
   apiUrl: string,
   logger: Logger,
 ): RefreshExchange {
+  // No token of its own: oauth.v2.access takes the app's credentials in the body.
+  const caller = createWebApiCaller({ token: undefined, apiUrl, logger });
   return async (refreshToken) => {
-    // Refreshes are rare (one per workspace about every ten hours): a connection of their own,
-    // closed after each, instead of a pool that outlives the broker's stop.
-    const transport = createWebApiTransport({ token: undefined, apiUrl, logger });
-    let answer: unknown;
-    try {
-      answer = await transport.call('oauth.v2.access', {
-        client_id: app.clientId,
-        client_secret: app.clientSecret,
-        grant_type: 'refresh_token',
-        refresh_token: refreshToken,
-      });
-    } finally {
-      await transport.close().catch(() => undefined);
-    }
+    const answer = await caller.call('oauth.v2.access', {
+      client_id: app.clientId,
+      client_secret: app.clientSecret,
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+    });
     const pair = refreshAnswer.safeParse(answer);
     if (!pair.success) throw new SlackMalformedResponseError('oauth.v2.access');
     return {

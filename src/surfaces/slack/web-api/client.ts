@@ -1,7 +1,4 @@
-// Slightly over our ~400-line rule: every Slack Web API call goes through this one client, its
-// schema of answers, the rate budget and the spans; splitting it would scatter one call path.
 import { SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
-import { webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { type BackoffPolicy, backoffDelay } from '../../../core/backoff.js';
@@ -14,24 +11,24 @@ import {
   SlackRateLimitedError,
   SlackUnavailableError,
 } from './errors.js';
-import { type WebApiCaller, WebApiTransport } from './transport.js';
+import { mapError, type WebApiCaller, WebClientCaller } from './web-client.js';
 
 /**
  * The Web API methods the surface uses, each behind its workspace's rate budget, with Slack's
- * answers checked with zod and its failures turned into our typed errors. The transport
- * (transport.ts) neither retries nor waits out a 429: a retry of an edit must carry the
- * latest text, not the one that was refused, so callers decide. Bolt keeps its own WebClient
- * for what Bolt itself calls.
+ * answers checked with zod and its failures turned into our typed errors. The calls go through
+ * `@slack/web-api`'s WebClient (web-client.ts), which neither retries nor waits out a 429: a
+ * retry of an edit must carry the latest text, not the one that was refused, so callers decide.
+ * Bolt keeps its own WebClient for what Bolt itself calls.
  */
 
-/** Builds the one transport the surface calls Slack with. */
-export function createWebApiTransport(options: {
+/** Builds the one caller the surface calls Slack with. */
+export function createWebApiCaller(options: {
   token: string | undefined;
   apiUrl: string;
   logger: Logger;
   timeoutMs?: number;
 }): WebApiCaller {
-  return new WebApiTransport(options);
+  return new WebClientCaller(options);
 }
 
 export interface CallContext {
@@ -128,7 +125,7 @@ function resultOf(error: unknown): string {
 }
 
 export class SlackApi {
-  readonly #transport: WebApiCaller;
+  readonly #caller: WebApiCaller;
   readonly #budgets: BudgetBook;
   readonly #observer: SlackApiObserver | undefined;
   readonly #tracer: Tracer;
@@ -137,20 +134,20 @@ export class SlackApi {
 
   /**
    * `tokens`: each workspace's own bot token (OAuth mode); without it every call goes with the
-   * transport's one token (single-workspace mode).
+   * caller's one token (single-workspace mode).
    */
   constructor(
-    transport: WebApiCaller,
+    caller: WebApiCaller,
     budgets: BudgetBook,
     telemetry: SlackTelemetry = {},
     tokens?: WorkspaceTokens,
   ) {
-    this.#transport = transport;
+    this.#caller = caller;
     this.#tokens = tokens;
     this.#budgets = budgets;
     this.#observer = telemetry.observer;
     this.#tracer = telemetry.tracer ?? trace.getTracer('agentkourier.slack');
-    this.#host = hostOf(transport.apiUrl);
+    this.#host = hostOf(caller.apiUrl);
   }
 
   /** Takes a token of a method's budget only if one is free now (for calls with a fallback). */
@@ -177,11 +174,6 @@ export class SlackApi {
   /** The requester's waiting takes go ahead of the others (its answer is final). */
   promote(requester: string): void {
     this.#budgets.promote(requester);
-  }
-
-  /** Closes the transport's connections (after the surface stopped calling). */
-  close(): Promise<void> {
-    return this.#transport.close();
   }
 
   /** Checks the bot token and names the bot and its workspace. */
@@ -341,7 +333,7 @@ export class SlackApi {
     const started = performance.now();
     let result = 'ok';
     try {
-      const answer = await this.#transport.call(method, args, token);
+      const answer = await this.#caller.call(method, args, token);
       const parsed = schema.safeParse(answer);
       if (!parsed.success) throw new SlackMalformedResponseError(method);
       return parsed.data;
@@ -370,35 +362,10 @@ function toArgs(args: MessageArgs & { ts?: string }): Record<string, unknown> {
   const out: Record<string, unknown> = { channel: args.channel, text: args.text };
   if (args.ts !== undefined) out.ts = args.ts;
   if (args.thread_ts !== undefined) out.thread_ts = args.thread_ts;
-  // The transport sends objects as JSON strings in the form body, as Slack expects.
+  // The WebClient sends objects as JSON strings in the form body, as Slack expects.
   if (args.blocks !== undefined) out.blocks = args.blocks;
   if (args.metadata !== undefined) out.metadata = args.metadata;
   return out;
-}
-
-/** The WebClient's errors (Bolt's own calls: Socket Mode's apps.connections.open), as ours. */
-export function mapError(method: string, error: unknown): Error {
-  if (error instanceof webApi.WebAPIRateLimitedError) {
-    // Retry-After is in seconds; a missing or zero one still waits a second.
-    return new SlackRateLimitedError(method, Math.max(1, error.retryAfter) * 1000);
-  }
-  if (error instanceof webApi.WebAPIPlatformError) {
-    return new SlackPlatformError(
-      method,
-      typeof error.data.error === 'string' ? error.data.error : 'unknown',
-    );
-  }
-  if (error instanceof webApi.WebAPIHTTPError) {
-    return new SlackUnavailableError(method, { status: error.statusCode });
-  }
-  if (
-    error instanceof SlackPlatformError ||
-    error instanceof SlackRateLimitedError ||
-    error instanceof SlackMalformedResponseError
-  ) {
-    return error;
-  }
-  return new SlackUnavailableError(method, { cause: error });
 }
 
 /** A call Slack did not answer waits 500 ms · 2ⁿ before its n-th retry (1 s, 2 s, …), at most 30 s. */

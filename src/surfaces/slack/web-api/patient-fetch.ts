@@ -104,7 +104,7 @@ function methodOf(url: string | URL): string {
   return path.slice(path.lastIndexOf('/') + 1) || 'unknown';
 }
 
-/** Retry-After in seconds, as Slack sends it; a missing or zero one still waits a second (as web-api.ts). */
+/** Retry-After in seconds, as Slack sends it; a missing or zero one still waits a second (as web-client.ts). */
 function retryAfterMs(header: string | null): number {
   const seconds = Number(header);
   return Number.isFinite(seconds) ? Math.max(1, seconds) * 1000 : 1000;

@@ -2,7 +2,7 @@ import type { App, webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { type BackoffPolicy, backoffDelay } from '../../../core/backoff.js';
 import type { Clock } from '../../../core/clock.js';
-import { mapError, type SlackApi } from './client.js';
+import type { SlackApi } from './client.js';
 import {
   SlackAuthError,
   SlackPlatformError,
@@ -11,6 +11,7 @@ import {
   SlackUnavailableError,
 } from './errors.js';
 import { patientFetch } from './patient-fetch.js';
+import { mapError } from './web-client.js';
 
 /**
  * The start's waits for an unreachable Slack, in both modes: auth.test, and in Socket Mode the
