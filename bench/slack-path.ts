@@ -16,11 +16,11 @@
  * Web API calls per turn, by method.
  */
 
-import { eventEnvelope, mentionEvent, signSlackRequest } from '../testkit/slack/events.js';
 import { startFakeSlack } from '../testkit/slack/index.js';
 import { startAgentServer } from './agent-server.js';
 import { runChild } from './engine-children.js';
 import { figure } from './figures.js';
+import { postEvent, type SignedEvent, signedMention } from './signed-events.js';
 import { SLACK_PATH_CHANNEL } from './slack-path-child.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1000);
@@ -31,7 +31,7 @@ const fmt = (n: number): string => Math.round(n).toLocaleString('en');
 
 interface Prepared {
   roots: string[];
-  requests: Array<{ body: string; headers: Record<string, string> }>;
+  requests: SignedEvent[];
 }
 
 export async function benchSlackPath(): Promise<void> {
@@ -47,20 +47,9 @@ export async function benchSlackPath(): Promise<void> {
   const prepare = (n: number): Prepared => {
     const prepared: Prepared = { roots: [], requests: [] };
     for (let i = 0; i < n; i++) {
-      const root = fake.postUserMessage({ channel: SLACK_PATH_CHANNEL, user: PERSON, text });
-      const event = mentionEvent({
-        channel: SLACK_PATH_CHANNEL,
-        user: PERSON,
-        text,
-        ts: root.ts,
-        botUserId: fake.botUserId,
-      });
-      const body = JSON.stringify(eventEnvelope(event, { teamId: fake.teamId }));
-      prepared.roots.push(root.ts);
-      prepared.requests.push({
-        body,
-        headers: { 'content-type': 'application/json', ...signSlackRequest(SECRET, body) },
-      });
+      const signed = signedMention(fake, SECRET, { channel: SLACK_PATH_CHANNEL, user: PERSON, text });
+      prepared.roots.push(signed.root);
+      prepared.requests.push(signed);
     }
     return prepared;
   };
@@ -95,9 +84,8 @@ export async function benchSlackPath(): Promise<void> {
       const url = m.url as string;
       for (const r of prepared.requests) {
         sending.push(
-          fetch(url, { method: 'POST', headers: r.headers, body: r.body }).then(async (res) => {
-            await res.arrayBuffer();
-            if (res.status !== 200) refused.push(`${res.status}`);
+          postEvent(url, r).then((status) => {
+            if (status !== 200) refused.push(`${status}`);
           }),
         );
       }
