@@ -48,12 +48,14 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** Runs bench/<entry> (default engine-child.ts) with `args` in a child process. */
 export function runChild(
   args: string[],
   onMessage: (m: Message) => void = () => undefined,
   v8Flags: string[] = [],
+  entry = 'engine-child.ts',
 ): Child {
-  const { loader, script } = childScript('engine-child.ts');
+  const { loader, script } = childScript(entry);
   const node = ['--expose-gc', ...EXTRA_V8_FLAGS, ...v8Flags, ...loader];
   if (CPU_PROF !== undefined) node.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`);
   const spawnedAt = performance.now();
