@@ -19,6 +19,11 @@
  *    agent and the fake Slack Web API, against the engine alone (bench/slack-path.ts).
  * 8. SQLite durability: a turn's writes with synchronous=FULL (the default) against NORMAL
  *    (bench/sqlite-durability.ts).
+ * 9. Freshness at Slack's limits: how far behind the agent a thread's shown text is with 1, 10
+ *    and 50 answers at once under Slack's tiers, natively streamed and by edits, beside the
+ *    peer's 2-second edits (bench/freshness.ts).
+ * 10. Acknowledgement: 500 signed events within 2 s to a slow agent, time to the HTTP ack and
+ *    every event answered once (bench/ack.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -29,9 +34,11 @@ import { decodeResponse } from '../src/a2a/jsonrpc.js';
 import { SseParser } from '../src/a2a/sse.js';
 import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
 import { sdkRequest } from '../testkit/a2a-sdk.js';
+import { benchAck } from './ack.js';
 import { childrenRunFrom } from './compiled.js';
 import { benchEngine } from './engine.js';
 import { figure, writeFigures } from './figures.js';
+import { benchFreshness } from './freshness.js';
 import { benchSlack } from './slack-calls.js';
 import { benchSlackPath } from './slack-path.js';
 import { benchSqliteDurability } from './sqlite-durability.js';
@@ -362,13 +369,14 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-// BENCH_ONLY=codec (benchmark 1), client (2 and 3), engine, slack, slack-path or sqlite runs only
+// BENCH_ONLY=codec (benchmark 1), client (2 and 3), engine, slack, slack-path, sqlite, freshness or ack runs only
 // those benchmarks (for profiling them, or to A/B one part on a shared machine).
 const only = process.env.BENCH_ONLY;
 // `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='));
 const jsonPath = jsonArg === undefined ? undefined : jsonArg.split('=')[1] || '.agentkourier/bench/last.json';
-if (only === undefined || only === 'engine' || only === 'slack' || only === 'slack-path')
+const childBenches = ['engine', 'slack', 'slack-path', 'freshness', 'ack'];
+if (only === undefined || childBenches.includes(only))
   console.log(`The engine and Slack-path benchmarks' child processes run ${childrenRunFrom()}.`);
 if (only === undefined || only === 'codec') benchCodec();
 if (only === undefined || only === 'client') await benchTurn();
@@ -376,4 +384,6 @@ if (only === undefined || only === 'engine') await benchEngine();
 if (only === undefined || only === 'slack') await benchSlack();
 if (only === undefined || only === 'slack' || only === 'slack-path') await benchSlackPath();
 if (only === undefined || only === 'sqlite') await benchSqliteDurability();
+if (only === undefined || only === 'freshness') await benchFreshness();
+if (only === undefined || only === 'ack') await benchAck();
 if (jsonPath !== undefined) writeFigures(jsonPath);
