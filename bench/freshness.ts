@@ -36,6 +36,14 @@ import { runPeer } from './peer-edits.js';
 import { postEvent, signedMention } from './signed-events.js';
 
 const SIZES = (process.env.BENCH_FRESHNESS_SIZES ?? '1,10,50').split(',').map(Number);
+/**
+ * BENCH_FRESHNESS_BUDGETS='{"chat.startStream":{"scope":"workspace","perMinute":10,"burst":10}}':
+ * the broker's budgets with these overridden (a diagnosis: a pacing policy tried without
+ * editing it; the figures are then not the broker's).
+ */
+const BUDGETS = process.env.BENCH_FRESHNESS_BUDGETS ?? 'tiers';
+/** Figures of a run with budgets overridden are kept under ids of their own. */
+const ID = BUDGETS === 'tiers' ? 'freshness' : 'freshness-tried';
 const TOKENS = 600;
 const RATE = 30;
 const CHANNELS = Array.from({ length: 10 }, (_, i) => `C0FRESH${i}`);
@@ -105,7 +113,7 @@ async function ours(agent: PacedAgent, mode: Mode, n: number): Promise<RunResult
   fake.addUser({ id: PERSON, name: 'ada', realName: 'Ada Lovelace', email: 'ada@example.com' });
   try {
     const child = runChild(
-      [agent.endpoint, fake.url, fake.botToken, SECRET, CHANNELS.join(','), String(n), 'tiers'],
+      [agent.endpoint, fake.url, fake.botToken, SECRET, CHANNELS.join(','), String(n), BUDGETS],
       () => undefined,
       [],
       'slack-rig-child.ts',
@@ -182,7 +190,7 @@ function floorOf(mode: Mode, n: number): number {
 
 function report(mode: Mode, n: number, r: RunResult): void {
   const floor = floorOf(mode, n);
-  const id = `freshness.${mode}.${n}`;
+  const id = `${ID}.${mode}.${n}`;
   const what = `${n} answer${n === 1 ? '' : 's'} at once, ${mode === 'native' ? 'native streaming' : 'post-and-edit'}`;
   const p99Goal = Number((1.25 * floor + 1).toFixed(2));
   figure(`${id}.p50`, `lag p50, ${what}`, r.p50, 's');
@@ -215,7 +223,8 @@ function report(mode: Mode, n: number, r: RunResult): void {
 export async function benchFreshness(): Promise<void> {
   console.log(
     `\nFreshness at Slack's limits: ${TOKENS} tokens at ${RATE}/s per answer (20 s), Slack's tiers on;` +
-      ' lag = how far behind the agent the thread shows its text',
+      ' lag = how far behind the agent the thread shows its text' +
+      (BUDGETS === 'tiers' ? '' : `; the broker's budgets overridden: ${BUDGETS}`),
   );
   const agent = await startPacedAgent();
   try {
@@ -227,15 +236,10 @@ export async function benchFreshness(): Promise<void> {
       ]);
       report('native', n, native);
       report('edits', n, edits);
+      figure(`${ID}.peer.${n}.p50`, `the peer's lag p50 (an edit every 2 s), ${n} at once`, peers.p50, 's');
+      figure(`${ID}.peer.${n}.p99`, `the peer's lag p99, ${n} at once`, peers.p99, 's');
       figure(
-        `freshness.peer.${n}.p50`,
-        `the peer's lag p50 (an edit every 2 s), ${n} at once`,
-        peers.p50,
-        's',
-      );
-      figure(`freshness.peer.${n}.p99`, `the peer's lag p99, ${n} at once`, peers.p99, 's');
-      figure(
-        `freshness.peer.${n}.refused`,
+        `${ID}.peer.${n}.refused`,
         `the peer's calls refused for rate, ${n} at once`,
         peers.refused,
         'calls',

@@ -4,18 +4,26 @@
  * broker's work:
  *
  *   node bench/slack-rig-child.js <endpoint> <fake Slack URL> <bot token> <signing secret>
- *     <channels, comma-separated> <turns> <tiers|lifted>
+ *     <channels, comma-separated> <turns> <tiers|lifted|{JSON}>
  *
- * It opens the broker behind Bolt (slack-rig.ts) with the broker's own budgets (`tiers`) or
- * Slack's lifted (`lifted`), says `{"type":"ready","url":…}`, waits until `<turns>` turns have
+ * It opens the broker behind Bolt (slack-rig.ts) with the broker's own budgets (`tiers`),
+ * Slack's lifted (`lifted`), or the broker's own with some overridden (a JSON object of
+ * MethodBudgets by method, to try a pacing policy without editing it), says `{"type":"ready","url":…}`, waits until `<turns>` turns have
  * settled (each answer's final text shown: `finish` resolves before a turn settles), says
  * `{"type":"done",…}` with the turns it accepted and how often, and stops.
  */
+import type { MethodBudget } from '../src/surfaces/slack/web-api/budget.js';
 import { say, tempDb } from './engine-rig.js';
 import { LIFTED_BUDGETS, startSlackBroker } from './slack-rig.js';
 
 const [endpoint = '', fakeUrl = '', botToken = '', signingSecret = '', channels = '', turns = '0', budgets] =
   process.argv.slice(2);
+const overrides = (): Record<string, MethodBudget> | undefined => {
+  if (budgets === 'lifted') return { ...LIFTED_BUDGETS };
+  if (budgets?.startsWith('{')) return JSON.parse(budgets) as Record<string, MethodBudget>;
+  return undefined;
+};
+const chosen = overrides();
 const db = tempDb();
 try {
   const broker = await startSlackBroker({
@@ -25,7 +33,7 @@ try {
     signingSecret,
     channels: channels.split(','),
     dbPath: db.path,
-    ...(budgets === 'lifted' ? { budgets: LIFTED_BUDGETS } : {}),
+    ...(chosen === undefined ? {} : { budgets: chosen }),
   });
   say({ type: 'ready', url: broker.url });
   await broker.turns.until(Number(turns));
