@@ -11,7 +11,7 @@
  *
  * The agent, the fake Slack and the sender of the events run here in the parent, so the child's
  * time is the broker's. Slack's rate limits are lifted on both sides (the broker's budgets and
- * the fake's windows): at Slack's allowances one workspace takes about 16 stream starts a minute,
+ * the fake's windows): at Slack's allowances one workspace starts at most 20 streams a minute,
  * and what is measured is the broker's cost per thread, not Slack's tiers. Also counted: the
  * Web API calls per turn, by method.
  */

@@ -27,8 +27,8 @@ export const SLACK_RIG_BINDING = 'bench/slack';
 
 /**
  * Slack's tiers lifted for every method the path calls, for benchmarks that measure the broker
- * rather than Slack's allowances (one workspace at Slack's real ones takes about 16 stream
- * starts a minute). The budgets still run: every call takes its token.
+ * rather than Slack's allowances (Tier 2 lets one workspace start 20 streams a minute). The
+ * budgets still run: every call takes its token.
  */
 const UNLIMITED: MethodBudget = { scope: 'workspace', perMinute: 6_000_000, burst: 100_000 };
 export const LIFTED_BUDGETS: Readonly<Record<string, MethodBudget>> = Object.fromEntries(
