@@ -38,6 +38,7 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** Runs bench/<entry> (default engine-child.ts) with `args` in a child process. */
 export function runChild(
   args: string[],
   onMessage: (m: Message) => void = () => undefined,

@@ -15,6 +15,11 @@
  * slack    Slack calls per streamed turn against the agent's event count (≈ 1).
  * scale    10,000 threads paused on a question and 1,000 answers streaming in one broker: its
  *          resident memory (≤ 512 MiB), and every one recovered after a SIGKILL (< 15 s).
+ * freshness  how far behind the agent a thread's shown text is, 1, 10 and 50 answers at once
+ *          under Slack's tiers, natively streamed and by edits (p99 ≤ 1.25 × the tiers' floor
+ *          + 1 s, no call refused, every answer exact, fair shares), beside the peer's 2-second edits.
+ * ack      500 signed events within 2 s to a slow agent: p99 time to the HTTP ack (< 200 ms),
+ *          every event answered once.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -25,9 +30,11 @@ import { decodeResponse } from '../src/a2a/jsonrpc.js';
 import { SseParser } from '../src/a2a/sse.js';
 import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
 import { sdkRequest } from '../testkit/a2a-sdk.js';
+import { benchAck } from './ack.js';
 import { childrenRunFrom } from './compiled.js';
 import { benchEngine } from './engine.js';
 import { figure, writeFigures } from './figures.js';
+import { benchFreshness } from './freshness.js';
 import { benchScale } from './scale.js';
 import { benchSlack } from './slack-calls.js';
 
@@ -357,16 +364,19 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-// BENCH_ONLY=codec, client, engine, slack or scale runs only that part.
+// BENCH_ONLY=codec, client, engine, slack, scale, freshness or ack runs only that part.
 const only = process.env.BENCH_ONLY;
 const runs = (part: string): boolean => only === undefined || only === part;
 // `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='));
 const jsonPath = jsonArg === undefined ? undefined : jsonArg.split('=')[1] || '.agentkourier/bench/last.json';
-if (runs('engine')) console.log(`The engine benchmarks' child processes run ${childrenRunFrom()}.`);
+if (only === undefined || ['engine', 'scale', 'freshness', 'ack'].includes(only))
+  console.log(`The benchmarks' child processes run ${childrenRunFrom()}.`);
 if (runs('codec')) benchCodec();
 if (runs('client')) await benchTurn();
 if (runs('engine')) await benchEngine();
 if (runs('slack')) await benchSlack();
 if (runs('scale')) await benchScale();
+if (runs('freshness')) await benchFreshness();
+if (runs('ack')) await benchAck();
 if (jsonPath !== undefined) writeFigures(jsonPath);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, settle } from '../../../../test/surfaces/slack/manual-clock.js';
 import { InvalidConfigError } from '../../../core/errors.js';
-import { BudgetBook, BudgetClosedError, RateBudget } from './budget.js';
+import { BudgetBook, BudgetClosedError, DEFAULT_METHOD_BUDGETS, RateBudget } from './budget.js';
 
 /** Takes for `requester` in a loop, recording when each was granted, until stopped. */
 function taker(budget: RateBudget, clock: ManualClock, requester: string, log: Array<[string, number]>) {
@@ -154,6 +154,28 @@ describe('BudgetBook', () => {
     expect(book.for('chat.update', 'T1', undefined)).not.toBe(book.for('chat.update', 'T2', undefined));
     expect(book.for('chat.postMessage', 'T1', 'C1')).not.toBe(book.for('chat.postMessage', 'T1', 'C2'));
     expect(book.for('chat.update', 'T1', undefined)).not.toBe(book.for('chat.delete', 'T1', undefined));
+    book.close();
+  });
+
+  it('lets ten answers that begin together all stream, and end together, within Tier 2’s 20 a minute', async () => {
+    // Slack allows 20 chat.startStream (and chat.stopStream) a minute per workspace; a thread
+    // that finds no start token is answered by edits from the budget all such threads share.
+    const clock = new ManualClock();
+    const book = new BudgetBook(clock);
+    for (const method of ['chat.startStream', 'chat.stopStream']) {
+      const budget = book.for(method, 'T1', undefined);
+      let now = 0;
+      while (budget.tryTake()) now++;
+      expect(now, method).toBeGreaterThanOrEqual(10);
+      let inTheMinute = now;
+      for (let s = 0; s < 60; s++) {
+        await clock.advance(1_000, 1_000);
+        while (budget.tryTake()) inTheMinute++;
+      }
+      expect(inTheMinute, method).toBeLessThanOrEqual(20);
+      const rate = DEFAULT_METHOD_BUDGETS[method];
+      expect((rate?.perMinute ?? 0) + (rate?.burst ?? 0), method).toBeLessThanOrEqual(20);
+    }
     book.close();
   });
 });

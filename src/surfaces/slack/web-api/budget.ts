@@ -185,12 +185,15 @@ export const DEFAULT_METHOD_BUDGETS: Readonly<Record<string, MethodBudget>> = {
   'chat.postMessage': { scope: 'channel', perMinute: 50, burst: 3 },
   'chat.postEphemeral': { scope: 'workspace', perMinute: 90, burst: 10 },
   'chat.delete': { scope: 'workspace', perMinute: 45, burst: 5 },
-  // Tier 2.
-  'chat.startStream': { scope: 'workspace', perMinute: 16, burst: 4 },
+  // Tier 2, 20 a minute. Half of it is burst: answers that begin together (a channel's
+  // questions, an alert's threads) all stream, where a thread that finds no token now is
+  // answered by edits from chat.update's budget, which every such thread shares.
+  'chat.startStream': { scope: 'workspace', perMinute: 10, burst: 10 },
   // Tier 4.
   'chat.appendStream': { scope: 'workspace', perMinute: 90, burst: 10 },
-  // Tier 2.
-  'chat.stopStream': { scope: 'workspace', perMinute: 16, burst: 4 },
+  // Tier 2, split as the starts are: streams that began together end together, and each
+  // stop carries its answer's last words.
+  'chat.stopStream': { scope: 'workspace', perMinute: 10, burst: 10 },
   'reactions.add': { scope: 'workspace', perMinute: 45, burst: 5 },
   // Tier 2.
   'reactions.remove': { scope: 'workspace', perMinute: 16, burst: 4 },
