@@ -35,8 +35,7 @@ LABEL org.opencontainers.image.title="agentkourier" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV NODE_ENV=production
 # At most two malloc arenas. glibc gives each thread that allocates its own arena (the event
-# loop, libuv's pool running the store's fsyncs, the SQLite checkpointer's thread, V8's helper
-# threads), and what the threads free stays resident in them: with the default, a held
+# loop, libuv's pool, V8's helper threads), and what the threads free stays resident in them: with the default, a held
 # streaming session read 33-100 KiB resident (median 70) in the memory benchmark, with two
 # arenas 27-55 (median 34), the heap part (24 KiB) alike, for a few percent of CPU at most
 # (docs/performance.md).

@@ -1,5 +1,5 @@
 /**
- * The sender's side of the benchmarks that drive the broker through Slack (slack-path, ack,
+ * The sender's side of the benchmarks that drive the broker through Slack (ack,
  * freshness): a thread root posted in the fake Slack and its app_mention as Slack would deliver
  * it, a signed Events API request (Slack's v0 signature, HMAC-SHA256 over
  * `v0:<timestamp>:<body>` with the signing secret) ready to POST to Bolt's /slack/events.

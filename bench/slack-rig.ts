@@ -1,6 +1,6 @@
 /**
  * The broker as production composes it behind Slack, for the benchmarks that drive it with
- * signed Events API requests (slack-path, freshness, ack): src/app/broker.ts's openBroker and
+ * signed Events API requests (freshness, ack): src/app/broker.ts's openBroker and
  * compose (the measured store, observability, the Slack connection, the workspace gate, the
  * surface router, the running indicator and session statuses as event sinks) on a SQLite file,
  * with the Slack events served by the real Bolt HTTPReceiver on an HTTP server of its own, as
