@@ -35,10 +35,10 @@ LABEL org.opencontainers.image.title="agentkourier" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV NODE_ENV=production
 # At most two malloc arenas. glibc gives each thread that allocates its own arena (the event
-# loop, libuv's pool, V8's helper threads), and what the threads free stays resident in them: with the default, a held
-# streaming session read 33-100 KiB resident (median 70) in the memory benchmark, with two
-# arenas 27-55 (median 34), the heap part (24 KiB) alike, for a few percent of CPU at most
-# (docs/performance.md).
+# loop, libuv's pool, V8's helper threads), and what the threads free stays resident in them:
+# with the default, a held streaming session read 33-100 KiB resident (median 70) in the memory
+# benchmark, with two arenas 27-55 (median 34), the heap part (24 KiB) alike, for a few percent
+# of CPU at most (docs/performance.md).
 # The chart's extraEnv can set it otherwise.
 ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
