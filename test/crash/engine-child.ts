@@ -20,7 +20,14 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { HttpSurface } from './http-surface.js';
 
 export interface ChildConfig {
-  store: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; schema: string };
+  store:
+    | {
+        kind: 'sqlite';
+        path: string;
+        /** 'normal': commits not synced (the power-loss test's negative control; the default is 'full'). */
+        synchronous?: 'normal';
+      }
+    | { kind: 'postgres'; url: string; schema: string };
   agentEndpoint: string;
   chatUrl: string;
   owner: string;
@@ -35,7 +42,10 @@ export interface ChildConfig {
 const config = JSON.parse(process.env.CRASH_CONFIG ?? '{}') as ChildConfig;
 const store: SessionStore =
   config.store.kind === 'sqlite'
-    ? new SqliteStore(config.store.path)
+    ? new SqliteStore(
+        config.store.path,
+        config.store.synchronous === 'normal' ? { synchronous: 'normal' } : {},
+      )
     : new PostgresStore({ connectionString: config.store.url, schema: config.store.schema });
 await store.migrate();
 const client = new A2AClient({
