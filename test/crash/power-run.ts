@@ -40,6 +40,8 @@ export interface PowerRunOptions {
   version?: WireVersion;
   threads?: number;
   messagesPerThread?: number;
+  /** How long each fsync of the disk takes (default 3 ms). */
+  fsyncMs?: number;
   /** How long the last broker gets to settle every turn (default a minute). */
   settleMs?: number;
   /**
@@ -74,34 +76,51 @@ export interface PowerFigures {
 
 interface Broker {
   child: ChildProcess;
-  /** Settles once the broker answered its first message (at once when none was waiting). */
+  /** Settles once the broker answered its first message (at once when it was fed none). */
   started: Promise<void>;
+  /** Feeds it those of `messages` it was not fed yet and no broker acknowledged, in order. */
+  feed(messages: ChatMessage[]): void;
+  /** Settles at its next TAKEN, or after `ms`. */
+  nextAck(ms: number): Promise<void>;
 }
 
-/** The broker, fed the messages it has not acknowledged yet, one at a time, over stdin. */
-function startBroker(
-  config: Parameters<typeof startEngineChild>[0],
-  messages: ChatMessage[],
-  acked: Set<string>,
-): Broker {
+/** A broker taking messages over stdin: engine-child answers each, in order, TAKEN or REFUSED. */
+function startBroker(config: Parameters<typeof startEngineChild>[0], acked: Set<string>): Broker {
   const child = startEngineChild(config, { stdio: ['pipe', 'pipe', 'inherit'] });
-  const waiting = messages.filter((m) => !acked.has(crashTurnId(m)));
+  const fed: ChatMessage[] = [];
   let answered = 0;
+  let firstAnswer = () => {};
+  const onAck: Array<() => void> = [];
   const started = new Promise<void>((resolve) => {
-    if (waiting.length === 0) resolve();
-    child.once('exit', () => resolve());
-    // engine-child takes stdin's messages in order and answers each: the n-th answer is the n-th message's.
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      const m = waiting[answered];
-      if (!/^(TAKEN|REFUSED) /.test(line) || m === undefined) return;
-      answered++;
-      if (line.startsWith('TAKEN ')) acked.add(crashTurnId(m));
-      resolve();
-    });
+    firstAnswer = resolve;
+  });
+  child.once('exit', () => firstAnswer());
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+    const m = fed[answered];
+    if (!/^(TAKEN|REFUSED) /.test(line) || m === undefined) return;
+    answered++;
+    if (line.startsWith('TAKEN ')) {
+      acked.add(crashTurnId(m));
+      for (const tell of onAck.splice(0)) tell();
+    }
+    firstAnswer();
   });
   child.stdin?.on('error', () => undefined);
-  for (const m of waiting) child.stdin?.write(`${JSON.stringify(m)}\n`);
-  return { child, started };
+  return {
+    child,
+    started,
+    feed(messages) {
+      const more = messages.filter((m) => !acked.has(crashTurnId(m)) && !fed.includes(m));
+      if (fed.length === 0 && more.length === 0) firstAnswer();
+      for (const m of more) child.stdin?.write(`${JSON.stringify(m)}\n`);
+      fed.push(...more);
+    },
+    nextAck: (ms) =>
+      new Promise<void>((resolve) => {
+        onAck.push(resolve);
+        setTimeout(resolve, ms);
+      }),
+  };
 }
 
 /** Waits for the last broker to settle every turn, then judges them (all lost: a file it cannot open). */
@@ -182,10 +201,18 @@ export async function powerRun(o: PowerRunOptions): Promise<PowerFigures> {
     const mountpoint = await mkdtemp(join(tmpdir(), 'ak-power-mnt-'));
     cleanups.push(() => rm(backing, { recursive: true, force: true }));
     cleanups.push(() => rm(mountpoint, { recursive: true, force: true }));
-    const fs = await mountPowerCutFs({ backing, mountpoint, ignoreFsync: o.unsafe === 'lying-disk' });
+    // Each fsync takes a few ms, as on a disk: a write acknowledged before its fsync returned
+    // is then on no disk for long enough that cuts catch it.
+    const fs = await mountPowerCutFs({
+      backing,
+      mountpoint,
+      fsyncMs: o.fsyncMs ?? 3,
+      ignoreFsync: o.unsafe === 'lying-disk',
+    });
     cleanups.push(() => fs.unmount());
 
-    const messages = crashMessages(o.threads ?? 3, o.messagesPerThread ?? 2);
+    const threads = o.threads ?? 3;
+    const messages = crashMessages(threads, o.messagesPerThread ?? 3);
     const turnIds = messages.map(crashTurnId);
     const acked = new Set<string>();
     const config = {
@@ -222,21 +249,36 @@ export async function powerRun(o: PowerRunOptions): Promise<PowerFigures> {
       for (const id of disk.missing) lostAcknowledged.add(id);
     };
 
-    broker = startBroker(config, messages, acked);
+    // The chat sends the threads' messages in waves (every thread's first, then second, …), one
+    // before each strike, so cuts also come while the broker takes messages; the rest at the end.
+    const released: ChatMessage[] = [];
+    const release = () => {
+      const wave = messages.filter((m) => m.ts === `${released.length / threads + 1}.0`);
+      released.push(...wave);
+    };
+    release();
+    broker = startBroker(config, acked);
     const cuts = 2 + Math.floor(random() * 3);
     for (let k = 0; k < cuts; k++) {
+      if (k > 0) release();
+      broker.feed(released);
       // Some cuts during start-up (migrations, recovery); the others once the broker is taking
       // messages (the process takes a second to start: cut before, most would hit nothing).
       if (random() >= 0.15) await Promise.race([broker.started, sleep(20_000)]);
-      await untilStrike(random, peers.agent);
+      // A third of the strikes come the moment the broker acknowledges a message: a write it
+      // acknowledged before its fsync returned is lost then.
+      if (random() < 1 / 3) await broker.nextAck(2_000);
+      else await untilStrike(random, peers.agent);
       await cut();
       // The broker runs on for a moment without power: its writes must fail, not land.
       await sleep(random() * 30);
       await killChild(broker.child);
       await check(`cut ${k + 1}`);
       await fs.restore();
-      broker = startBroker(config, messages, acked);
+      broker = startBroker(config, acked);
+      broker.feed(released);
     }
+    broker.feed(messages);
 
     const allTaken = Date.now() + 30_000;
     while (acked.size < turnIds.length && Date.now() < allTaken) await sleep(50);

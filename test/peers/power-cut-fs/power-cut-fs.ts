@@ -40,6 +40,8 @@ export interface PowerCutFsOptions {
   mountpoint: string;
   /** A disk that lies: fsync syncs nothing (negative control). */
   ignoreFsync?: boolean;
+  /** How long each fsync takes before it syncs (a cut may come meanwhile); default none. */
+  fsyncMs?: number;
 }
 
 export interface PowerCutFs {
@@ -103,7 +105,13 @@ function nextLine(m: Mounted, prefix: string, timeoutMs: number): Promise<string
 }
 
 async function mount(o: PowerCutFsOptions): Promise<Mounted> {
-  const args = [SCRIPT, o.backing, o.mountpoint, ...(o.ignoreFsync === true ? ['--ignore-fsync'] : [])];
+  const args = [
+    SCRIPT,
+    o.backing,
+    o.mountpoint,
+    ...(o.ignoreFsync === true ? ['--ignore-fsync'] : []),
+    ...(o.fsyncMs === undefined ? [] : [`--fsync-ms=${o.fsyncMs}`]),
+  ];
   const child = spawn(PYTHON, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const m = { child, lines, exited: once(child, 'exit') };

@@ -20,7 +20,10 @@ Control, one command a line on stdin, one answer a line on stdout:
 The power comes back by mounting again (a new process on the same backing directory): the
 kernel's caches of the old mount go with it. Stdin closed: the file system unmounts itself.
 
-Usage: python power_cut_fs.py BACKING_DIR MOUNTPOINT [--ignore-fsync]
+Usage: python power_cut_fs.py BACKING_DIR MOUNTPOINT [--fsync-ms=N] [--ignore-fsync]
+  --fsync-ms=N    each fsync takes N ms, as a disk's does, before it syncs anything: a cut in
+                  that time loses what it was syncing (so a caller told "durable" before its
+                  fsync returned is caught). The cut can come meanwhile; other operations wait.
   --ignore-fsync  a disk that lies: fsync returns at once and syncs nothing (a negative control:
                   every write is lost at a cut).
 Prints "READY" once mounted.
@@ -34,6 +37,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 
 from mfusepy import FUSE, FuseOSError, Operations
 
@@ -53,9 +57,10 @@ class Pending:
 class PowerCutFs(Operations):
     use_ns = True
 
-    def __init__(self, root: str, ignore_fsync: bool) -> None:
+    def __init__(self, root: str, ignore_fsync: bool, fsync_ms: float) -> None:
         self.root = root
         self.ignore_fsync = ignore_fsync
+        self.fsync_ms = fsync_ms
         self.mutex = threading.Lock()
         self.off = False
         # By inode, so a rename keeps a file's pending data and an open, unlinked file keeps its own.
@@ -195,6 +200,7 @@ class PowerCutFs(Operations):
             return 0
 
     def fsync(self, path: str, datasync: int, fh: int) -> int:
+        time.sleep(self.fsync_ms / 1000)  # without the mutex: a cut may come meanwhile
         with self.mutex:
             self._powered()
             if not self.ignore_fsync:
@@ -313,7 +319,8 @@ def main() -> None:
     if len(args) != 2:
         sys.exit(__doc__)
     backing, mountpoint = (os.path.abspath(a) for a in args)
-    fs = PowerCutFs(backing, ignore_fsync="--ignore-fsync" in sys.argv)
+    fsync_ms = next((float(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--fsync-ms=")), 0.0)
+    fs = PowerCutFs(backing, ignore_fsync="--ignore-fsync" in sys.argv, fsync_ms=fsync_ms)
     threading.Thread(target=control, args=(fs, mountpoint), daemon=True).start()
     FUSE(fs, mountpoint, foreground=True, nothreads=True, fsname="powercut")
 
