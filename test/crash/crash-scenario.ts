@@ -81,6 +81,15 @@ export async function untilSettled(reader: SessionStore, turnIds: string[], ms: 
   }
 }
 
+/** Until every turn's answer is shown whole and final in the chat, or `ms` have passed. */
+export async function untilAnswered(peers: CrashPeers, turnIds: string[], ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  const answers = () => [...peers.chat.answers.values()];
+  const whole = (id: string) =>
+    answers().some((a) => a.turnId === id && a.final && a.text === peers.chunks.join(''));
+  while (!turnIds.every(whole) && Date.now() < deadline) await sleep(20);
+}
+
 /**
  * A turn is lost when it did not complete or its whole answer is not shown in exactly one
  * message; duplicated when the agent ran it more than once (1.0 drops a repeated messageId) or

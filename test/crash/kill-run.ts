@@ -8,7 +8,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { WireVersion } from '../peers/contract-agent/contract-agent.js';
 import { CRASH_TIMINGS, crashMessages, crashTurnId, killChild, prng, startEngineChild } from './children.js';
-import { judgeTurns, sleep, startCrashPeers, untilSettled, untilStrike } from './crash-scenario.js';
+import { judgeTurns, startCrashPeers, untilAnswered, untilSettled, untilStrike } from './crash-scenario.js';
 import type { ChildConfig } from './engine-child.js';
 
 /**
@@ -107,8 +107,8 @@ export async function killRun(o: KillRunOptions): Promise<KillFigures> {
     }
 
     await untilSettled(reader, turnIds, 60_000);
-    // Let the last answer flush reach the chat.
-    await sleep(200);
+    // The last answer's flush may still be on its way to the chat.
+    await untilAnswered(peers, turnIds, 2_000);
     for (const child of children) await killChild(child);
 
     const { lost, duplicated } = await judgeTurns(reader, turnIds, peers, o.version);

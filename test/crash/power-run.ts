@@ -7,13 +7,21 @@ import { DatabaseSync } from 'node:sqlite';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { WireVersion } from '../peers/contract-agent/contract-agent.js';
 import { mountPowerCutFs } from '../peers/power-cut-fs/power-cut-fs.js';
-import type { ChatMessage } from './children.js';
-import { CRASH_TIMINGS, crashMessages, crashTurnId, killChild, prng, startEngineChild } from './children.js';
+import {
+  type ChatMessage,
+  CRASH_TIMINGS,
+  crashMessages,
+  crashTurnId,
+  killChild,
+  prng,
+  startEngineChild,
+} from './children.js';
 import {
   type CrashPeers,
   judgeTurns,
   sleep,
   startCrashPeers,
+  untilAnswered,
   untilSettled,
   untilStrike,
 } from './crash-scenario.js';
@@ -139,8 +147,8 @@ async function judgeRun(
   }
   try {
     await untilSettled(reader, turnIds, settleMs);
-    // Let the last answer flush reach the chat.
-    await sleep(200);
+    // The last answer's flush may still be on its way to the chat.
+    await untilAnswered(peers, turnIds, 2_000);
     return await judgeTurns(reader, turnIds, peers, version);
   } finally {
     await reader.close().catch(() => undefined);

@@ -14,7 +14,8 @@ Control, one command a line on stdin, one answer a line on stdout:
         write, truncate, fsync and metadata change fails with EIO (a process still running
         writes nothing more). With KEEP (0 to 1) and SEED, a torn cut: each pending page reaches
         the disk first with probability KEEP, picked by SEED, as a disk's cache writes some of
-        what it holds back, in any order, before the power goes (pending truncates are dropped).
+        what it holds back, in any order, before the power goes (pending truncates, and pages
+        of files no process holds open any more, are dropped).
         Answers "CUT <pages dropped> <pages kept>".
 
 The power comes back by mounting again (a new process on the same backing directory): the
@@ -25,7 +26,7 @@ Usage: python power_cut_fs.py BACKING_DIR MOUNTPOINT [--fsync-ms=N] [--ignore-fs
                   that time loses what it was syncing (so a caller told "durable" before its
                   fsync returned is caught). The cut can come meanwhile; other operations wait.
   --ignore-fsync  a disk that lies: fsync returns at once and syncs nothing (a negative control:
-                  every write is lost at a cut).
+                  every write is unsynced at a cut).
 Prints "READY" once mounted.
 """
 
