@@ -6,9 +6,9 @@ import pg from 'pg';
 import type { SessionStore } from '../../src/core/store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { startContractAgent, type WireVersion } from '../peers/contract-agent/contract-agent.js';
-import { startChatServer } from './chat-server.js';
+import type { WireVersion } from '../peers/contract-agent/contract-agent.js';
 import { CRASH_TIMINGS, crashMessages, crashTurnId, killChild, prng, startEngineChild } from './children.js';
+import { judgeTurns, startCrashPeers, untilAnswered, untilSettled, untilStrike } from './crash-scenario.js';
 import type { ChildConfig } from './engine-child.js';
 
 /**
@@ -19,9 +19,8 @@ import type { ChildConfig } from './engine-child.js';
  * replica; on PostgreSQL two, either of which is killed, each started again after its kill.
  *
  * It returns the figures instead of asserting, so the fault matrix (a few seeds) and the soak
- * (hundreds) read the same run: a turn is lost when it did not complete, duplicated when the
- * agent ran it more than once (1.0 drops a repeated messageId) or the chat shows its answer
- * in more than one message.
+ * (hundreds) read the same run; what counts as lost or duplicated is ./crash-scenario.ts's
+ * judgeTurns, shared with the power-cut run (./power-run.ts).
  */
 
 export type KillStore = 'sqlite' | 'postgres';
@@ -52,24 +51,17 @@ export interface KillFigures {
   ms: number;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 export async function killRun(o: KillRunOptions): Promise<KillFigures> {
   const started = Date.now();
   const random = prng(o.seed);
   const threads = o.threads ?? 3;
   const perThread = o.messagesPerThread ?? 2;
-  const chunks = Array.from({ length: 6 }, (_, i) => `part ${i} `);
-  const agent = await startContractAgent({
+  const peers = await startCrashPeers({
     version: o.version,
-    // 1.0 agents drop a repeated messageId (R-8); this 0.3 agent runs it again, as many do.
-    dedupe: o.version === '1.0',
-    defaultAnswer: { chunks, chunkDelayMs: 15 },
-    workOn: true,
-    ...(o.polling === true ? { card: { streaming: false } } : {}),
+    ...(o.polling === true ? { polling: true } : {}),
   });
-  const chat = await startChatServer();
-  const cleanups: Array<() => Promise<unknown>> = [() => agent.close(), () => chat.close()];
+  const { agent, chat } = peers;
+  const cleanups: Array<() => Promise<unknown>> = [() => peers.close()];
   const children: Array<ChildProcess | undefined> = [];
   try {
     let store: ChildConfig['store'];
@@ -109,52 +101,17 @@ export async function killRun(o: KillRunOptions): Promise<KillFigures> {
     const kills = 3 + Math.floor(random() * 4);
     for (let k = 0; k < kills; k++) {
       const victim = Math.floor(random() * replicas.length);
-      if (random() < 0.2) {
-        await sleep(random() * 1_200);
-      } else {
-        // After a random number of calls to the agent, a random moment later (inside a stream,
-        // between a send and its record, in a follow); sooner if the agent has gone quiet.
-        const before = agent.requests.length;
-        const calls = 1 + Math.floor(random() * 10);
-        const until = Date.now() + 4_000;
-        let seen = before;
-        let quietSince = Date.now();
-        while (agent.requests.length < before + calls && Date.now() < until) {
-          if (agent.requests.length !== seen) {
-            seen = agent.requests.length;
-            quietSince = Date.now();
-          } else if (Date.now() - quietSince > 400) break;
-          await sleep(2);
-        }
-        await sleep(random() * 40);
-      }
+      await untilStrike(random, agent);
       await killChild(children[victim]);
       children[victim] = startEngineChild(config(replicas[victim] as string));
     }
 
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const turns = await Promise.all(turnIds.map((id) => reader.getTurn(id).catch(() => undefined)));
-      const done = turns.every((t) => t?.state === 'settled');
-      if (done && (await reader.sessionsWithWork().catch(() => ['?'])).length === 0) break;
-      if (Date.now() > deadline) break;
-      await sleep(100);
-    }
-    // Let the last answer flush reach the chat.
-    await sleep(200);
+    await untilSettled(reader, turnIds, 60_000);
+    // The last answer's flush may still be on its way to the chat.
+    await untilAnswered(peers, turnIds, 2_000);
     for (const child of children) await killChild(child);
 
-    const lost: string[] = [];
-    const duplicated: string[] = [];
-    for (const id of turnIds) {
-      const turn = await reader.getTurn(id);
-      const shown = [...chat.answers.values()].filter((a) => a.turnId === id);
-      const complete = shown.length === 1 && shown[0]?.final === true && shown[0].text === chunks.join('');
-      if (turn?.outcome !== 'completed' || !complete) lost.push(id);
-      const runs = agent.runs.get(id) ?? 0;
-      if ((o.version === '1.0' && runs > 1) || shown.length > 1 || (shown[0]?.created ?? 0) > 1)
-        duplicated.push(id);
-    }
+    const { lost, duplicated } = await judgeTurns(reader, turnIds, peers, o.version);
     return {
       seed: o.seed,
       store: o.store,

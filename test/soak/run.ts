@@ -5,11 +5,20 @@
  *
  *   SOAK_RUNS=200 (per store)  SOAK_STORES=sqlite,postgres  SOAK_VERSION=1.0  SOAK_SEED=1
  *
+ * SOAK_POWER=1 runs the power-cut scenario instead (test/crash/power-run.ts, SQLite on the
+ * power-cut file system; needs /dev/fuse): ./power.ts.
+ *
  * Exits 1 when any turn was lost or duplicated, listing the seeds to replay with FAULT_SEEDS.
  */
 
 import { startPostgres } from '../../testkit/postgres.js';
 import { type KillFigures, type KillStore, killRun } from '../crash/kill-run.js';
+import { powerSoak } from './power.js';
+
+if (process.env.SOAK_POWER === '1') {
+  process.exitCode = (await powerSoak()) ? 0 : 1;
+  process.exit();
+}
 
 const runs = Number(process.env.SOAK_RUNS ?? 200);
 const stores = (process.env.SOAK_STORES ?? 'sqlite,postgres').split(',') as KillStore[];
