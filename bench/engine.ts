@@ -23,7 +23,9 @@ import { pairRatios } from './paired.js';
 
 async function benchPostgres(server: AgentServer): Promise<void> {
   const chunks = 50;
-  const rounds = 3;
+  // Best of five each side, interleaved: one round of either side can catch a burst of load on
+  // a shared machine, and three left the figure to one lull.
+  const rounds = 5;
   let pg: Awaited<ReturnType<typeof startPostgres>>;
   try {
     // Durable, as in production: every commit fsynced, like SQLite's synchronous=FULL.
