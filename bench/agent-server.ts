@@ -17,8 +17,10 @@
  * question (input-required) until a message names it as its answer; `[trickle-ms:N]` sends a
  * held stream's next chunk every N ms, holding back its last (bench/scale.ts).
  */
+
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { benchCard, listenForStreams } from './bench-http.js';
 
 export interface AgentServerConfig {
   /** Artifact chunks per answer. */
@@ -229,17 +231,7 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
   let next = 0;
   const endpointBox = { value: '' };
 
-  const card = (): string =>
-    JSON.stringify({
-      name: 'bench',
-      description: 'bench',
-      version: '1.0.0',
-      supportedInterfaces: [{ url: endpointBox.value, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: true },
-      defaultInputModes: ['text/plain'],
-      defaultOutputModes: ['text/plain'],
-      skills: [{ id: 's', name: 's', description: 's', tags: [] }],
-    });
+  const card = (): string => benchCard('bench', endpointBox.value);
 
   const rpcResult = (res: ServerResponse, idJson: string, result: unknown): void => {
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -426,16 +418,8 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
   // 1,000 concurrent streams on one origin: no connection cap, long keep-alive, no request timeout
   // cutting a held stream.
   server.maxConnections = Number.POSITIVE_INFINITY;
-  server.keepAliveTimeout = 60_000;
-  server.requestTimeout = 0;
   server.headersTimeout = 60_000;
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
-  const { port } = server.address() as AddressInfo;
-  endpointBox.value = `http://127.0.0.1:${port}/a2a`;
+  endpointBox.value = await listenForStreams(server, sockets);
 
   return {
     endpoint: endpointBox.value,

@@ -7,8 +7,10 @@
  * The tokens are short words (a model's token is about four characters), so a 600-token answer
  * stays one Slack message.
  */
+
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { benchCard, listenForStreams } from './bench-http.js';
 
 const WORDS = [
   'pods',
@@ -187,35 +189,14 @@ export async function startPacedAgent(): Promise<PacedAgent> {
   const server: Server = createServer((req, res) => {
     if (req.method === 'GET') {
       res.setHeader('content-type', 'application/json');
-      res.end(
-        JSON.stringify({
-          name: 'paced',
-          description: 'paced',
-          version: '1.0.0',
-          supportedInterfaces: [
-            { url: endpointBox.value, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-          ],
-          capabilities: { streaming: true },
-          defaultInputModes: ['text/plain'],
-          defaultOutputModes: ['text/plain'],
-          skills: [{ id: 's', name: 's', description: 's', tags: [] }],
-        }),
-      );
+      res.end(benchCard('paced', endpointBox.value));
       return;
     }
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => handle(res, Buffer.concat(parts).toString('utf8')));
   });
-  server.requestTimeout = 0;
-  server.keepAliveTimeout = 60_000;
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
-  const { port } = server.address() as AddressInfo;
-  endpointBox.value = `http://127.0.0.1:${port}/a2a`;
+  endpointBox.value = await listenForStreams(server, sockets);
   return {
     endpoint: endpointBox.value,
     timeline: (tag) => timelines.get(tag),

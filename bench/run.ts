@@ -21,6 +21,7 @@
  * ack      500 signed events within 2 s to a slow agent: p99 time to the HTTP ack (< 200 ms),
  *          every event answered once.
  */
+
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -31,6 +32,7 @@ import { SseParser } from '../src/a2a/sse.js';
 import { v1_0 } from '../src/a2a/wire/v1_0/codec.js';
 import { sdkRequest } from '../testkit/a2a-sdk.js';
 import { benchAck } from './ack.js';
+import { benchCard } from './bench-http.js';
 import { childrenRunFrom } from './compiled.js';
 import { benchEngine } from './engine.js';
 import { figure, writeFigures } from './figures.js';
@@ -231,20 +233,7 @@ async function startStreamServer(): Promise<StreamServer> {
   server = createServer((req, res) => {
     if (req.method === 'GET') {
       res.setHeader('content-type', 'application/json');
-      res.end(
-        JSON.stringify({
-          name: 'bench',
-          description: 'bench',
-          version: '1.0.0',
-          supportedInterfaces: [
-            { url: endpointBox.value, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-          ],
-          capabilities: { streaming: true },
-          defaultInputModes: ['text/plain'],
-          defaultOutputModes: ['text/plain'],
-          skills: [{ id: 's', name: 's', description: 's', tags: [] }],
-        }),
-      );
+      res.end(benchCard('bench', endpointBox.value));
       return;
     }
     let body = '';
