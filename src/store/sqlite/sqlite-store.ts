@@ -439,15 +439,15 @@ export class SqliteStore implements SessionStore {
   }
 
   #get(sql: string, params: Params): Row | undefined {
-    return this.#statements.get(sql).get(bindable(params));
+    return this.#statements.get(sql).get(params);
   }
 
   #all(sql: string, params: Params): Row[] {
-    return this.#statements.get(sql).all(bindable(params));
+    return this.#statements.get(sql).all(params);
   }
 
   #run(sql: string, params: Params): { changes: number | bigint } {
-    return this.#statements.get(sql).run(bindable(params));
+    return this.#statements.get(sql).run(params);
   }
 
   #guard<T>(operation: string, body: () => T): T {
@@ -457,13 +457,6 @@ export class SqliteStore implements SessionStore {
       throw storeFailure(`sqlite store: ${operation}`, cause);
     }
   }
-}
-
-/** The parameters with an absent value bound as NULL (node:sqlite refuses `undefined`). */
-function bindable(params: Params): Params {
-  const out: Params = {};
-  for (const key in params) out[key] = params[key] ?? null;
-  return out;
 }
 
 /** The id and the columns a commit may change (session, chat message, seq, createdAt are fixed). */
