@@ -207,7 +207,12 @@ export type AnswerResult =
   /** Someone answered this question already (a double click, two approvers racing). */
   | { status: 'duplicate'; sessionId: string; turnId: string }
   /** The question is no longer pending (answered, timed out, or another one is). */
-  | { status: 'stale'; sessionId: string };
+  | { status: 'stale'; sessionId: string }
+  /**
+   * A person's stop is cancelling the task that asked: the decision is refused, and nothing of
+   * it is sent (a decision belongs to its task, never to the context after it).
+   */
+  | { status: 'closed'; sessionId: string };
 
 export interface ReceiveResult {
   sessionId: string;
@@ -275,6 +280,7 @@ export type NoticeKind =
   | 'question-timeout'
   | 'answer-rejected'
   | 'cancel-failed'
+  | 'decision-not-sent'
   | 'binding-removed'
   | 'approval-not-allowed'
   | 'poll-timeout';

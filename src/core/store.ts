@@ -53,6 +53,12 @@ export interface PendingQuestion {
   payload: unknown;
   /** A request to approve tool calls rather than a question; unset in older rows. */
   approval?: boolean;
+  /**
+   * When a person's stop began cancelling the paused task: from then on the question takes no
+   * answer (a decision would answer a task being stopped), and the stop either drops it (the
+   * agent cancelled the task) or opens it again (the agent refused). Unset while it is open.
+   */
+  closingAt?: number;
 }
 
 export interface SessionRecord {

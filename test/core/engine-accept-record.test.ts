@@ -139,14 +139,14 @@ describe.each<WireVersion>(['1.0', '0.3'])('the task record and the stream (%s)'
         { event: 'working' },
         { event: 'chunk', text: 'first draft' },
         { waitMs: 200 },
-        { event: 'completed' },
         { event: 'task' },
+        { event: 'completed' },
       ]),
     );
     const { turnId } = await h.say('t1', '1.0', 'hello');
     await held.asked;
     await untilEvent(h, () => artifactEvents(h, turnId) === 1, 5_000);
-    // The agent rewrites its answer before it sends the full Task.
+    // The agent rewrites its answer, then sends the full Task while it still works.
     for (const task of h.agent.tasks.values())
       task.artifacts = [{ artifactId: 'answer', parts: [{ text: 'the final answer' }] }];
     await untilEvent(h, (e) => e.type === 'agent.event' && e.turnId === turnId && e.kind === 'task', 5_000);

@@ -1,6 +1,8 @@
+import { isTerminal, type Task } from '../agent/model.js';
 import type { Actor } from '../compose.js';
 import { StaleWriteError } from '../errors.js';
-import type { SessionKey, SessionRecord } from '../store.js';
+import type { AgentRoute } from '../ports.js';
+import type { PendingQuestion, SessionKey, SessionRecord } from '../store.js';
 import { DriverContext, type DriverDeps } from './context.js';
 import { notice } from './notices.js';
 import { cancelTask } from './settling.js';
@@ -10,11 +12,13 @@ import { cancelTask } from './settling.js';
  * through the agent (CancelTask, with M-4's tries and its read of the task when they fail). The
  * surface only asks; the engine decides, so every surface stops a task the same way.
  *
- * - A task the session follows: once the agent has cancelled it, the stream (or the next read
- *   of the task) says so, and the driver settles the turn as any canceled task (T-4: the thread
- *   is told).
- * - A task paused on a question: nobody follows it, so the question is dropped here and the
- *   thread told, as when a question times out.
+ * - A task the session follows: once the agent has cancelled it, the cancel's answer settles the
+ *   turn (T-4: the thread is told) through the driver, which leaves the task's stream, whether
+ *   or not the agent closes it; an agent that answers the cancel with a task still running is
+ *   followed until its stream or the next read of the task says it ended.
+ * - A task paused on a question: nobody follows it, so its question is closed first (a decision
+ *   pressed meanwhile is refused, never sent), then dropped here and the thread told, as when a
+ *   question times out.
  */
 
 export interface CancelRequest {
@@ -54,6 +58,14 @@ export interface CancelDeps {
   signal: AbortSignal;
   /** Looks at the session again (its driver settles what the agent now reports). */
   kick(sessionId: string): void;
+  /**
+   * The agent answered the cancel with the task ended: the driver following it, if one runs in
+   * this process, settles from that answer and leaves the task's stream, which an agent may keep
+   * open after acknowledging the cancel.
+   */
+  taskEnded(sessionId: string, task: Task): void;
+  /** Sessions whose paused question a stop of this process is closing (DriverDeps.closing). */
+  closing: Set<string>;
 }
 
 export async function cancelRunning(
@@ -75,12 +87,26 @@ export async function cancelRunning(
   const route = deps.driver.resolve(session.binding, key, 'cancel');
   if (route === undefined) return { status: 'failed', sessionId, taskId, code: 'binding-unavailable' };
   const ctx = new DriverContext(deps.driver, sessionId, deps.signal);
-  const ok = await cancelTask(ctx, session, route, taskId, request.reason ?? STOP_REASON);
-  if (!ok) return { status: 'failed', sessionId, taskId, code: 'agent-refused' };
-  const wasPaused = session.question?.taskId === taskId;
-  if (wasPaused) await dropQuestion(ctx, key, taskId);
+  // A paused task's question is closed before the agent is asked to cancel: a decision that
+  // arrives while the cancel is on its way is refused, not sent to a task being stopped (nor,
+  // once it is stopped, to the context after it).
+  const paused = session.question?.taskId === taskId;
+  if (paused) deps.closing.add(sessionId);
+  try {
+    if (paused) await markClosing(ctx, taskId, true);
+    const outcome = await cancelTask(ctx, session, route, taskId, request.reason ?? STOP_REASON);
+    if (!outcome.ended) {
+      if (paused) await markClosing(ctx, taskId, false);
+      return { status: 'failed', sessionId, taskId, code: 'agent-refused' };
+    }
+    if (paused) await dropQuestion(ctx, key, taskId);
+    else if (outcome.task !== undefined && isTerminal(outcome.task.status.state))
+      deps.taskEnded(sessionId, outcome.task);
+  } finally {
+    if (paused) deps.closing.delete(sessionId);
+  }
   deps.kick(sessionId);
-  return { status: 'canceled', sessionId, taskId, turnId, wasPaused };
+  return { status: 'canceled', sessionId, taskId, turnId, wasPaused: paused };
 }
 
 /** The reason a workspace's removal carries in its task.cancel events. */
@@ -109,22 +135,66 @@ export async function cancelWorkspaceTasks(
   return results;
 }
 
+/**
+ * A stop that closed a paused task's question and did not end (its process died, or it runs on
+ * another replica): the task is cancelled and the question dropped, or opened again when the
+ * agent refuses the cancel.
+ */
+export async function finishStop(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  taskId: string,
+): Promise<void> {
+  const outcome = await cancelTask(ctx, session, route, taskId, STOP_REASON);
+  if (outcome.ended) await dropQuestion(ctx, session.key, taskId);
+  else await markClosing(ctx, taskId, false);
+}
+
 /** The paused task is gone: its question takes no answer, and the thread is told (once). */
-async function dropQuestion(ctx: DriverContext, key: SessionKey, taskId: string): Promise<void> {
-  for (let attempt = 0; attempt < 3; attempt++) {
+export async function dropQuestion(ctx: DriverContext, key: SessionKey, taskId: string): Promise<void> {
+  const written = await writeQuestion(ctx, taskId, () => null);
+  if (written !== undefined) await ctx.notice({ ...written, key }, notice('task-canceled'));
+}
+
+/**
+ * Marks the paused task's question as closing (a stop is cancelling it) or open again (the
+ * agent refused the cancel). Unfenced, like every write a stop makes: the session may be
+ * driven elsewhere, and the version check keeps either write from undoing the other's.
+ */
+async function markClosing(ctx: DriverContext, taskId: string, closing: boolean): Promise<void> {
+  const now = ctx.deps.clock.now();
+  await writeQuestion(ctx, taskId, (question) => {
+    if (closing) return { ...question, closingAt: now };
+    const { closingAt: _closed, ...open } = question;
+    return open;
+  });
+}
+
+/**
+ * Rewrites the session's question while it is still the paused task's, reading it again when
+ * someone wrote the session meanwhile (an answer, a timeout, a driver). Returns the session as
+ * it was before the write, or undefined when the question had gone.
+ */
+async function writeQuestion(
+  ctx: DriverContext,
+  taskId: string,
+  change: (question: PendingQuestion) => PendingQuestion | null,
+): Promise<SessionRecord | undefined> {
+  for (let attempt = 0; attempt < 5; attempt++) {
     const fresh = await ctx.deps.store.getSession(ctx.sessionId);
-    if (fresh === undefined || fresh.question?.taskId !== taskId) return;
+    if (fresh === undefined || fresh.question?.taskId !== taskId) return undefined;
+    const question = change(fresh.question);
     try {
-      const written: SessionRecord | undefined = await ctx.deps.store.commit({
-        session: { ...fresh, question: null, task: null },
+      const written = await ctx.deps.store.commit({
+        session: question === null ? { ...fresh, question: null, task: null } : { ...fresh, question },
         now: ctx.deps.clock.now(),
       });
       if (written !== undefined) ctx.current = written;
-      await ctx.notice({ ...fresh, key }, notice('task-canceled'));
-      return;
+      return fresh;
     } catch (error) {
-      // Someone wrote the session meanwhile (an answer, a timeout): read it again.
       if (!(error instanceof StaleWriteError)) throw error;
     }
   }
+  throw new StaleWriteError(ctx.sessionId);
 }

@@ -81,6 +81,7 @@ function rig(unsaved?: string) {
     firstText: new Set(),
     storedHere: new Set([turn.id]),
     unsent: new Set(),
+    closing: new Set(),
     unsavedRefs,
   };
   const ctx = new DriverContext(deps, session.id, new AbortController().signal);

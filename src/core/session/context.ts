@@ -1,3 +1,4 @@
+import type { Task } from '../agent/model.js';
 import type { Clock } from '../clock.js';
 import { actorIdOf } from '../compose.js';
 import type { EngineEvent } from '../events.js';
@@ -48,6 +49,11 @@ export interface DriverDeps {
    */
   unsent: Set<string>;
   /**
+   * Sessions whose paused question a person's stop in this process is closing: their driver
+   * leaves the question to that stop (cancelling.ts) instead of carrying the stop out itself.
+   */
+  closing: ReadonlySet<string>;
+  /**
    * Answer refs the store could not record yet (it was down), by turn, kept by the engine
    * across drivers so the next driver of the turn updates the same message, not a new one.
    */
@@ -76,6 +82,11 @@ export class DriverContext {
   readonly signal: AbortSignal;
   /** The session as this driver last read or wrote it. */
   current: SessionRecord | undefined;
+  /**
+   * While a task's stream is read (consumeStream): ends the read with the task as the agent
+   * reported it elsewhere (the answer to a person's cancel), as a terminal event on it would.
+   */
+  endStream: ((task: Task) => void) | undefined;
   /** The answer turn an auth-required task was last re-read for (T-6), so it is read once. */
   authCheckedFor: string | null = null;
   /** Failed ListTasks lookups per turn, so their backoff grows (M-5). */

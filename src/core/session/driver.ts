@@ -1,10 +1,11 @@
+import type { Task } from '../agent/model.js';
 import { LeaseLostError } from '../errors.js';
 import type { SessionRecord, TurnRecord } from '../store.js';
 import { DriverContext, type DriverDeps, type StepResult, Stop } from './context.js';
 import { followTask } from './following.js';
 import { stepPaused } from './paused.js';
 import { attemptSend, resolveUnknown, sendTurn } from './sending.js';
-import { bindingGone } from './settling.js';
+import { bindingGone, decisionNotSent } from './settling.js';
 
 export type { DriverDeps };
 
@@ -52,6 +53,14 @@ export class SessionDriver {
    */
   get seenSeq(): number {
     return this.#seenSeq;
+  }
+
+  /**
+   * The agent reported elsewhere (its answer to a person's cancel) that a task ended: a stream
+   * of it this driver reads ends now, and the turn settles from that report.
+   */
+  taskEnded(task: Task): void {
+    this.#ctx.endStream?.(task);
   }
 
   /** Resolves once the writes this driver started on their own have finished. */
@@ -105,8 +114,9 @@ export class SessionDriver {
     if (turn === undefined) return 'idle';
     if (turn.state === 'queued') {
       if (turn.kind === 'answer') {
-        // Its question is gone (answered or timed out): it is an ordinary message now.
-        await this.#ctx.commit(session, [{ ...turn, kind: 'message', taskId: null }]);
+        // Its question went before it could be sent (a stop, a timeout): a decision belongs
+        // to the task that asked, so it is not sent at all, and the thread is told.
+        await decisionNotSent(this.#ctx, session, turn);
         return 'again';
       }
       await sendTurn(this.#ctx, session, route, turn, open);

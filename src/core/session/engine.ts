@@ -32,7 +32,13 @@ import {
 } from '../store.js';
 import { cutText, textLength } from '../text.js';
 import { answerTurn } from './answer-turn.js';
-import { type CancelRequest, type CancelResult, cancelRunning, cancelWorkspaceTasks } from './cancelling.js';
+import {
+  type CancelDeps,
+  type CancelRequest,
+  type CancelResult,
+  cancelRunning,
+  cancelWorkspaceTasks,
+} from './cancelling.js';
 import type { DriverDeps } from './context.js';
 import { type FirstLook, SessionDriver } from './driver.js';
 import { handOverSession } from './hand-over.js';
@@ -54,6 +60,14 @@ export interface EngineOptions {
 }
 
 const noEvents: EventSink = { emit: () => undefined };
+
+/** A session this process drives: its run, whether to run again, its stop, and its driver. */
+interface DriverEntry {
+  promise: Promise<void>;
+  again: boolean;
+  controller: AbortController;
+  driver: SessionDriver | undefined;
+}
 
 /** How many turns stored by this process are remembered as such (older ones count as not). */
 const MAX_STORED_HERE = 50_000;
@@ -91,10 +105,9 @@ export class SessionEngine implements ChatInbound {
   readonly #timings: EngineTimings;
   readonly #owner: string;
   readonly #maxTextLength: number;
-  readonly #drivers = new Map<
-    string,
-    { promise: Promise<void>; again: boolean; controller: AbortController }
-  >();
+  readonly #drivers = new Map<string, DriverEntry>();
+  /** Sessions whose paused question a stop of this process is closing (DriverDeps.closing). */
+  readonly #closing = new Set<string>();
   readonly #wakeups = new Map<string, NodeJS.Timeout>();
   /** Answer refs not recorded yet because the store was down (see DriverDeps.unsavedRefs). */
   readonly #unsavedRefs = new Map<string, string>();
@@ -284,6 +297,7 @@ export class SessionEngine implements ChatInbound {
     ) {
       return { status: 'stale', sessionId };
     }
+    if (question.closingAt !== undefined) return { status: 'closed', sessionId };
     const chatMessageId = `decision:${question.taskId}:${question.questionKey}`;
     const id = messageIdFor(sessionId, chatMessageId, 'answer');
     const traceContext =
@@ -301,6 +315,10 @@ export class SessionEngine implements ChatInbound {
       {},
     );
     if (!created) return { status: 'duplicate', sessionId, turnId: turn.id };
+    if (await this.#closedMeanwhile(sessionId, question.taskId, turn)) {
+      if (traceContext !== null) this.#tracer?.discard(id);
+      return { status: 'closed', sessionId };
+    }
     this.#emit({
       sessionId,
       binding: session.binding,
@@ -315,22 +333,36 @@ export class SessionEngine implements ChatInbound {
   }
 
   /**
+   * A stop began closing the question between answer()'s read and its write: the decision it
+   * stored is settled unsent and refused, so no decision is ever accepted after a stop began.
+   * (One stored before the stop began is accepted; the stop then keeps it from being sent.)
+   */
+  async #closedMeanwhile(sessionId: string, taskId: string, turn: TurnRecord): Promise<boolean> {
+    const now = (await this.#store.getSession(sessionId))?.question;
+    if (now?.taskId !== taskId || now.closingAt === undefined) return false;
+    const settled: TurnRecord = { ...turn, state: 'settled', outcome: 'error:question_closed' };
+    await this.#store.commit({ turns: [settled], now: this.#clock.now() });
+    return true;
+  }
+
+  /**
    * A person's stop: cancels the task running for this thread through the agent (CancelTask,
    * retried as M-4 says); nothing happens when no task runs. Any surface calls it the same way
    * (the web chat's stop button, Slack's). Resolves once the agent answered the cancel; the
    * thread is told when the task settles as canceled.
    */
   cancel(key: SessionKey, request: CancelRequest): Promise<CancelResult> {
-    return cancelRunning(
-      {
-        driver: this.#driverDeps(this.#store.sharedByReplicas),
-        signal: this.#stopping.signal,
-        kick: (id) => this.kick(id),
-      },
-      sessionIdOf(key),
-      key,
-      request,
-    );
+    return cancelRunning(this.#cancelDeps(), sessionIdOf(key), key, request);
+  }
+
+  #cancelDeps(): CancelDeps {
+    return {
+      driver: this.#driverDeps(this.#store.sharedByReplicas),
+      signal: this.#stopping.signal,
+      kick: (id) => this.kick(id),
+      taskEnded: (id, task) => this.#drivers.get(id)?.driver?.taskEnded(task),
+      closing: this.#closing,
+    };
   }
 
   /**
@@ -339,16 +371,7 @@ export class SessionEngine implements ChatInbound {
    * there rather than left to run with nowhere to answer. Resolves when every cancel was answered.
    */
   cancelWorkspace(surface: string, workspaceId: string, reason: string): Promise<CancelResult[]> {
-    return cancelWorkspaceTasks(
-      {
-        driver: this.#driverDeps(this.#store.sharedByReplicas),
-        signal: this.#stopping.signal,
-        kick: (id) => this.kick(id),
-      },
-      surface,
-      workspaceId,
-      reason,
-    );
+    return cancelWorkspaceTasks(this.#cancelDeps(), surface, workspaceId, reason);
   }
 
   handOver(key: SessionKey, binding: string): Promise<HandOverResult> {
@@ -384,7 +407,7 @@ export class SessionEngine implements ChatInbound {
       return;
     }
     const controller = new AbortController();
-    const entry = { promise: Promise.resolve(), again: false, controller };
+    const entry: DriverEntry = { promise: Promise.resolve(), again: false, controller, driver: undefined };
     this.#drivers.set(sessionId, entry);
     entry.promise = this.#drive(sessionId, entry, first).finally(() => {
       this.#drivers.delete(sessionId);
@@ -424,11 +447,7 @@ export class SessionEngine implements ChatInbound {
     return this.#scanning;
   }
 
-  async #drive(
-    sessionId: string,
-    entry: { again: boolean; controller: AbortController },
-    known: FirstLook | undefined,
-  ): Promise<void> {
+  async #drive(sessionId: string, entry: DriverEntry, known: FirstLook | undefined): Promise<void> {
     const now = this.#clock.now();
     const leased = this.#store.sharedByReplicas;
     let held = false;
@@ -453,6 +472,7 @@ export class SessionEngine implements ChatInbound {
       const signal = entry.controller.signal;
       // Only the first run may start from what the kick knew; a run again starts from reads.
       driver = new SessionDriver(this.#driverDeps(leased), sessionId, signal, first);
+      entry.driver = driver;
       do {
         entry.again = false;
         await driver.run();
@@ -501,6 +521,7 @@ export class SessionEngine implements ChatInbound {
       firstText: this.#firstText,
       storedHere: this.#storedHere,
       unsent: this.#unsent,
+      closing: this.#closing,
       unsavedRefs: this.#unsavedRefs,
     };
   }

@@ -17,6 +17,8 @@ const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string>
   'question-timeout': 'The question was not answered in time, so the agent’s task was canceled.',
   'answer-rejected': 'The agent rejected the answer, so its task was canceled.',
   'cancel-failed': "Agent Kourier could not cancel the agent's task; it may still be running.",
+  'decision-not-sent':
+    "An answer to the agent's question was not sent: the task that asked it had ended (stopped or timed out) first.",
   'binding-removed': 'This channel is no longer connected to an agent.',
   'approval-not-allowed':
     'The agent asked for approval to run a tool, but tool approvals are not enabled for this agent, so its task was canceled.',

@@ -1,5 +1,6 @@
 import type { AgentRoute } from '../ports.js';
 import type { SessionRecord, TurnRecord } from '../store.js';
+import { finishStop } from './cancelling.js';
 import type { DriverContext, StepResult } from './context.js';
 import { readTask } from './following.js';
 import { sendTurn } from './sending.js';
@@ -28,6 +29,15 @@ export async function stepPaused(
       kind: question.kind,
       approval: question.approval === true,
     });
+    return 'again';
+  }
+  if (question.closingAt !== undefined) {
+    // A person's stop is cancelling the task: nothing answers it meanwhile. A stop of this
+    // process ends by itself (and looks at the session again); one whose process died on the
+    // way, or that another replica carries, is carried out here too (a second cancel of a
+    // task is harmless, and only one of the two drops the question and tells the thread).
+    if (ctx.deps.closing.has(session.id)) return 'idle';
+    await finishStop(ctx, session, route, question.taskId);
     return 'again';
   }
   if (question.kind === 'auth') {

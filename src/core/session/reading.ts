@@ -1,8 +1,10 @@
 import {
   contextIdOf,
   isSettled,
+  isTerminal,
   namesTaskAndContext,
   type StreamEvent,
+  type Task,
   type TaskStatus,
   taskIdOf,
 } from '../agent/model.js';
@@ -47,6 +49,13 @@ export async function consumeStream(
   const stop = (): void => cut.abort(ctx.signal.reason);
   if (ctx.signal.aborted) stop();
   else ctx.signal.addEventListener('abort', stop, { once: true });
+  // The agent said elsewhere that the task ended (it answered a cancel so): settled from that,
+  // as by a terminal event here, whether or not the agent ever closes this stream.
+  ctx.endStream = (task: Task): void => {
+    if (task.id !== run.taskId) return;
+    run.settledTask = task;
+    cut.abort(new Error('the task ended; not waiting for its stream'));
+  };
   let graceTimer: NodeJS.Timeout | undefined;
   const stream = open(cut.signal);
   // Events the stream already holds are taken without a promise (ReadyEvents); a stream that
@@ -107,7 +116,7 @@ export async function consumeStream(
         now = clock.now();
       }
       if (event.kind === 'artifact-update') {
-        if (run.answer.apply(event)) {
+        if (!run.ended && run.answer.apply(event)) {
           accept.show();
           ctx.noteText(session, run);
         }
@@ -126,6 +135,7 @@ export async function consumeStream(
         run.state = event.status.state;
         run.status = event.status;
         if (isSettled(event.status.state)) {
+          if (isTerminal(event.status.state)) run.ended = true;
           run.settledStatus = event.status;
           // Some agents send the full Task next, most close the stream; an agent that does
           // neither is not waited for longer than the settle delay.
@@ -156,6 +166,7 @@ export async function consumeStream(
   } finally {
     if (reading) await stream.return(undefined);
     clearTimeout(graceTimer);
+    ctx.endStream = undefined;
     ctx.signal.removeEventListener('abort', stop);
   }
 }

@@ -1,4 +1,4 @@
-import { isInterrupted, isTerminal, type TaskStatus } from '../agent/model.js';
+import { isInterrupted, isTerminal, type Task, type TaskStatus } from '../agent/model.js';
 import { type FailureCategory, failureCategory } from '../failure.js';
 import type { AgentRoute, Notice } from '../ports.js';
 import type { PendingQuestion, SessionRecord, TurnRecord } from '../store.js';
@@ -148,6 +148,12 @@ export async function pause(
   if (question.expiresAt !== null) ctx.deps.wakeAt(session.id, question.expiresAt);
 }
 
+/**
+ * What a cancel came to: `ended` when nothing of the task runs any more (the agent cancelled it,
+ * or it had ended already), with the task as the agent last showed it when it showed one.
+ */
+export type CancelOutcome = { ended: true; task: Task | undefined } | { ended: false };
+
 /** M-4: a few tries, then reported as failed; a failed cancel reads the task (M-2). */
 export async function cancelTask(
   ctx: DriverContext,
@@ -156,20 +162,20 @@ export async function cancelTask(
   taskId: string,
   reason: string,
   trace?: TraceContext,
-): Promise<boolean> {
+): Promise<CancelOutcome> {
   const { timings } = ctx.deps;
   for (let attempt = 0; attempt < timings.cancelAttempts; attempt++) {
     ctx.checkStop();
     try {
-      await route.client.cancelTask(taskId, callOptions(ctx.signal, trace));
+      const task = await route.client.cancelTask(taskId, callOptions(ctx.signal, trace));
       ctx.emit(session, { type: 'task.cancel', taskId, reason, ok: true });
-      return true;
+      return { ended: true, task };
     } catch (error) {
       ctx.checkStop();
       const verdict = afterCancelFailure(error, attempt, timings);
       if (verdict.kind === 'done') {
         ctx.emit(session, { type: 'task.cancel', taskId, reason, ok: true });
-        return true;
+        return { ended: true, task: undefined };
       }
       if (verdict.kind === 'give-up') {
         if (verdict.credentialsStatus !== undefined)
@@ -183,14 +189,14 @@ export async function cancelTask(
     const task = await route.client.getTask(taskId, callOptions(ctx.signal, trace));
     if (isTerminal(task.status.state)) {
       ctx.emit(session, { type: 'task.cancel', taskId, reason, ok: true });
-      return true;
+      return { ended: true, task };
     }
   } catch {
     // Reported below.
   }
   ctx.emit(session, { type: 'task.cancel', taskId, reason, ok: false });
   await ctx.notice(session, notice('cancel-failed'));
-  return false;
+  return { ended: false };
 }
 
 export async function cancelPaused(
@@ -320,6 +326,21 @@ export async function settleTurn(
     durationMs: ctx.deps.clock.now() - turn.createdAt,
     answerLength: 0,
   });
+}
+
+/**
+ * An answer whose question went before it was sent (a stop closed it, it timed out): settled
+ * unsent. Sent now it would reach the context as a new message, outside the task it answers.
+ */
+export async function decisionNotSent(
+  ctx: DriverContext,
+  session: SessionRecord,
+  turn: TurnRecord,
+): Promise<void> {
+  const outcome = 'error:question_closed';
+  await ctx.commit(session, [{ ...turn, state: 'settled', outcome }]);
+  await ctx.notice(session, notice('decision-not-sent', turn.id));
+  failedEvent(ctx, session, turn, outcome);
 }
 
 export async function bindingGone(

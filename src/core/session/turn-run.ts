@@ -31,6 +31,13 @@ export class TurnRun {
   trace: TraceContext | undefined;
   /** Some answer text has been seen (the first-text time is counted once). */
   textSeen = false;
+  /**
+   * A terminal status arrived on a stream: the answer is the text shown then. What the agent
+   * sends after it (artifact updates in the grace before the stream closes, or the same text
+   * in its task read after) is not part of it; only an answer still empty there is filled in
+   * from the task.
+   */
+  ended = false;
 
   constructor(taskId: string | null, contextId: string | null, now: number) {
     this.taskId = taskId;
@@ -50,7 +57,8 @@ export class TurnRun {
    * Says whether the answer changed; `show` false leaves telling the sink to the caller.
    */
   takeTask(task: Task, now: number, show = true): boolean {
-    const changed = this.answer.replaceAll(task.artifacts);
+    const frozen = this.ended && this.answer.length > 0;
+    const changed = frozen ? false : this.answer.replaceAll(task.artifacts);
     if (changed || task.status.state !== this.state || task.status.timestamp !== this.status?.timestamp) {
       this.lastActivityAt = now;
     }

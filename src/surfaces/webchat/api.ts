@@ -209,6 +209,14 @@ export class WebChatApi {
       thread.setPromptStatus(prompt.id, 'answered');
       throw new WebChatRequestError(409, 'already_answered', 'this prompt was answered already');
     }
+    if (result.status === 'closed') {
+      thread.setPromptStatus(prompt.id, 'closed');
+      throw new WebChatRequestError(
+        409,
+        'question_closed',
+        'the task that asked was stopped; this decision was not sent',
+      );
+    }
     thread.change(prompt.id, (m) => {
       if (m.approval !== undefined && reply.type === 'tool_approval') {
         m.approval.status = 'answered';

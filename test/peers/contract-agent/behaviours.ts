@@ -46,8 +46,12 @@ export type Step =
     }
   /** A Message from the agent, not tied to the task. */
   | { event: 'message'; text?: string; parts?: StoredPart[]; metadata?: JsonObject }
-  /** A raw JSON-RPC result, wrapped in the envelope with the request id. */
-  | { result: unknown }
+  /**
+   * A raw JSON-RPC result, wrapped in the envelope with the request id; a function builds it
+   * from the call's task (its ids), as the task is when the step is sent. The task's record is
+   * left as it is: what the result says is on the wire only.
+   */
+  | { result: unknown | ((task: { id: string; contextId: string }) => unknown) }
   /** Bytes written verbatim. */
   | { raw: string }
   | { waitMs: number }
@@ -64,6 +68,7 @@ export type Behaviour =
   | { kind: 'script'; steps: Step[]; end: ScriptEnd }
   | { kind: 'redirect'; location: string; status: number }
   | { kind: 'slow-headers'; ms: number; then?: Behaviour }
+  | { kind: 'held'; until: Promise<unknown>; then?: Behaviour }
   | { kind: 'silent-stream' }
   | { kind: 'keep-alive-only'; intervalMs: number }
   | { kind: 'drop-after'; events: number }
@@ -99,6 +104,15 @@ export function redirect(location: string, status = 302): Behaviour {
 /** Waits before writing status and headers, then does `then` (default: the well-behaved answer). */
 export function slowHeaders(ms: number, then?: Behaviour): Behaviour {
   return then === undefined ? { kind: 'slow-headers', ms } : { kind: 'slow-headers', ms, then };
+}
+
+/**
+ * Holds the call, headers unwritten, until `until` settles, then does `then` (default: the
+ * well-behaved answer, worked out only then): a test opens the window between a call's arrival
+ * and its answer exactly when it wants (a CancelTask held while something else happens).
+ */
+export function held(until: Promise<unknown>, then?: Behaviour): Behaviour {
+  return then === undefined ? { kind: 'held', until } : { kind: 'held', until, then };
 }
 
 /** 200 text/event-stream headers, then nothing until the agent is closed. */

@@ -441,6 +441,14 @@ class Agent implements ContractAgent {
         await sleep(b.ms, this.signal);
         if (isGone(res) || this.signal.aborted) return;
         return this.run(call, b.then);
+      case 'held': {
+        const aborted = new Promise<void>((resolve) =>
+          this.signal.addEventListener('abort', () => resolve()),
+        );
+        await Promise.race([b.until.catch(() => undefined), aborted]);
+        if (isGone(res) || this.signal.aborted) return;
+        return this.run(call, b.then);
+      }
       case 'silent-stream':
         sseHeaders(res);
         await untilGone(res, this.signal);
@@ -808,7 +816,14 @@ class Agent implements ContractAgent {
     unary: boolean,
   ): JsonObject {
     const v = this.version;
-    if (op.op === 'result') return resultEnvelope(id, op.result);
+    if (op.op === 'result') {
+      const task = given === undefined ? undefined : (this.tasks.get(given.id) ?? given);
+      const built =
+        typeof op.result === 'function' && task !== undefined
+          ? (op.result as (t: { id: string; contextId: string }) => unknown)(task)
+          : op.result;
+      return resultEnvelope(id, built);
+    }
     if (op.op === 'error') return errorEnvelope(id, op.error);
     if (op.op === 'message') {
       return resultEnvelope(id, encodeStreamResult(v, { kind: 'message', message: op.message }, o));

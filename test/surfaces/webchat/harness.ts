@@ -89,6 +89,8 @@ export interface WebChatHarness {
 
 export interface WebChatHarnessOptions {
   token?: string;
+  /** The client's bound on a silent stream (default 5 s): longer, so a test sees what ends a stream before it. */
+  streamIdleMs?: number;
   answerIntervalMs?: number;
   bodyLimitBytes?: number;
 }
@@ -98,7 +100,7 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
   const client = new A2AClient({
     endpoint: agent.endpoint,
     identity: { kind: 'bearer', token: 'binding-token' },
-    timeouts: { headersMs: 2_000, streamIdleMs: 5_000 },
+    timeouts: { headersMs: 2_000, streamIdleMs: options.streamIdleMs ?? 5_000 },
   });
   const store = new SqliteStore(':memory:');
   await store.migrate();

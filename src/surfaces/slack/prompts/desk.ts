@@ -388,6 +388,12 @@ export class PromptDesk {
       await this.#messages.ephemeral(place, WORDS.alreadyDecided(by));
       return;
     }
+    if (result.status === 'closed') {
+      // A stop is cancelling the task: the decision is refused; the stop's end says the rest.
+      await this.#messages.ephemeral(place, WORDS.stopping);
+      await this.#messages.close(state, WORDS.stopped);
+      return;
+    }
     await this.#messages.ephemeral(place, WORDS.stale);
     await this.#messages.close(state, WORDS.gone);
   }

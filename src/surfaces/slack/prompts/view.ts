@@ -365,6 +365,8 @@ export const WORDS = {
   rejected: 'The agent did not take the answer; its task was canceled.',
   superseded: 'No longer waiting: the agent asked something else.',
   gone: 'No longer waiting for an answer.',
+  stopping: 'The agent’s task is being stopped, so your answer was not sent.',
+  stopped: 'Not answered: the agent’s task was stopped.',
 };
 
 /** A person named in the broker's words: a mention, or 'someone' for an id that is not one. */
