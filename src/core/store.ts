@@ -276,4 +276,11 @@ export interface SessionStore {
    * added later than that read is the adding replica's to drive, which can take the lease then.
    */
   releaseLease(sessionId: string, owner: string, seenSeq: number): Promise<boolean>;
+  /**
+   * Ends whoever's lease on a session now: its holder's fenced commits fail from here on, and
+   * its next renewal finds the lease gone, so its driver stops. For a replica that learnt
+   * something about a session another replica drives (the agent's answer to a person's cancel)
+   * and must drive it now itself. The lease stays on record (a later take is not 'first').
+   */
+  revokeLease(sessionId: string): Promise<void>;
 }

@@ -24,6 +24,7 @@ const OPERATIONS = [
   'acquireLease',
   'renewLeases',
   'releaseLease',
+  'revokeLease',
 ] as const satisfies ReadonlyArray<keyof SessionStore>;
 
 const TRIGGER_OPERATIONS = [

@@ -6,7 +6,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { FAST_TIMINGS, type Harness, startHarness } from '../helpers/engine-harness.js';
 import { FakeSurface } from '../helpers/fake-surface.js';
-import { answer } from '../peers/contract-agent/contract-agent.js';
+import { answer, script } from '../peers/contract-agent/contract-agent.js';
 import { settledTurn } from './stages.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
@@ -43,6 +43,8 @@ describe('PostgreSQL faults under a live engine', () => {
     schemaName: string;
     clock?: Clock;
     surface?: FakeSurface;
+    /** The client's bound on a silent stream (the harness's default: 2 s). */
+    streamIdleMs?: number;
   }): Promise<Harness> {
     // The schema is made first with the default timeouts: on a loaded machine a migration's DDL
     // (fsynced, the cluster is durable) can outlast the short query timeout below, which is there
@@ -63,6 +65,9 @@ describe('PostgreSQL faults under a live engine', () => {
       owner: options.name,
       agent: { workOn: true },
       timings: TIMINGS,
+      ...(options.streamIdleMs === undefined
+        ? {}
+        : { client: { timeouts: { streamIdleMs: options.streamIdleMs } } }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.surface === undefined ? {} : { surface: options.surface }),
     });
@@ -193,5 +198,38 @@ describe('PostgreSQL faults under a live engine', () => {
     const ids = new Set(said.map((s) => s.sessionId));
     expect(b.events.filter((e) => ids.has(e.sessionId))).toEqual([]);
     answeredOnce(a, said);
+  });
+
+  it('[M-4][T-4] a stop taken by the replica that does not drive the thread, from an agent that keeps its stream open after the cancel: settled at once, once', async () => {
+    const name = schema();
+    // The stream's idle bound is far beyond the wait below: only the cancel's answer ends it.
+    const a = await replica({ name: 'replica-driving', schemaName: name, streamIdleMs: 120_000 });
+    const b = await peer(
+      a,
+      'replica-stopping',
+      new PostgresStore({ connectionString: pg.connectionString, schema: name }),
+    );
+    a.agent.enqueueFor(
+      'SendStreamingMessage',
+      script([{ event: 'task' }, { event: 'chunk', text: 'started: ' }], 'hang'),
+    );
+    const said = await a.say('t-stop', '1.0', 'a long job');
+    await accepted(a, [said]);
+    await a.surface.waitFor(
+      () => a.surface.of(said.sessionId, 'answer').some((m) => m.text === 'started: '),
+      10_000,
+      'the partial answer',
+    );
+    const result = await b.engine.cancel(a.key('t-stop'), { actor: { id: 'U123' } });
+    expect(result).toMatchObject({ status: 'canceled', turnId: said.turnId });
+    const settled = await settledTurn(a, said.turnId, 5_000);
+    expect(settled).toMatchObject({ outcome: 'canceled' });
+    await a.engine.idle();
+    await b.engine.idle();
+    expect(a.events.filter((e) => e.type === 'turn.settled' && e.turnId === said.turnId)).toHaveLength(1);
+    expect(a.surface.notices(said.sessionId)).toEqual(['task-canceled']);
+    const shown = a.surface.of(said.sessionId, 'answer');
+    expect(shown).toHaveLength(1);
+    expect(shown[0]).toMatchObject({ text: 'started: ', final: true });
   });
 });

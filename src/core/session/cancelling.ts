@@ -61,9 +61,9 @@ export interface CancelDeps {
   /**
    * The agent answered the cancel with the task ended: the driver following it, if one runs in
    * this process, settles from that answer and leaves the task's stream, which an agent may keep
-   * open after acknowledging the cancel.
+   * open after acknowledging the cancel. False when no driver of the session runs here.
    */
-  taskEnded(sessionId: string, task: Task): void;
+  taskEnded(sessionId: string, task: Task): boolean;
   /** Sessions whose paused question a stop of this process is closing (DriverDeps.closing). */
   closing: Set<string>;
 }
@@ -101,12 +101,23 @@ export async function cancelRunning(
     }
     if (paused) await dropQuestion(ctx, key, taskId);
     else if (outcome.task !== undefined && isTerminal(outcome.task.status.state))
-      deps.taskEnded(sessionId, outcome.task);
+      await endTask(deps, sessionId, outcome.task);
   } finally {
     if (paused) deps.closing.delete(sessionId);
   }
   deps.kick(sessionId);
   return { status: 'canceled', sessionId, taskId, turnId, wasPaused: paused };
+}
+
+/**
+ * The cancelled task's turn is settled from the agent's answer, wherever it is driven: by this
+ * process's driver, told at once; by another replica's, whose lease is revoked so that this
+ * process drives the session (the kick that follows) and reads the task's end, while the other
+ * stops at its next renewal, its stream with it, and can write nothing more meanwhile.
+ */
+async function endTask(deps: CancelDeps, sessionId: string, task: Task): Promise<void> {
+  if (deps.taskEnded(sessionId, task)) return;
+  if (deps.driver.store.sharedByReplicas) await deps.driver.store.revokeLease(sessionId);
 }
 
 /** The reason a workspace's removal carries in its task.cancel events. */

@@ -360,7 +360,11 @@ export class SessionEngine implements ChatInbound {
       driver: this.#driverDeps(this.#store.sharedByReplicas),
       signal: this.#stopping.signal,
       kick: (id) => this.kick(id),
-      taskEnded: (id, task) => this.#drivers.get(id)?.driver?.taskEnded(task),
+      taskEnded: (id, task) => {
+        const entry = this.#drivers.get(id);
+        entry?.driver?.taskEnded(task);
+        return entry !== undefined;
+      },
       closing: this.#closing,
     };
   }

@@ -305,6 +305,12 @@ export class PostgresStore implements SessionStore {
     });
   }
 
+  async revokeLease(sessionId: string): Promise<void> {
+    await this.#guard('revokeLease', async () => {
+      await runPrepared(this.#pool, this.#sql.revokeLease, [sessionId]);
+    });
+  }
+
   async releaseLease(sessionId: string, owner: string, seenSeq: number): Promise<boolean> {
     return this.#guard('releaseLease', () => this.#batched.releaseLease(sessionId, owner, seenSeq));
   }

@@ -315,6 +315,8 @@ export function postgresSql(schema: string) {
      * Batched: $1 the sessions, $2 their owners. The row is expired, not deleted: it stays as
      * the record that the session was driven (acquireLeases' takes).
      */
+    /** $1 the session: whoever holds its lease loses it (the row stays on record). */
+    revokeLease: `UPDATE ${leases} SET expires_at = 0 WHERE session_id = $1`,
     releaseLeases: `
       UPDATE ${leases} AS l SET expires_at = 0 FROM unnest($1::text[], $2::text[]) AS r(id, owner)
       WHERE l.session_id = r.id AND l.owner = r.owner`,

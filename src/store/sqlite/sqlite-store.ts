@@ -426,6 +426,12 @@ export class SqliteStore implements SessionStore {
     });
   }
 
+  async revokeLease(sessionId: string): Promise<void> {
+    await this.#writes.write('revokeLease', () => {
+      this.#run('UPDATE leases SET expires_at = 0 WHERE session_id = :session_id', { session_id: sessionId });
+    });
+  }
+
   /** Throws LeaseLostError unless `owner` holds a live lease on every session the commit writes. */
   #checkFence(commit: Commit, owner: string): void {
     for (const sessionId of sessionsOf(commit)) {

@@ -67,6 +67,21 @@ export function leasesContract(c: ContractContext): void {
       expect(await c.store.renewLeases('a', T0 + 3, MINUTE)).toStrictEqual([]);
     });
 
+    it("revokes whoever's lease: its commits are fenced off, its renewal drops it, another owner takes it at once", async () => {
+      const s = await session('revoked');
+      expect(await c.store.acquireLease(s.id, 'a', T0, MINUTE)).toBe('first');
+      await c.store.revokeLease(s.id);
+      await expect(
+        c.store.commit({ session: { ...s, contextId: 'c' }, fence: { owner: 'a' }, now: T0 + 1 }),
+      ).rejects.toThrow(LeaseLostError);
+      expect(await c.store.renewLeases('a', T0 + 2, MINUTE)).toStrictEqual([]);
+      expect(await c.store.acquireLease(s.id, 'b', T0 + 3, MINUTE)).toBe('taken');
+      // A session nobody ever drove: nothing to revoke, and its first take is still a first.
+      const fresh = await session('never-leased');
+      await c.store.revokeLease(fresh.id);
+      expect(await c.store.acquireLease(fresh.id, 'b', T0, MINUTE)).toBe('first');
+    });
+
     it('says on release whether a turn newer than the seq read waits, not settled and not context', async () => {
       const s = await session('released');
       const t1 = await added(newTurn(s.id, 'r1'));
