@@ -153,7 +153,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
               config: slackConfig,
               logger,
               telemetry: obs.slack,
-              approvals: { counters: obs.metrics },
+              approvals: { counters: obs.metrics, audit: obs.approvals },
               feedback: obs.metrics,
               ...(options.slackBudgets === undefined ? {} : { budgets: options.slackBudgets }),
               ...o.slackWait,

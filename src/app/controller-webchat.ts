@@ -19,16 +19,29 @@ import { kagentAnswerer } from './structured-answers.js';
  *
  * Its threads live in this process and in the store (transcripts), so it is meant for one
  * replica (the chart refuses more). Trigger threads stay Slack's: none starts here.
+ *
+ * Everyone who holds its token is the same anonymous person to it, so it decides no tool
+ * approval of a Binding whose approvals name approvers (approverGroups, approvers): those are
+ * decided in Slack, where the broker knows who presses. Its questions it answers.
  */
 export class ControllerWebChat {
   readonly surface: WebChatSurface;
   readonly #settings: WebChatSettings;
   readonly #logger: Logger;
 
-  constructor(settings: WebChatSettings, transcripts: TranscriptStore, logger: Logger) {
+  constructor(
+    settings: WebChatSettings,
+    transcripts: TranscriptStore,
+    registry: LiveRegistry,
+    logger: Logger,
+  ) {
     this.#settings = settings;
     this.#logger = logger;
-    this.surface = new WebChatSurface({ transcripts, logger });
+    this.surface = new WebChatSurface({
+      transcripts,
+      logger,
+      approvalRefusal: (binding) => approvalRefusal(registry, binding),
+    });
   }
 
   /** What compose() takes: the surface by name, its activity, its last writes before the store closes. */
@@ -57,6 +70,7 @@ export class ControllerWebChat {
       surface: this.surface,
       registry,
       answerStructured: kagentAnswerer(core.engine, observability.metrics),
+      audit: observability.approvals,
       host: this.#settings.host,
       port: this.#settings.port,
       token: this.#settings.token,
@@ -64,4 +78,14 @@ export class ControllerWebChat {
       ...(pageScript === undefined ? {} : { pageScript }),
     });
   }
+}
+
+/** Why the in-cluster web chat may not decide this Binding's tool approvals, if it may not. */
+export function approvalRefusal(registry: Pick<LiveRegistry, 'get'>, binding: string): string | undefined {
+  const approvals = registry.get(binding)?.toolApprovals;
+  if (approvals === undefined || approvals.approverGroups.length === 0) return undefined;
+  return (
+    'The tool calls of this agent are approved in Slack by the people its Binding names: ' +
+    'this web chat cannot tell who you are, so it cannot decide them.'
+  );
 }

@@ -173,7 +173,7 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     const web =
       webchatSettings === undefined
         ? undefined
-        : new ControllerWebChat(webchatSettings, stores.transcripts, logger);
+        : new ControllerWebChat(webchatSettings, stores.transcripts, registry, logger);
     const core = await broker
       .compose({
         stores,
@@ -219,16 +219,14 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     });
     controllerReady = () => controller.ready;
 
-    if (slack !== undefined) {
-      // Q-5: every approval decision is audited as an Event on its Binding too.
-      slack.approvals.onDecision((audit) => {
-        void controller.recordBindingEvent(audit.binding, {
-          type: 'Normal',
-          reason: audit.decision === 'approved' ? 'ToolCallApproved' : 'ToolCallDenied',
-          note: `${audit.approver.name ?? audit.approver.id} ${audit.decision} ${audit.tool.name} (arguments sha256 ${audit.argumentsSha256.slice(0, 16)}…)`,
-        });
+    // Q-5: every approval decision, from any surface, is audited as an Event on its Binding too.
+    observability.approvals.onDecision((audit) => {
+      void controller.recordBindingEvent(audit.binding, {
+        type: 'Normal',
+        reason: audit.decision === 'approved' ? 'ToolCallApproved' : 'ToolCallDenied',
+        note: `${audit.approver.name ?? audit.approver.id} ${audit.decision} ${audit.tool.name} (arguments sha256 ${audit.argumentsSha256.slice(0, 16)}…)`,
       });
-    }
+    });
 
     const abandon = (): void => void stop();
     options.signal?.addEventListener('abort', abandon, { once: true });

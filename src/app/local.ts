@@ -137,6 +137,7 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
       surface: web,
       registry,
       answerStructured: kagentAnswerer(engine, observability.metrics),
+      audit: observability.approvals,
       routes: (req, res) => ops(req, res) || triggers.routes(req, res),
       host: options.host,
       port: options.port,

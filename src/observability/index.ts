@@ -7,6 +7,7 @@ import type { EventSink } from '../core/ports.js';
 import type { SessionStore } from '../core/store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
 import type { SlackTelemetry } from '../surfaces/slack/web-api/client.js';
+import { ApprovalAuditLog } from './approval-audit.js';
 import { BrokerMetrics, fanOut } from './metrics.js';
 import { measuredStore, measuredTriggerStore } from './store-metrics.js';
 import { startTracing, type Tracing } from './tracing.js';
@@ -47,6 +48,8 @@ export class Observability {
   readonly metrics: BrokerMetrics;
   readonly tracing: Tracing;
   readonly turns: OtelTurnTracer;
+  /** The approval audit every surface writes to: one log line per decision, and its listeners. */
+  readonly approvals: ApprovalAuditLog;
   readonly #log: TurnLog;
 
   constructor(options: ObservabilityOptions) {
@@ -56,6 +59,7 @@ export class Observability {
     this.tracing = startTracing({ env: options.env, version });
     this.turns = new OtelTurnTracer(this.tracing.tracer('agentkourier.engine'));
     this.#log = new TurnLog(options.logger);
+    this.approvals = new ApprovalAuditLog(options.logger.child({ component: 'approvals' }));
   }
 
   /** What the engine's events go to: metrics, the turn log, and any other sink given. */

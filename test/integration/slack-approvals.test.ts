@@ -3,12 +3,12 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { kagentAnswerer } from '../../src/app/structured-answers.js';
 import { loadSlackConfig } from '../../src/config/slack.js';
+import type { ApprovalAudit } from '../../src/core/approval-audit.js';
 import { notice } from '../../src/core/session/notices.js';
 import { KAGENT_HITL_EXTENSION } from '../../src/dialects/kagent-v1/index.js';
 import { BrokerMetrics } from '../../src/observability/metrics.js';
 import { escapeSlack } from '../../src/surfaces/slack/answer/mrkdwn.js';
 import { SlackConnection } from '../../src/surfaces/slack/connection.js';
-import type { ApprovalAudit } from '../../src/surfaces/slack/prompts/access.js';
 import type { FakeMessage } from '../../testkit/slack/index.js';
 import { kagentApproval, kagentAskUser } from '../peers/contract-agent/contract-agent.js';
 import { blockActionsPayload, sendSlackInteraction } from '../slack/events.js';
@@ -141,7 +141,8 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
 
   it('[Q-3][Q-5] a two-tool approval: one approved, one denied with a reason in a modal; only the approved tool runs, and the prompt shows who decided', async () => {
     const decisions: ApprovalAudit[] = [];
-    const h = await harness({ ...approvalsOn, approvals: { onDecision: (a) => decisions.push(a) } });
+    const h = await harness(approvalsOn);
+    h.approvalAudit.onDecision((a) => decisions.push(a));
     h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));
     const { ts } = await h.mention('add the numbers and check the api');
     const shown = await prompt(h, ts);

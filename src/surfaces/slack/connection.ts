@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { App, ErrorCode, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
+import type { ApprovalAuditSink } from '../../core/approval-audit.js';
 import { type Clock, systemClock, WAIT_OVER } from '../../core/clock.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
@@ -26,7 +27,7 @@ import { SlackTriggerThreads } from './answer/trigger-threads.js';
 import { InboundRouter } from './inbound/events.js';
 import { People, type PeopleOptions } from './inbound/people.js';
 import { Workspaces } from './installations/workspaces.js';
-import type { ApprovalBindings, ApprovalCounters, DecisionListener } from './prompts/access.js';
+import type { ApprovalBindings, ApprovalCounters } from './prompts/access.js';
 import { ApproverGroups, type ApproverOptions } from './prompts/access.js';
 import { PromptDesk } from './prompts/desk.js';
 import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompts/modals.js';
@@ -84,8 +85,8 @@ export interface ConnectOptions {
     secret?: string;
     /** How long a user group's member list is trusted (default 5 minutes). */
     approvers?: Partial<ApproverOptions>;
-    /** Called with every decision sent to an agent (cluster mode: a Kubernetes Event). */
-    onDecision?: DecisionListener;
+    /** Where every decision sent to an agent is audited (the broker's approval audit). */
+    audit?: ApprovalAuditSink;
     /** Where decisions and refused presses are counted. */
     counters?: ApprovalCounters;
   };
@@ -141,7 +142,7 @@ export class SlackConnection {
   readonly surface: SlackSurface;
   /** Threads that triggers (alerts, schedules) start in Slack. */
   readonly triggers: SlackTriggerThreads;
-  /** kagent's prompts: `onDecision` for audit listeners. */
+  /** kagent's prompts as buttons. */
   readonly approvals: PromptDesk;
   readonly api: SlackApi;
   /** Single-workspace mode: the bot and its workspace (OAuth mode: each event's own, from Bolt). */
@@ -200,9 +201,8 @@ export class SlackConnection {
         options.approvals?.secret ?? options.config.botToken ?? options.config.oauth?.clientSecret ?? '',
       ),
       approvers: new ApproverGroups(init.api, this.#clock, options.logger, options.approvals?.approvers),
+      ...(options.approvals?.audit === undefined ? {} : { audit: options.approvals.audit }),
     });
-    const onDecision = options.approvals?.onDecision;
-    if (onDecision !== undefined) this.approvals.onDecision(onDecision);
     this.triggers = new SlackTriggerThreads({
       api: init.api,
       clock: this.#clock,

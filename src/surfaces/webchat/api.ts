@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { type ApprovalAuditSink, argumentsHash } from '../../core/approval-audit.js';
 import type { Actor } from '../../core/compose.js';
 import type { ChatInbound } from '../../core/inbound.js';
 import type { AgentClient, AnswerStructured, StructuredReply } from '../../core/ports.js';
@@ -11,6 +12,7 @@ import { WebChatRequestError } from './errors.js';
 import { type FollowOptions, followThread } from './follow.js';
 import { parseBody, readJson, sendJson } from './http.js';
 import { answerBody, createThreadBody, postMessageBody, threadListQuery } from './schemas.js';
+import { approvalCalls } from './structured.js';
 import type { WebChatSurface } from './surface.js';
 import type { Thread } from './threads.js';
 import type { BindingView, MessageView } from './view.js';
@@ -27,6 +29,8 @@ export interface ApiDeps {
   surface: WebChatSurface;
   registry: BindingDirectory;
   answerStructured: AnswerStructured;
+  /** Where each tool approval decided here is audited (the broker's approval audit). */
+  audit?: ApprovalAuditSink;
   actor: Actor;
   bodyLimitBytes: number;
   follow: FollowOptions;
@@ -158,6 +162,8 @@ export class WebChatApi {
     let reply: StructuredReply;
     let summary: string;
     if (approval !== undefined) {
+      const refusal = this.#deps.surface.approvalRefusal(thread.binding);
+      if (refusal !== undefined) throw new WebChatRequestError(403, 'approver_required', refusal);
       if (body.decisions === undefined) throw badShape('an approval is answered with decisions');
       const decisions = checkDecisions(approval, body.decisions);
       reply = { type: 'tool_approval', decisions };
@@ -217,6 +223,8 @@ export class WebChatApi {
         'the task that asked was stopped; this decision was not sent',
       );
     }
+    if (reply.type === 'tool_approval')
+      this.#audit(thread, prompt, session.question.payload, session.question.taskId, result.turnId, reply);
     thread.change(prompt.id, (m) => {
       if (m.approval !== undefined && reply.type === 'tool_approval') {
         m.approval.status = 'answered';
@@ -229,6 +237,49 @@ export class WebChatApi {
     });
     const message = thread.add({ author: 'person', kind: 'message', text: summary, turnId: result.turnId });
     sendJson(res, 202, { status: 'accepted', message });
+  }
+
+  /** One audit record per tool call decided, the same record a Slack decision makes. */
+  #audit(
+    thread: Thread,
+    prompt: MessageView,
+    payload: unknown,
+    taskId: string,
+    turnId: string,
+    reply: Extract<StructuredReply, { type: 'tool_approval' }>,
+  ): void {
+    const sink = this.#deps.audit;
+    if (sink === undefined) return;
+    const decidedAt = new Date().toISOString();
+    const { id, name, email } = this.#deps.actor;
+    const approver = {
+      id,
+      ...(name === undefined ? {} : { name }),
+      ...(email === undefined ? {} : { email }),
+    };
+    const calls = new Map(approvalCalls(payload).map((c) => [c.id, c]));
+    for (const decision of reply.decisions) {
+      const call = calls.get(decision.id);
+      if (call === undefined) continue;
+      sink.record({
+        binding: thread.binding,
+        sessionId: sessionIdOf(thread.key),
+        surface: thread.key.surface,
+        workspace: thread.key.workspaceId,
+        channel: thread.key.channelId,
+        thread: thread.id,
+        prompt: prompt.id,
+        taskId,
+        turnId,
+        approver,
+        decidedAt,
+        tool: { id: call.id, ...(call.callId === undefined ? {} : { callId: call.callId }), name: call.name },
+        argumentsSha256: argumentsHash(call.args),
+        decision: decision.approved ? 'approved' : 'denied',
+        ...(decision.approved || decision.reason === undefined ? {} : { reason: decision.reason }),
+        allAtOnce: true,
+      });
+    }
   }
 
   /** The stop button: the engine cancels the thread's running task (the thread shows how it ends). */

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { ApprovalAuditSink } from '../../core/approval-audit.js';
 import type { Actor } from '../../core/compose.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import type { ChatInbound } from '../../core/inbound.js';
@@ -22,6 +23,8 @@ export interface WebChatOptions {
   registry: BindingDirectory;
   /** Builds and sends a structured answer (kagent-v1); see answers.ts. */
   answerStructured: AnswerStructured;
+  /** Where each tool approval decided here is audited (the broker's approval audit). */
+  audit?: ApprovalAuditSink;
   /** Default 127.0.0.1. Any other address needs a token. */
   host?: string;
   /** 0 picks a free port. */
@@ -93,6 +96,7 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
     surface: options.surface,
     registry: options.registry,
     answerStructured: options.answerStructured,
+    ...(options.audit === undefined ? {} : { audit: options.audit }),
     actor: options.actor ?? DEFAULT_ACTOR,
     bodyLimitBytes,
     follow: { ...DEFAULT_FOLLOW, ...options.follow },

@@ -59,3 +59,17 @@ export function readStructured(payload: unknown): StructuredReading {
     })),
   };
 }
+
+/** The tool calls of an approval as the audit names them (id, call id, name, full arguments). */
+export function approvalCalls(
+  payload: unknown,
+): Array<{ id: string; callId?: string; name: string; args: unknown }> {
+  const request = hitlRequestOf(payload);
+  if (request?.type !== 'tool_approval_request') return [];
+  return visibleTools(request).map((t) => ({
+    id: t.id,
+    ...(typeof t.call_id === 'string' ? { callId: t.call_id } : {}),
+    name: t.name,
+    args: t.args,
+  }));
+}

@@ -26,6 +26,12 @@ export interface WebChatSurfaceOptions {
   /** Needed with `transcripts`: a failed save is logged. */
   logger?: Logger;
   journal?: Omit<JournalOptions, 'logger'>;
+  /**
+   * Why the person of this web chat may not decide a Binding's tool approvals, or undefined when
+   * they may (local mode: the one person at the machine). Read when an approval is shown and
+   * again when a decision arrives.
+   */
+  approvalRefusal?: (binding: string) => string | undefined;
 }
 
 /**
@@ -39,8 +45,10 @@ export class WebChatSurface implements ChatSurface {
   readonly activity: WebChatActivity;
   readonly #answerIntervalMs: number;
   readonly #journal: ThreadJournal | undefined;
+  readonly #approvalRefusal: (binding: string) => string | undefined;
 
   constructor(options: WebChatSurfaceOptions = {}) {
+    this.#approvalRefusal = options.approvalRefusal ?? (() => undefined);
     this.threads = new ThreadBook(options.now);
     this.activity = new WebChatActivity(this.threads);
     this.#answerIntervalMs = options.answerIntervalMs ?? DEFAULT_ANSWER_INTERVAL_MS;
@@ -98,7 +106,17 @@ export class WebChatSurface implements ChatSurface {
     // One question is pending per session: a new one means the earlier ones take no answer.
     this.#closePrompts(thread, 'closed');
     const message = thread.add(promptMessage(prompt.turnId, prompt.question));
+    const refusal = message.approval === undefined ? undefined : this.#approvalRefusal(thread.binding);
+    if (refusal !== undefined)
+      thread.change(message.id, (m) => {
+        if (m.approval !== undefined) m.approval.refusal = refusal;
+      });
     return message.id;
+  }
+
+  /** Why this web chat's person may not decide the Binding's tool approvals (undefined: they may). */
+  approvalRefusal(binding: string): string | undefined {
+    return this.#approvalRefusal(binding);
   }
 
   async showToolStep(target: ChatTarget, turnId: string, step: ToolStep): Promise<void> {

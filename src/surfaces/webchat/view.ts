@@ -56,6 +56,11 @@ export interface ApprovalView {
   tools: ToolCallView[];
   status: PromptStatus;
   decisions?: DecisionView[];
+  /**
+   * Why this web chat cannot decide it (an in-cluster web chat, a Binding whose approvals need
+   * a named approver): the page shows the approval read-only with this sentence.
+   */
+  refusal?: string;
 }
 
 export interface StepView {

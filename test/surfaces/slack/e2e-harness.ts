@@ -12,6 +12,7 @@ import type { EngineTimings } from '../../../src/core/session/timings.js';
 import type { SessionStore } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { dialectSpec } from '../../../src/dialects/index.js';
+import { ApprovalAuditLog } from '../../../src/observability/approval-audit.js';
 import { bundleOf } from '../../../src/store/open.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import type { FeedbackCounter } from '../../../src/surfaces/slack/agent-app/feedback.js';
@@ -121,6 +122,8 @@ export interface SlackHarness {
   appUrl: string;
   mode: 'http' | 'socket';
   logs: Array<Record<string, unknown>>;
+  /** The approval audit the app writes to: its lines are in `logs`; tests may listen too. */
+  approvalAudit: ApprovalAuditLog;
   /** Sends an Events API event as the mode has Slack send it (signed POST, or an envelope). */
   deliver(event: Record<string, unknown>, o?: SendEventOptions): Promise<Delivered>;
   /** Sends an interactivity payload as the mode has Slack send it. */
@@ -229,13 +232,15 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
         }
       : { SLACK_BOT_TOKEN: fake.botToken, SLACK_SIGNING_SECRET: SECRET, SLACK_API_URL: fake.url },
   );
+  // The broker's audit of approvals, on the harness's logger (tests read its lines in `logs`).
+  const approvalAudit = new ApprovalAuditLog(logger);
   const slack = await SlackConnection.connect({
     config,
     logger,
     answers: { intervalMs: 250, ...options.answers },
     activity: { settleGraceMs: 50 },
     statuses: { settleGraceMs: 50 },
-    ...(options.approvals === undefined ? {} : { approvals: options.approvals }),
+    approvals: { audit: approvalAudit, ...options.approvals },
     ...(options.budgets === undefined ? {} : { budgets: options.budgets }),
     ...(options.feedback === undefined ? {} : { feedback: options.feedback }),
     ...(options.people === undefined ? {} : { people: options.people }),
@@ -311,6 +316,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     appUrl,
     mode,
     logs,
+    approvalAudit,
     deliver,
     interact,
     async mention(text, o = {}) {

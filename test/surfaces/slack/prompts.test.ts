@@ -1,10 +1,11 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { argumentsHash, canonicalJson } from '../../../src/core/approval-audit.js';
 import { systemClock } from '../../../src/core/clock.js';
 import type { AskUserRequest, ToolApprovalRequest } from '../../../src/dialects/kagent-v1/index.js';
 import { ApproverGroups } from '../../../src/surfaces/slack/prompts/access.js';
 import { answerModal, denyModal, readAnswerModal } from '../../../src/surfaces/slack/prompts/modals.js';
-import { argumentsHash, canonicalJson, PromptTokens } from '../../../src/surfaces/slack/prompts/payloads.js';
+import { PromptTokens } from '../../../src/surfaces/slack/prompts/payloads.js';
 import { candidates } from '../../../src/surfaces/slack/prompts/state.js';
 import {
   approvalLayout,

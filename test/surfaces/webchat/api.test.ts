@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { argumentsHash } from '../../../src/core/approval-audit.js';
 import { InvalidConfigError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/observability/logging.js';
 import {
@@ -263,6 +264,24 @@ describe('web chat API', () => {
       params: { message: { metadata?: Record<string, unknown> } };
     };
     expect(sent.params.message.metadata?.[HITL_METADATA_KEY]).toEqual(w.answered[0]?.reply);
+    // Audited as a Slack decision is: one record per tool call, by the web chat's person.
+    expect(w.audits).toHaveLength(2);
+    expect(w.audits[0]).toMatchObject({
+      binding: BINDING,
+      surface: 'webchat',
+      thread: thread.id,
+      prompt: prompt?.id,
+      approver: { id: 'webchat-local', name: 'Local user' },
+      tool: { id: 'conf-1', callId: 'call-a', name: 'delete_file' },
+      argumentsSha256: argumentsHash({ path: '/tmp/old' }),
+      decision: 'approved',
+      allAtOnce: true,
+    });
+    expect(w.audits[1]).toMatchObject({
+      tool: { id: 'conf-2', name: 'restart_deployment' },
+      decision: 'denied',
+      reason: 'No prod restarts during the freeze',
+    });
 
     const twice = await w.api('POST', path, {
       decisions: [

@@ -3,6 +3,7 @@ import { request } from 'undici';
 import { buildPageScript } from '../../../scripts/build-webchat.js';
 import { A2AClient } from '../../../src/a2a/client.js';
 import type { Part, TaskStatus } from '../../../src/core/agent/model.js';
+import type { ApprovalAudit } from '../../../src/core/approval-audit.js';
 import type { Dialect, PauseReading, StructuredAnswerRequest } from '../../../src/core/ports.js';
 import { LiveRegistry } from '../../../src/core/registry.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
@@ -65,6 +66,8 @@ export interface WebChatHarness {
   chat: WebChat;
   /** What the composition root's callback was given. */
   answered: StructuredAnswerRequest[];
+  /** The approval audit records the web chat wrote. */
+  audits: ApprovalAudit[];
   origin: string;
   /** A request with exactly the headers given (no Origin unless set). */
   call(
@@ -126,7 +129,9 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
   });
   await engine.start();
   const answered: StructuredAnswerRequest[] = [];
+  const audits: ApprovalAudit[] = [];
   const chat = await createWebChat({
+    audit: { record: (a) => audits.push(a) },
     engine,
     surface,
     registry,
@@ -185,6 +190,7 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     engine,
     chat,
     answered,
+    audits,
     origin,
     call,
     api,

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { type ApprovalAudit, type ApprovalAuditSink, argumentsHash } from '../../../core/approval-audit.js';
 import type { Clock } from '../../../core/clock.js';
 import type { Actor } from '../../../core/compose.js';
 import { KourierError } from '../../../core/errors.js';
@@ -6,8 +7,7 @@ import type { ToolApprovalSettings } from '../../../core/registry.js';
 import { type HitlRequest, visibleTools } from '../../../dialects/kagent-v1/index.js';
 import type { People } from '../inbound/people.js';
 import type { SlackApi } from '../web-api/client.js';
-import { errorName } from '../web-api/errors.js';
-import { argumentsHash, GROUP_ID, type Place } from './payloads.js';
+import { GROUP_ID, type Place } from './payloads.js';
 import type { PromptState } from './state.js';
 import { type Gate, WORDS } from './view.js';
 
@@ -211,50 +211,14 @@ export class ApprovalGate {
 }
 
 /**
- * The audit of tool approvals: every decision sent to an agent is one record — who decided
- * what on which tool call, with a digest of its arguments — written as a log line and given
- * to `onDecision` listeners (the cluster's controller records a Kubernetes Event on the
- * Binding). Counted as a metric by the answerer that sent it.
+ * The audit of tool approvals taken in Slack: one record per decision, each tool call's mark
+ * with the person who made it (named where Slack says), handed to the broker's audit sink.
  */
-
-/** One decision on one tool call, as sent to the agent: the audit record. */
-export interface ApprovalAudit {
-  binding: string;
-  sessionId: string;
-  workspace: string;
-  channel: string;
-  threadTs: string;
-  /** The prompt message. */
-  promptTs: string;
-  taskId: string;
-  /** The answer turn that carried it to the agent. */
-  turnId: string;
-  approver: { id: string; name?: string; email?: string };
-  /** When the person decided (ISO 8601). */
-  decidedAt: string;
-  tool: { id: string; callId: string; name: string };
-  /** sha256 (hex) of the call's arguments as canonical JSON (sorted keys). */
-  argumentsSha256: string;
-  decision: 'approved' | 'denied';
-  reason?: string;
-  /** Decided with Approve all / Deny all. */
-  allAtOnce: boolean;
-}
-
-export type DecisionListener = (audit: ApprovalAudit) => void;
-
 export class ApprovalAuditor {
-  readonly #logger: Logger;
-  readonly #listeners = new Set<DecisionListener>();
+  readonly #sink: ApprovalAuditSink | undefined;
 
-  constructor(logger: Logger) {
-    this.#logger = logger;
-  }
-
-  /** Calls `listener` with every decision sent to an agent; returns an unsubscribe. */
-  onDecision(listener: DecisionListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+  constructor(sink: ApprovalAuditSink | undefined) {
+    this.#sink = sink;
   }
 
   /** Audits the decisions of a tool approval the engine took as turn `turnId`. */
@@ -277,13 +241,14 @@ export class ApprovalAuditor {
       const person = known.get(mark.by);
       if (person?.name !== undefined) approver.name = person.name;
       if (person?.email !== undefined) approver.email = person.email;
-      const audit: ApprovalAudit = {
+      this.#sink?.record({
         binding: state.binding,
         sessionId: state.sessionId,
+        surface: state.key.surface,
         workspace: state.key.workspaceId,
         channel: state.channel,
-        threadTs: state.key.threadId,
-        promptTs: state.ts,
+        thread: state.key.threadId,
+        prompt: state.ts,
         taskId: state.taskId,
         turnId,
         approver,
@@ -293,15 +258,7 @@ export class ApprovalAuditor {
         decision: mark.approved === true ? 'approved' : 'denied',
         ...(mark.reason === undefined ? {} : { reason: mark.reason }),
         allAtOnce: mark.allAtOnce === true,
-      };
-      this.#logger.info({ audit: 'tool-approval', ...audit }, 'tool approval decision');
-      for (const listener of this.#listeners) {
-        try {
-          listener(audit);
-        } catch (error) {
-          this.#logger.warn({ err: errorName(error) }, 'an approval decision listener failed');
-        }
-      }
+      });
     });
   }
 }

@@ -1,6 +1,7 @@
 // Slightly over our ~400-line rule: the desk that wires the prompt parts (payloads, state,
 // marks, who may approve, the audit, modals) to Bolt's actions; each part is its own module.
 import type { Logger } from 'pino';
+import type { ApprovalAuditSink } from '../../../core/approval-audit.js';
 import type { Clock } from '../../../core/clock.js';
 import { actorIdOf } from '../../../core/compose.js';
 import type { ChatInbound } from '../../../core/inbound.js';
@@ -18,13 +19,7 @@ import type { People } from '../inbound/people.js';
 import type { SlackApi } from '../web-api/client.js';
 import { errorName, PromptsNotWiredError } from '../web-api/errors.js';
 import type { ApproverGroups } from './access.js';
-import {
-  ApprovalAuditor,
-  type ApprovalBindings,
-  type ApprovalCounters,
-  ApprovalGate,
-  type DecisionListener,
-} from './access.js';
+import { ApprovalAuditor, type ApprovalBindings, type ApprovalCounters, ApprovalGate } from './access.js';
 import { PromptMessages } from './messages.js';
 import { answerModal, decodePlace, denyModal, readAnswerModal } from './modals.js';
 import type { PromptAction, PromptTokens } from './payloads.js';
@@ -90,6 +85,8 @@ export interface PromptDeskOptions {
   logger: Logger;
   tokens: PromptTokens;
   approvers: ApproverGroups;
+  /** Where each decision is audited (the broker's approval audit). */
+  audit?: ApprovalAuditSink;
 }
 
 export class PromptDesk {
@@ -118,7 +115,7 @@ export class PromptDesk {
       logger: this.#logger,
       bindings: () => this.#deps?.bindings,
     });
-    this.#audit = new ApprovalAuditor(this.#logger);
+    this.#audit = new ApprovalAuditor(options.audit);
     this.#messages = new PromptMessages({
       api: options.api,
       clock: options.clock,
@@ -140,11 +137,6 @@ export class PromptDesk {
   /** Stops waiting to be wired: prompts not shown yet fail (the engine records no ref). */
   close(): void {
     this.#closed.abort(new Error('the Slack connection stopped'));
-  }
-
-  /** Calls `listener` with every decision sent to an agent; returns an unsubscribe. */
-  onDecision(listener: DecisionListener): () => void {
-    return this.#audit.onDecision(listener);
   }
 
   /** Whether a question is one this desk shows (kagent's structured payload). */

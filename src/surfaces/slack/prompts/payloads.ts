@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 
 /**
@@ -137,25 +137,4 @@ export class PromptTokens {
     }
     return found;
   }
-}
-
-/** JSON with object keys sorted at every level: the same arguments always hash the same. */
-export function canonicalJson(value: unknown): string {
-  const seen = new WeakSet<object>();
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'bigint') return v.toString();
-    if (v === null || typeof v !== 'object') return v;
-    if (seen.has(v)) return '[circular]';
-    seen.add(v);
-    if (Array.isArray(v)) return v.map(walk);
-    const out: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) out[k] = walk((v as Record<string, unknown>)[k]);
-    return out;
-  };
-  return JSON.stringify(walk(value)) ?? 'null';
-}
-
-/** sha256 (hex) of a tool call's arguments as canonical JSON, for the audit line. */
-export function argumentsHash(args: unknown): string {
-  return createHash('sha256').update(canonicalJson(args)).digest('hex');
 }

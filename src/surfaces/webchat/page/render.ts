@@ -184,7 +184,7 @@ function approvalPart(id: string, a: ApprovalView, actions: Actions): HTMLElemen
     const decision = decided.get(tool.id);
     if (a.status !== 'open') {
       box.append(decisionNote(decision));
-    } else {
+    } else if (a.refusal === undefined) {
       const reason = el('input', { attrs: { type: 'text', placeholder: 'Reason for denying (optional)' } });
       reason.hidden = true;
       const approve = button('Approve', () => pick(true), 'secondary');
@@ -202,7 +202,9 @@ function approvalPart(id: string, a: ApprovalView, actions: Actions): HTMLElemen
     }
     part.append(box);
   }
-  if (a.status === 'open') part.append(send);
+  if (a.status === 'open' && a.refusal !== undefined)
+    part.append(el('div', { className: 'state', text: a.refusal }));
+  else if (a.status === 'open') part.append(send);
   else {
     const note = closedNote(a.status);
     if (note !== undefined) part.append(note);
