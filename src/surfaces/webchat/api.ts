@@ -145,6 +145,8 @@ export class WebChatApi {
       throw new WebChatRequestError(400, 'not_a_prompt', 'this message is not a question or an approval');
     }
     const status = question?.status ?? approval?.status;
+    if (status === 'answered')
+      throw new WebChatRequestError(409, 'already_answered', 'this prompt was answered already');
     if (status !== 'open') {
       throw new WebChatRequestError(
         409,

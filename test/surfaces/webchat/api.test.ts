@@ -161,8 +161,9 @@ describe('web chat API', () => {
     const again = await w.api('POST', `/api/threads/${thread.id}/messages/${question?.id}/answer`, {
       text: 'twice',
     });
+    // As docs/webchat.md says: answered already is `already_answered`, not `question_not_pending`.
     expect(again.status).toBe(409);
-    expect(errorOf(again.json).code).toBe('question_not_pending');
+    expect(errorOf(again.json).code).toBe('already_answered');
   });
 
   it('shows an approval with each tool and its arguments, and sends per-tool decisions', async () => {
@@ -290,6 +291,7 @@ describe('web chat API', () => {
       ],
     });
     expect(twice.status).toBe(409);
+    expect(errorOf(twice.json).code).toBe('already_answered');
   });
 
   it("answers kagent's ask_user questions with one list per question", async () => {
