@@ -447,6 +447,44 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     ).toBe(2);
   });
 
+  it("[Q-5] a button of another thread's prompt pressed on this one decides nothing, and both prompts keep their buttons", async () => {
+    const h = await harness();
+    h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS), kagentApproval(TWO_TOOLS));
+    const first = await h.mention('first thread');
+    const second = await h.mention('second thread');
+    const a = await prompt(h, first.ts);
+    const b = await prompt(h, second.ts);
+    // The Approve all token of thread A's prompt, in a press on thread B's prompt message.
+    const foreign = button(h, a.ts, 'all', 'approve-all');
+    const stored = h.fake.message(CHANNEL, b.ts);
+    const pressed = await sendSlackInteraction(
+      h.appUrl,
+      SECRET,
+      blockActionsPayload({
+        user: ADA,
+        channel: CHANNEL,
+        messageTs: b.ts,
+        threadTs: second.ts,
+        actionId: foreign.actionId,
+        blockId: foreign.blockId,
+        value: foreign.value,
+        messageBlocks: stored?.blocks ?? [],
+      }),
+    );
+    expect(pressed.status).toBe(200);
+    await h.waitFor('the refusal', () => ephemeralsTo(h, ADA).length > 0);
+    expect(ephemeralsTo(h, ADA)).toEqual([
+      'That button is not one of this prompt’s, so it changed nothing. Use the buttons on the prompt itself.',
+    ]);
+    expect(hasActions(h.fake.message(CHANNEL, b.ts))).toBe(true);
+    expect(hasActions(h.fake.message(CHANNEL, a.ts))).toBe(true);
+    expect(answers(h)).toHaveLength(0);
+    expect(auditLines(h)).toEqual([]);
+    // Thread B's own button still decides it.
+    await h.press({ ts: b.ts }, button(h, b.ts, 'all', 'approve-all'), ADA);
+    await h.waitFor('the decision sent', () => answers(h).length === 1);
+  });
+
   it('[Q-5] the agent session is suspended while the approval waits, processing again once decided, active at the end', async () => {
     const h = await harness();
     h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));

@@ -36,6 +36,7 @@ import {
   openPrompt,
   PromptBook,
   type PromptState,
+  type PressedPrompt,
   promptOfPress,
   replyOf,
 } from './state.js';
@@ -227,7 +228,11 @@ export class PromptDesk {
     const place = placeOfPress(p);
     try {
       const found = await this.#find(place, action.value ?? '');
-      if (found === undefined) {
+      if (found.refused !== undefined) {
+        if (found.refused === 'foreign') {
+          await this.#messages.ephemeral(place, WORDS.foreign);
+          return;
+        }
         await this.#messages.ephemeral(place, WORDS.stale);
         await this.#messages.stripStale(place, p.message?.blocks);
         return;
@@ -315,8 +320,8 @@ export class PromptDesk {
     };
     try {
       const found = await this.#find(place, modal.token);
-      if (found === undefined) {
-        await this.#messages.ephemeral(place, WORDS.stale);
+      if (found.refused !== undefined) {
+        await this.#messages.ephemeral(place, found.refused === 'foreign' ? WORDS.foreign : WORDS.stale);
         return;
       }
       const { state, action } = found;
@@ -404,9 +409,9 @@ export class PromptDesk {
   async #find(
     place: Place,
     token: string,
-  ): Promise<{ state: PromptState; action: PromptAction } | undefined> {
+  ): Promise<PressedPrompt> {
     const deps = this.#deps;
-    if (deps === undefined) return undefined;
+    if (deps === undefined) return { refused: 'stale' };
     const session = await deps.inbound.findSession(
       sessionIdOf(keyOf(place.team, place.channel, place.threadTs)),
     );

@@ -93,6 +93,15 @@ function idOf(sessionId: string, questionKey: string): string {
  * this process did not show (another replica's, or before a restart) starts here with no marks:
  * what was collected there is not here, but on the message (adoptShownMarks).
  */
+/**
+ * What a press found: its prompt and what it does; or why it is refused — `stale`: the
+ * message is no prompt that waits (its buttons may go); `foreign`: it is, but the button is not
+ * one of its own (nothing changes).
+ */
+export type PressedPrompt =
+  | { state: PromptState; action: PromptAction; refused?: undefined }
+  | { refused: 'stale' | 'foreign' };
+
 export function promptOfPress(
   book: PromptBook,
   session: SessionRecord | undefined,
@@ -100,17 +109,19 @@ export function promptOfPress(
   token: string,
   tokens: PromptTokens,
   gateOf: (binding: string, request: HitlRequest) => Gate,
-): { state: PromptState; action: PromptAction } | undefined {
+): PressedPrompt {
   const question = session?.question;
   if (session === undefined || question === null || question === undefined || question.kind !== 'structured')
-    return undefined;
+    return { refused: 'stale' };
   const request = hitlRequestOf(question.payload);
-  if (request === undefined) return undefined;
+  if (request === undefined) return { refused: 'stale' };
   // A prompt is the message its ref names; before the ref is saved, any message of ours.
   if (question.promptRef !== null && question.promptRef !== `${place.channel}|${place.messageTs}`)
-    return undefined;
+    return { refused: 'stale' };
+  // The message is the prompt that waits, but the button is not one of its own (a token of
+  // another prompt, or forged): refused, and the prompt stays as it is for its own buttons.
   const action = tokens.find(session.id, question.questionKey, candidates(request), token);
-  if (action === undefined) return undefined;
+  if (action === undefined) return { refused: 'foreign' };
   let state = book.get(session.id, question.questionKey);
   if (state === undefined || (state.ts !== '' && state.ts !== place.messageTs)) {
     state = openPrompt({
