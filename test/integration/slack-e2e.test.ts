@@ -291,8 +291,13 @@ describe('Slack end to end: real Bolt, the session engine and the contract agent
       const stale = await sendSlackEvent(h.appUrl, SECRET, event, {
         timestampSeconds: Math.floor(Date.now() / 1000) - 10 * 60,
       });
+      // Signed for six minutes ahead: Slack's rule is five minutes either way.
+      const ahead = await sendSlackEvent(h.appUrl, SECRET, event, {
+        timestampSeconds: Math.floor(Date.now() / 1000) + 6 * 60,
+      });
       expect(forged.status).toBe(401);
       expect(stale.status).toBe(401);
+      expect(ahead.status).toBe(401);
       await new Promise((r) => setTimeout(r, 300));
       expect(h.agent.rpc(SEND)).toHaveLength(0);
       expect(h.fake.calls.map((c) => c.method)).toEqual(['auth.test']);

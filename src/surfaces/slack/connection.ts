@@ -26,6 +26,7 @@ import { SlackSurface } from './answer/surface.js';
 import { SlackTriggerThreads } from './answer/trigger-threads.js';
 import { InboundRouter } from './inbound/events.js';
 import { People, type PeopleOptions } from './inbound/people.js';
+import { refusingFutureRequests } from './inbound/request-time.js';
 import { Workspaces } from './installations/workspaces.js';
 import type { ApprovalBindings, ApprovalCounters } from './prompts/access.js';
 import { ApproverGroups, type ApproverOptions } from './prompts/access.js';
@@ -339,6 +340,12 @@ export class SlackConnection {
         // OAuth mode: the install page and the redirect (GET), served beside the events.
         ...(workspaces === undefined ? {} : workspaces.receiverOptions()),
       });
+      // Bolt's own server (a port given) and the broker's (requestListener) both call it.
+      this.#receiver.requestListener = refusingFutureRequests(
+        this.#receiver.requestListener,
+        this.#clock,
+        this.#logger,
+      );
       receiver = this.#receiver;
     } else {
       const socket = new SocketModeReceiver({

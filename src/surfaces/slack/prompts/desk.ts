@@ -34,9 +34,9 @@ import {
   markSubmission,
   modalPlace,
   openPrompt,
+  type PressedPrompt,
   PromptBook,
   type PromptState,
-  type PressedPrompt,
   promptOfPress,
   replyOf,
 } from './state.js';
@@ -406,10 +406,7 @@ export class PromptDesk {
   // ---- finding the prompt of a press ---------------------------------------------------------
 
   /** The pending question a press belongs to (prompt-state.ts), and what the press does. */
-  async #find(
-    place: Place,
-    token: string,
-  ): Promise<PressedPrompt> {
+  async #find(place: Place, token: string): Promise<PressedPrompt> {
     const deps = this.#deps;
     if (deps === undefined) return { refused: 'stale' };
     const session = await deps.inbound.findSession(

@@ -349,7 +349,8 @@ export function promptMessage(model: PromptModel): RenderedMessage {
 /** What a prompt tells people, in the broker's own words (never an agent's). */
 export const WORDS = {
   stale: 'This prompt is no longer waiting for an answer.',
-  foreign: 'That button is not one of this prompt’s, so it changed nothing. Use the buttons on the prompt itself.',
+  foreign:
+    'That button is not one of this prompt’s, so it changed nothing. Use the buttons on the prompt itself.',
   alreadyDecided: (by: string | undefined) =>
     by === undefined ? 'This was already decided.' : `This was already decided by ${mentionOrSomeone(by)}.`,
   notApprover: (groups: readonly string[]) => {
