@@ -74,6 +74,7 @@ function rig(unsaved?: string) {
     clock: systemClock,
     events: { emit: () => undefined },
     timings: DEFAULT_TIMINGS,
+    maxTextLength: 40_000,
     owner: 'me',
     fenced: false,
     resolve: () => undefined,

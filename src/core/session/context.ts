@@ -29,6 +29,8 @@ export interface DriverDeps {
   clock: Clock;
   events: EventSink;
   timings: EngineTimings;
+  /** Largest text of one turn, in characters: what merging turns into one may not pass. */
+  maxTextLength: number;
   owner: string;
   /** Whether writes are fenced by the session lease (a store shared by several replicas). */
   fenced: boolean;

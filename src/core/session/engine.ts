@@ -517,6 +517,7 @@ export class SessionEngine implements ChatInbound {
       clock: this.#clock,
       events: this.#events,
       timings: this.#timings,
+      maxTextLength: this.#maxTextLength,
       owner: this.#owner,
       fenced,
       resolve: (binding, key, use) => this.#registry.resolve(binding, key, use),

@@ -16,7 +16,7 @@ import { agentRefused, notice } from './notices.js';
 import { withPeopleNamed } from './person-label.js';
 import { sendPolled } from './polling.js';
 import { acceptTask, consumeStream } from './reading.js';
-import { cancelPaused, failTurn, sessionGone, settleTurn } from './settling.js';
+import { cancelPaused, failedEvent, failTurn, sessionGone, settleTurn } from './settling.js';
 
 /**
  * Sending a turn: marking it `sending` before the send (its attempt counted, the start of its
@@ -56,9 +56,39 @@ export async function sendTurn(
     state: 'settled' as const,
     outcome: `carried:${turn.id}`,
   }));
-  await ctx.commit(session, [sending, ...settledCarried]);
+  // Alerts that came for this thread while its trigger turn waited go with it: one agent run for
+  // a burst of deliveries, not one each, back to back.
+  const merged = turn.kind === 'trigger' ? mergeableTriggers(turn, open, ctx.deps.maxTextLength) : [];
+  if (merged.length > 0) sending.text = withMerged(sending.text, merged);
+  const settledMerged = merged.map((t) => ({ ...t, state: 'settled' as const, outcome: `merged:${turn.id}` }));
+  await ctx.commit(session, [sending, ...settledCarried, ...settledMerged]);
+  // Counted as merged (a bounded label); the stored outcome names the turn it went with.
+  for (const t of settledMerged) failedEvent(ctx, session, t, 'merged');
   const fresh = await ctx.reload(session.id);
   await attemptSend(ctx, fresh, route, sending, question, baseline);
+}
+
+/**
+ * The trigger turns queued right behind a trigger turn (before any person's message, so nothing
+ * is sent ahead of what a person wrote), as many as fit in one turn's text.
+ */
+function mergeableTriggers(turn: TurnRecord, open: readonly TurnRecord[], maxLength: number): TurnRecord[] {
+  const merged: TurnRecord[] = [];
+  let length = turn.text.length;
+  for (const t of open) {
+    if (t.seq <= turn.seq || t.kind === 'context') continue;
+    if (t.kind !== 'trigger' || t.state !== 'queued') break;
+    length += t.text.length + MERGED_SEPARATOR.length;
+    if (length > maxLength) break;
+    merged.push(t);
+  }
+  return merged;
+}
+
+const MERGED_SEPARATOR = '\n\nMore for this thread arrived while that waited:\n\n';
+
+function withMerged(text: string, merged: readonly TurnRecord[]): string {
+  return [text, ...merged.map((t) => t.text)].join(MERGED_SEPARATOR);
 }
 
 /** One send of a turn already marked `sending`, and what follows from its stream. */
