@@ -135,7 +135,7 @@ export async function startSlackBroker(o: SlackBrokerOptions): Promise<SlackBrok
       dialect: a2aDialect,
       settings: { questionTimeoutMs: null },
       routes: { slack: { channels: o.channels, allowDirectMessages: false } },
-      toolApprovals: { enabled: false, approverGroups: [] },
+      toolApprovals: { enabled: false, approverGroups: [], approvers: [] },
     });
     const turns = new TurnCount();
     const core = await broker.compose({

@@ -83,7 +83,8 @@ export class ControllerWebChat {
 /** Why the in-cluster web chat may not decide this Binding's tool approvals, if it may not. */
 export function approvalRefusal(registry: Pick<LiveRegistry, 'get'>, binding: string): string | undefined {
   const approvals = registry.get(binding)?.toolApprovals;
-  if (approvals === undefined || approvals.approverGroups.length === 0) return undefined;
+  if (approvals === undefined) return undefined;
+  if (approvals.approverGroups.length === 0 && approvals.approvers.length === 0) return undefined;
   return (
     'The tool calls of this agent are approved in Slack by the people its Binding names: ' +
     'this web chat cannot tell who you are, so it cannot decide them.'

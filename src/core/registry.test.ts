@@ -12,7 +12,7 @@ function binding(ref: string, channels: string[], slack: Partial<SurfaceRouting>
     dialect: a2aDialect,
     settings: { questionTimeoutMs: null },
     routes: { slack: { channels, allowDirectMessages: false, ...slack } },
-    toolApprovals: { enabled: false, approverGroups: [] },
+    toolApprovals: { enabled: false, approverGroups: [], approvers: [] },
   };
 }
 

@@ -32,6 +32,8 @@ export interface ToolApprovalSettings {
   enabled: boolean;
   /** Slack user group ids whose members may approve. */
   approverGroups: readonly string[];
+  /** People who may approve, named one by one (Slack user ids). */
+  approvers: readonly string[];
 }
 
 export interface LiveBinding {

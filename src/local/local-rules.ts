@@ -7,7 +7,7 @@ import type { Binding } from '../control/crds/binding.js';
  *
  * - `${DEMO_AGENT_URL}` in an AgentBackend's spec.url stands for the built-in demo agent's base
  *   URL (its port is chosen at start), so examples/local.yaml works with no setup.
- * - Tool approvals may be enabled with no approverGroups. Those are Slack user groups, required
+ * - Tool approvals may be enabled with no approverGroups or approvers. Those name Slack people, required
  *   in a cluster so someone specific approves; in local mode the person at the web chat is the
  *   approver. The CRD rule is met with a stand-in group that is removed again after parsing.
  */
@@ -34,6 +34,7 @@ const openApprovals = z.looseObject({
       toolApprovals: z.looseObject({
         enabled: z.literal(true),
         approverGroups: z.array(z.unknown()).max(0).optional(),
+        approvers: z.array(z.unknown()).max(0).optional(),
       }),
     }),
   }),
@@ -79,7 +80,10 @@ export function localAdaptations(
         ...b,
         spec: {
           ...b.spec,
-          interactions: { ...b.spec.interactions, toolApprovals: { enabled: true, approverGroups: [] } },
+          interactions: {
+            ...b.spec.interactions,
+            toolApprovals: { enabled: true, approverGroups: [], approvers: [] },
+          },
         },
       }),
     };

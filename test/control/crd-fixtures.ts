@@ -50,6 +50,11 @@ export const VALID: Fixture[] = [
   },
   { title: 'minimal binding', kind: 'Binding', spec: binding({}) },
   {
+    title: 'tool approvals by people named one by one (a free Slack workspace has no user groups)',
+    kind: 'Binding',
+    spec: binding({ interactions: { toolApprovals: { enabled: true, approvers: ['U0ADA', 'W0BOB'] } } }),
+  },
+  {
     title: 'full binding',
     kind: 'Binding',
     spec: binding({
@@ -180,10 +185,16 @@ export const INVALID: Fixture[] = [
     refusedWith: 'questionTimeout',
   },
   {
-    title: 'tool approvals without approver groups',
+    title: 'tool approvals without approver groups or approvers',
     kind: 'Binding',
     spec: binding({ interactions: { toolApprovals: { enabled: true } } }),
-    refusedWith: 'approverGroups must name at least one group',
+    refusedWith: 'approverGroups or approvers must name someone',
+  },
+  {
+    title: 'an approver named by a name instead of a Slack user id',
+    kind: 'Binding',
+    spec: binding({ interactions: { toolApprovals: { enabled: true, approvers: ['@ada'] } } }),
+    refusedWith: 'approvers',
   },
   {
     title: 'a channel name instead of an id',

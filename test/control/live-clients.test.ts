@@ -29,7 +29,7 @@ function spec(token: string, channels: string[] = ['C1AAA']): LiveSpec {
     },
     settings: { questionTimeoutMs: null },
     slack: { channels, allowDirectMessages: false },
-    toolApprovals: { enabled: false, approverGroups: [] },
+    toolApprovals: { enabled: false, approverGroups: [], approvers: [] },
   };
 }
 

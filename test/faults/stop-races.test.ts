@@ -231,7 +231,7 @@ describe('stop means stop (Slack)', () => {
   it('[Q-5][M-4] Stop and Approve pressed together: the approval is refused and nothing is sent after the cancel', async () => {
     const s = await startSlackHarness({
       dialect: 'kagent-v1',
-      toolApprovals: { enabled: true, approverGroups: [GROUP] },
+      toolApprovals: { enabled: true, approverGroups: [GROUP], approvers: [] },
       budgets: { 'chat.postMessage': { scope: 'channel', perMinute: 600, burst: 50 } },
     });
     slack = s;

@@ -78,7 +78,7 @@ const budgets: SlackHarnessOptions['budgets'] = {
 
 const approvalsOn: SlackHarnessOptions = {
   dialect: 'kagent-v1',
-  toolApprovals: { enabled: true, approverGroups: [GROUP] },
+  toolApprovals: { enabled: true, approverGroups: [GROUP], approvers: [] },
   budgets,
 };
 
@@ -285,6 +285,28 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     await h.press({ ts: shown.ts }, button(h, shown.ts, 'all', 'approve-all'), ADA);
     await h.settled(2);
     expect(h.agent.kagent.ran.map((r) => r.name)).toEqual(['add_numbers', 'check_status']);
+  });
+
+  it('[Q-5] approvers named one by one, with no user group (a free Slack workspace): the one named decides, no group is read, anyone else is refused', async () => {
+    const h = await harness({
+      ...approvalsOn,
+      toolApprovals: { enabled: true, approverGroups: [], approvers: [BOB] },
+    });
+    h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));
+    const { ts } = await h.mention('go');
+    const shown = await prompt(h, ts);
+    expect(blocksText(shown)).toContain(`Only <@${BOB}> can approve or deny.`);
+    await h.press({ ts: shown.ts }, button(h, shown.ts, 'all', 'approve-all'), ADA);
+    await h.waitFor('the refusal', () => ephemeralsTo(h, ADA).length === 1);
+    expect(ephemeralsTo(h, ADA)[0]).toBe(
+      `Only <@${BOB}> can approve or deny these tool calls. Your press changed nothing.`,
+    );
+    expect(answers(h)).toHaveLength(0);
+    await h.press({ ts: shown.ts }, button(h, shown.ts, 'all', 'approve-all'), BOB);
+    await h.settled(2);
+    expect(h.agent.kagent.ran.map((r) => r.name)).toEqual(['add_numbers', 'check_status']);
+    expect(auditLines(h).map((l) => (l.approver as { id: string }).id)).toEqual([BOB, BOB]);
+    expect(h.fake.callsOf('usergroups.users.list')).toHaveLength(0);
   });
 
   it('[Q-5] when the approver group cannot be read, the press is refused, not allowed', async () => {
@@ -571,7 +593,7 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
   it('[Q-5][M-4] with approvals disabled on the Binding there are no buttons: the task is cancelled and the thread told', async () => {
     const h = await harness({
       dialect: 'kagent-v1',
-      toolApprovals: { enabled: false, approverGroups: [GROUP] },
+      toolApprovals: { enabled: false, approverGroups: [GROUP], approvers: [] },
     });
     h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));
     const { ts } = await h.mention('go');
@@ -588,7 +610,7 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
   it('[Q-5] approvals enabled with no approver groups: nobody may approve in Slack, and the prompt says so', async () => {
     const h = await harness({
       dialect: 'kagent-v1',
-      toolApprovals: { enabled: true, approverGroups: [] },
+      toolApprovals: { enabled: true, approverGroups: [], approvers: [] },
       budgets,
     });
     h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));

@@ -94,7 +94,7 @@ describe('local mode: the example file and the demo agent', () => {
     if (live === undefined) throw new Error('the demo Binding is not in the registry');
     expect(live.dialect.name).toBe('kagent-v1');
     expect(live.settings).toEqual({ questionTimeoutMs: 600_000 });
-    expect(live.toolApprovals).toEqual({ enabled: true, approverGroups: [] });
+    expect(live.toolApprovals).toEqual({ enabled: true, approverGroups: [], approvers: [] });
     const events = await collect(
       live.client.sendStreamingMessage({ messageId: 'local-1', text: 'hello local' }),
     );

@@ -55,7 +55,7 @@ describe('local manifests: parsing and validation', () => {
     // Enabled with no approver groups: local mode's one relaxation of the CRD rules.
     expect(b?.spec.interactions).toEqual({
       questionTimeout: '10m',
-      toolApprovals: { enabled: true, approverGroups: [] },
+      toolApprovals: { enabled: true, approverGroups: [], approvers: [] },
     });
   });
 
@@ -209,6 +209,7 @@ stringData:
     expect(m.bindings[0]?.spec.interactions?.toolApprovals).toEqual({
       enabled: true,
       approverGroups: ['S123'],
+      approvers: [],
     });
   });
 });

@@ -124,13 +124,29 @@ const toolApprovals = withRules(
           .meta({ description: 'Slack user group ids whose members may approve a tool call.' }),
         'approverGroups',
       ).default([]),
+      approvers: uniqueList(
+        z
+          .array(
+            z
+              .string()
+              .min(3)
+              .max(32)
+              .regex(/^[UW][A-Z0-9]+$/, 'must be a Slack user id (U… or W…)'),
+          )
+          .max(100)
+          .meta({
+            description:
+              'Slack user ids of people who may approve a tool call, besides the members of approverGroups (user groups are a paid Slack plan feature; a free workspace names its approvers here).',
+          }),
+        'approvers',
+      ).default([]),
     })
     .meta({ description: 'Tool approvals (kagent-v1): who may let the agent run a tool.' }),
   [
     {
-      cel: '!self.enabled || size(self.approverGroups) > 0',
-      message: 'approverGroups must name at least one group when tool approvals are enabled',
-      check: (t) => !t.enabled || t.approverGroups.length > 0,
+      cel: '!self.enabled || size(self.approverGroups) > 0 || size(self.approvers) > 0',
+      message: 'approverGroups or approvers must name someone when tool approvals are enabled',
+      check: (t) => !t.enabled || t.approverGroups.length > 0 || t.approvers.length > 0,
     },
   ],
 );

@@ -269,7 +269,11 @@ function planClient(observed: BindingObservation): BindingPlan {
       ...(slack?.handle === undefined ? {} : { handle: slack.handle }),
       ...(slack?.feedback?.toAgent === true ? { feedbackToAgent: true } : {}),
     },
-    toolApprovals: { enabled: approvals?.enabled ?? false, approverGroups: approvals?.approverGroups ?? [] },
+    toolApprovals: {
+      enabled: approvals?.enabled ?? false,
+      approverGroups: approvals?.approverGroups ?? [],
+      approvers: approvals?.approvers ?? [],
+    },
   };
   return plan;
 }

@@ -60,7 +60,11 @@ export async function sendTurn(
   // a burst of deliveries, not one each, back to back.
   const merged = turn.kind === 'trigger' ? mergeableTriggers(turn, open, ctx.deps.maxTextLength) : [];
   if (merged.length > 0) sending.text = withMerged(sending.text, merged);
-  const settledMerged = merged.map((t) => ({ ...t, state: 'settled' as const, outcome: `merged:${turn.id}` }));
+  const settledMerged = merged.map((t) => ({
+    ...t,
+    state: 'settled' as const,
+    outcome: `merged:${turn.id}`,
+  }));
   await ctx.commit(session, [sending, ...settledCarried, ...settledMerged]);
   // Counted as merged (a bounded label); the stored outcome names the turn it went with.
   for (const t of settledMerged) failedEvent(ctx, session, t, 'merged');

@@ -196,7 +196,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
   const store = options.store ?? new SqliteStore(':memory:');
   await store.migrate();
   const registry = new LiveRegistry();
-  const toolApprovals = options.toolApprovals ?? { enabled: false, approverGroups: [] };
+  const toolApprovals = options.toolApprovals ?? { enabled: false, approverGroups: [], approvers: [] };
   registry.upsert({
     ref: BINDING,
     client,

@@ -109,7 +109,7 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
       dialect: a2aDialect,
       settings: { questionTimeoutMs: null },
       routes: { slack: { channels: [SHARED], allowDirectMessages: false, workspaceId: team } },
-      toolApprovals: { enabled: false, approverGroups: [] },
+      toolApprovals: { enabled: false, approverGroups: [], approvers: [] },
     });
   }
   const logs: string[] = [];

@@ -60,7 +60,7 @@ describe('prompt tokens', () => {
 });
 
 describe('prompt views', () => {
-  const gate = { kind: 'open' as const, groups: ['S0APPROVERS'] };
+  const gate = { kind: 'open' as const, groups: ['S0APPROVERS'], people: [] };
   const open = { kind: 'open' as const };
 
   it('[Q-5] shows agent text only as plain text, never mrkdwn', () => {

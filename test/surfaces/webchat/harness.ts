@@ -118,7 +118,7 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     settings: { questionTimeoutMs: null },
     // The web chat routes by the Binding the person picks, not by channel.
     routes: {},
-    toolApprovals: { enabled: true, approverGroups: [] },
+    toolApprovals: { enabled: true, approverGroups: [], approvers: [] },
   });
   const engine = new SessionEngine({
     store,

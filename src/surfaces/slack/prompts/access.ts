@@ -121,9 +121,9 @@ export class ApproverGroups {
 }
 
 /**
- * Who may decide a prompt (Q-5). A tool approval only a member of the Binding's
- * approverGroups, read from Slack (cached; a failed read refuses); approvals enabled with no
- * groups: nobody in Slack (fail closed), and the prompt says so. An ask_user question is not an
+ * Who may decide a prompt (Q-5). A tool approval only a person the Binding's approvers name, or
+ * a member of its approverGroups, read from Slack (cached; a failed read refuses); approvals
+ * enabled with neither: nobody in Slack (fail closed), and the prompt says so. An ask_user question is not an
  * approval: anyone in the thread may answer. Checked on every press, so a change of the
  * Binding's groups applies at once; every refusal is logged and counted.
  */
@@ -163,12 +163,15 @@ export class ApprovalGate {
 
   /** Who may press a prompt of this Binding, as the prompt tells it. */
   gate(binding: string, request: HitlRequest): Gate {
-    if (request.type === 'ask_user_request') return { kind: 'open', groups: [] };
+    if (request.type === 'ask_user_request') return { kind: 'open', groups: [], people: [] };
     const settings = this.#options.bindings()?.get(binding)?.toolApprovals;
     if (settings === undefined) return { kind: 'unavailable' };
     if (!settings.enabled) return { kind: 'disabled' };
     const groups = settings.approverGroups.filter((g) => GROUP_ID.test(g));
-    return groups.length === 0 ? { kind: 'no-groups' } : { kind: 'open', groups };
+    const people = settings.approvers;
+    return groups.length === 0 && people.length === 0
+      ? { kind: 'no-groups' }
+      : { kind: 'open', groups, people };
   }
 
   /**
@@ -188,10 +191,15 @@ export class ApprovalGate {
       reason = 'no-approver-groups';
       text = WORDS.noGroups;
     } else {
-      const membership = await this.#options.approvers.membership(place.team, gate.groups, place.user);
+      // Named approvers need no lookup; only for the others are the groups read.
+      if (gate.people.includes(place.user)) return undefined;
+      const membership =
+        gate.groups.length === 0
+          ? ({ kind: 'not-member' } as const)
+          : await this.#options.approvers.membership(place.team, gate.groups, place.user);
       if (membership.kind === 'member') return undefined;
       reason = membership.kind === 'unknown' ? 'lookup-failed' : 'not-an-approver';
-      text = membership.kind === 'unknown' ? WORDS.lookupFailed : WORDS.notApprover(gate.groups);
+      text = membership.kind === 'unknown' ? WORDS.lookupFailed : WORDS.notApprover(gate);
     }
     this.#options.counters?.approvalRefused(state.binding, reason);
     this.#options.logger.warn(

@@ -27,7 +27,7 @@ function prompt(request: HitlRequest): PromptState {
     request,
     channel: 'C1',
     ts: '2.0',
-    gate: { kind: 'open', groups: ['S1'] },
+    gate: { kind: 'open', groups: ['S1'], people: [] },
   });
 }
 

@@ -31,8 +31,8 @@ export const ACTION_PREFIX = 'agentkourier.prompt.';
 
 /** Who may press, as the prompt tells it. */
 export type Gate =
-  | { kind: 'open'; groups: readonly string[] }
-  /** Approvals enabled, no approverGroups: nobody may approve in Slack (fail closed). */
+  | { kind: 'open'; groups: readonly string[]; people: readonly string[] }
+  /** Approvals enabled, no approverGroups and no approvers: nobody may approve in Slack (fail closed). */
   | { kind: 'no-groups' }
   /** The Binding does not enable tool approvals. */
   | { kind: 'disabled' }
@@ -113,13 +113,10 @@ function who(request: HitlRequest): string {
 
 function gateLine(gate: Gate, approval: boolean): string | undefined {
   switch (gate.kind) {
-    case 'open': {
-      if (!approval) return undefined;
-      const groups = gate.groups.filter((g) => GROUP_ID.test(g)).map((g) => `<!subteam^${g}>`);
-      return `Only members of ${groups.join(', ')} can approve or deny.`;
-    }
+    case 'open':
+      return approval ? `Only ${approverNames(gate)} can approve or deny.` : undefined;
     case 'no-groups':
-      return ':lock: No approver groups are set for this agent, so nobody can approve tool calls in Slack. The request cannot be answered here.';
+      return ':lock: No approvers are set for this agent, so nobody can approve tool calls in Slack. The request cannot be answered here.';
     case 'disabled':
       return ':lock: Tool approvals are not enabled for this agent, so these tool calls cannot be approved in Slack.';
     case 'unavailable':
@@ -353,14 +350,12 @@ export const WORDS = {
     'That button is not one of this prompt’s, so it changed nothing. Use the buttons on the prompt itself.',
   alreadyDecided: (by: string | undefined) =>
     by === undefined ? 'This was already decided.' : `This was already decided by ${mentionOrSomeone(by)}.`,
-  notApprover: (groups: readonly string[]) => {
-    const named = groups.filter((g) => GROUP_ID.test(g)).map((g) => `<!subteam^${g}>`);
-    return `Only members of ${named.join(', ')} can approve or deny these tool calls. Your press changed nothing.`;
-  },
+  notApprover: (gate: Extract<Gate, { kind: 'open' }>) =>
+    `Only ${approverNames(gate)} can approve or deny these tool calls. Your press changed nothing.`,
   lookupFailed:
     'Agent Kourier could not check who may approve just now, so your press was not taken. Please try again in a moment.',
   noGroups:
-    'No approver groups are set for this agent, so nobody can approve tool calls in Slack. Your press changed nothing.',
+    'No approvers are set for this agent, so nobody can approve tool calls in Slack. Your press changed nothing.',
   disabled: 'Tool approvals are not enabled for this agent. Your press changed nothing.',
   failed: 'Agent Kourier could not record your answer just now. Please press again in a moment.',
   timedOut: 'Not answered in time; the agent’s task was canceled.',
@@ -371,7 +366,17 @@ export const WORDS = {
   stopped: 'Not answered: the agent’s task was stopped.',
 };
 
+/** Who may approve, in the broker's words: the people named, then the groups' members. */
+function approverNames(gate: Extract<Gate, { kind: 'open' }>): string {
+  const people = gate.people.filter((p) => PERSON_ID.test(p)).map((p) => `<@${p}>`);
+  const groups = gate.groups.filter((g) => GROUP_ID.test(g)).map((g) => `<!subteam^${g}>`);
+  const members = groups.length === 0 ? [] : [`members of ${groups.join(', ')}`];
+  return [...people, ...members].join(' and ');
+}
+
+const PERSON_ID = /^[UW][A-Z0-9]{2,30}$/;
+
 /** A person named in the broker's words: a mention, or 'someone' for an id that is not one. */
 function mentionOrSomeone(id: string): string {
-  return /^[UW][A-Z0-9]{2,30}$/.test(id) ? `<@${id}>` : 'someone';
+  return PERSON_ID.test(id) ? `<@${id}>` : 'someone';
 }
