@@ -197,6 +197,13 @@ const ROWS: Row[] = [
       async holds(run, v) {
         await failsWith(run, /^error:/, 'agent-unreachable');
         if (stage === 'send') expect(sends(run, v)).toBeGreaterThan(1);
+        // The answer is sent again to the task that asked; the question is not read as asked anew.
+        if (stage === 'answer') {
+          expect(run.h.surface.notices(run.sessionId)).toEqual(['agent-unreachable']);
+          expect(run.events.find((e) => e.type === 'task.cancel')).toMatchObject({
+            reason: 'answer-not-delivered',
+          });
+        }
       },
     }),
   ),

@@ -4,7 +4,7 @@ import type { SessionRecord, TurnRecord } from '../store.js';
 import { DriverContext, type DriverDeps, type StepResult, Stop } from './context.js';
 import { followTask } from './following.js';
 import { stepPaused } from './paused.js';
-import { attemptSend, resolveUnknown, sendTurn } from './sending.js';
+import { attemptSend, resendAnswer, resolveUnknown, sendTurn } from './sending.js';
 import { bindingGone, decisionNotSent } from './settling.js';
 
 export type { DriverDeps };
@@ -104,6 +104,16 @@ export class SessionDriver {
       );
       if (answering !== undefined) {
         await resolveUnknown(this.#ctx, session, route, answering);
+        return this.#next(open);
+      }
+      // An answer the agent did not take (not sent, refused before any event) goes again to
+      // its task; following the task instead would read the question it answers as asked anew.
+      const resending = open.find(
+        (t) =>
+          t.kind === 'answer' && t.state === 'queued' && t.attempts > 0 && t.taskId === session.task?.taskId,
+      );
+      if (resending !== undefined) {
+        await resendAnswer(this.#ctx, session, route, resending, open);
         return this.#next(open);
       }
       const turn = open.find((t) => t.id === session.task?.turnId) ?? null;

@@ -16,7 +16,15 @@ import { agentRefused, notice } from './notices.js';
 import { withPeopleNamed } from './person-label.js';
 import { sendPolled } from './polling.js';
 import { acceptTask, consumeStream } from './reading.js';
-import { cancelPaused, failedEvent, failTurn, sessionGone, settleTurn } from './settling.js';
+import {
+  cancelPaused,
+  cancelTask,
+  decisionNotSent,
+  failedEvent,
+  failTurn,
+  sessionGone,
+  settleTurn,
+} from './settling.js';
 
 /**
  * Sending a turn: marking it `sending` before the send (its attempt counted, the start of its
@@ -186,6 +194,26 @@ export async function attemptSend(
   await sendFailed(ctx, session, route, turn, failure, question);
 }
 
+/**
+ * An answer the agent did not take (sent again after a failed send): its task is read first,
+ * and the answer goes again while the task still waits for it, with what the task already
+ * shows not shown again. A task that moved on meanwhile takes no answer: the thread is told.
+ */
+export async function resendAnswer(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  turn: TurnRecord,
+  open: TurnRecord[],
+): Promise<void> {
+  const taskId = turn.taskId ?? '';
+  const current = await readTask(ctx, session, route, ctx.runFor(session, null), taskId);
+  if (current === 'gone') return;
+  if (current.status.state !== 'input-required') return decisionNotSent(ctx, session, turn);
+  const question: AnswerTarget = { taskId, contextId: current.contextId };
+  await sendTurn(ctx, session, route, turn, open, question, current.artifacts);
+}
+
 /** A send that did not get the agent to name a task: retry, look up, or fail the turn. */
 export async function sendFailed(
   ctx: DriverContext,
@@ -207,7 +235,7 @@ export async function sendFailed(
   );
   switch (verdict.kind) {
     case 'fail':
-      return failWith(ctx, session, turn, verdict);
+      return failWith(ctx, session, route, turn, verdict);
     case 'answer-rejected':
       // E-4: the paused task is cancelled and the thread told.
       await settleTurn(ctx, session, turn, `error:${verdict.code}`);
@@ -245,14 +273,39 @@ export async function sendFailed(
 }
 
 /** The turn fails as the verdict says; the thread is told. */
-function failWith(ctx: DriverContext, session: SessionRecord, turn: TurnRecord, verdict: FailVerdict) {
+async function failWith(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  turn: TurnRecord,
+  verdict: FailVerdict,
+): Promise<void> {
   if (verdict.credentialsStatus !== undefined)
     ctx.emit(session, { type: 'credentials.rejected', status: verdict.credentialsStatus });
   const told =
     verdict.notice.kind === 'agent-refused'
       ? agentRefused(verdict.notice.reason, turn.id)
       : notice(verdict.notice.kind, turn.id);
-  return failTurn(ctx, session, turn, verdict.code, told);
+  await failTurn(ctx, session, turn, verdict.code, told);
+  await dropAnsweredTask(ctx, session, route, turn);
+}
+
+/**
+ * An answer that never reached its task leaves the task waiting for it, its question already
+ * taken: the task is cancelled, so that it is not read later as asking again. The failed turn's
+ * notice has told the thread.
+ */
+async function dropAnsweredTask(
+  ctx: DriverContext,
+  session: SessionRecord,
+  route: AgentRoute,
+  turn: TurnRecord,
+): Promise<void> {
+  if (turn.kind !== 'answer' || turn.taskId === null) return;
+  const fresh = await ctx.reload(session.id);
+  if (fresh.task?.taskId !== turn.taskId) return;
+  await cancelTask(ctx, fresh, route, turn.taskId, 'answer-not-delivered');
+  await ctx.commit({ ...(await ctx.reload(session.id)), task: null, question: null }, []);
 }
 
 /** E-3: tells the thread the agent is busy, once per turn; returns the turn as written. */
@@ -328,7 +381,7 @@ export async function resolveUnknown(
         { sinceFirstSentMs: ctx.sinceFirstSent(turn), lookups },
         timings,
       );
-      if (verdict.kind === 'fail') return failWith(ctx, session, turn, verdict);
+      if (verdict.kind === 'fail') return failWith(ctx, session, route, turn, verdict);
       ctx.lookups.set(turn.id, lookups);
       await retryLater(ctx, session, turn, verdict.reason, verdict.waitMs);
       return;
@@ -341,7 +394,8 @@ export async function resolveUnknown(
     }
   }
   if (ctx.sinceFirstSent(turn) >= timings.giveUpAfterMs) {
-    return failTurn(ctx, session, turn, 'outcome_unknown', notice('agent-unreachable', turn.id));
+    await failTurn(ctx, session, turn, 'outcome_unknown', notice('agent-unreachable', turn.id));
+    return dropAnsweredTask(ctx, session, route, turn);
   }
   // R-8: sent again with the same messageId.
   const again: TurnRecord = { ...turn, attempts: turn.attempts + 1 };
