@@ -15,7 +15,6 @@ import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { type ConnectOptions, SlackConnection } from '../surfaces/slack/index.js';
 import { Triggers } from '../triggers/index.js';
 import { gateInstalledWorkspaces } from './slack-workspaces.js';
-import { kagentAnswerer } from './structured-answers.js';
 
 /**
  * The broker's start-up, the part both modes share (`agentkourier controller`: ./controller.ts;
@@ -208,7 +207,6 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         stops.push(() => slack.stop());
         await slack.listen({
           inbound: engine,
-          answerStructured: kagentAnswerer(engine, observability.metrics),
           bindings: core.registry,
           feedbackRows: core.feedbackRows,
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),

@@ -5,7 +5,6 @@ import type { TranscriptStore } from '../core/transcript-store.js';
 import type { Observability } from '../observability/index.js';
 import { createWebChat, type WebChat, WebChatSurface } from '../surfaces/webchat/index.js';
 import type { BrokerCore, ComposeOptions } from './broker.js';
-import { kagentAnswerer } from './structured-answers.js';
 
 /**
  * The web chat in the controller (opt-in, AGENTKOURIER_WEBCHAT_PORT): the local web chat as it
@@ -69,7 +68,6 @@ export class ControllerWebChat {
       engine: core.engine,
       surface: this.surface,
       registry,
-      answerStructured: kagentAnswerer(core.engine, observability.metrics),
       audit: observability.approvals,
       host: this.#settings.host,
       port: this.#settings.port,

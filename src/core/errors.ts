@@ -35,6 +35,13 @@ export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
 
+/**
+ * A person's reply does not fit the structured question it answers (a tool call left out or
+ * decided twice, the wrong number of answers): refused before anything is sent. `message` names
+ * ids and counts only, never agent text. A surface shows it to the person as a refusal.
+ */
+export class ReplyShapeError extends KourierError {}
+
 /** A session changed between read and write (another driver wrote it): re-read and retry. */
 export class StaleWriteError extends KourierError {
   constructor(sessionId: string) {

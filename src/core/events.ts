@@ -59,6 +59,8 @@ export type EngineEvent =
   /** `approval`: a request to approve tool calls (Q-5), not a question to answer. */
   | (Base & { type: 'question.asked'; taskId: string; kind: string; approval: boolean })
   | (Base & { type: 'question.answered'; taskId: string })
+  /** A person's decisions on a tool approval were taken (Q-5), in the surface named. */
+  | (Base & { type: 'approval.decided'; surface: string; approved: number; denied: number })
   | (Base & { type: 'question.timeout'; taskId: string; kind: string; approval: boolean })
   | (Base & { type: 'notice.posted'; kind: string });
 

@@ -1,4 +1,4 @@
-import type { Inbound, ReceiveResult } from './ports.js';
+import type { AnswerResult, Inbound, ReceiveResult, StructuredAnswer } from './ports.js';
 import type { CancelRequest, CancelResult } from './session/cancelling.js';
 import type { SessionKey, SessionRecord, TurnRecord } from './store.js';
 
@@ -11,6 +11,12 @@ import type { SessionKey, SessionRecord, TurnRecord } from './store.js';
 export interface ChatInbound {
   /** Takes a person's message (or a trigger's) as a turn, stored before this resolves. */
   receive(input: Inbound): Promise<ReceiveResult>;
+  /**
+   * A person's reply to the structured question the thread waits on (buttons, a form): the
+   * question's dialect builds the agent's message from it, one per question, whoever answers
+   * first. Throws ReplyShapeError when the reply does not fit the question.
+   */
+  answer(input: StructuredAnswer): Promise<AnswerResult>;
   /** A person's stop: cancels the task running in the thread. */
   cancel(key: SessionKey, request: CancelRequest): Promise<CancelResult>;
   /**

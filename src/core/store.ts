@@ -1,4 +1,5 @@
 import type { FeedbackValue } from './feedback-store.js';
+import type { StructuredForm } from './question.js';
 /**
  * The durable state of the session engine (docs/architecture.md, "Durable state") and the port that
  * keeps it. Two implementations pass one shared suite: SQLite (default, one replica) and
@@ -49,8 +50,13 @@ export interface PendingQuestion {
   expiresAt: number | null;
   /** The surface's reference to the prompt it showed, to update it when answered. */
   promptRef: string | null;
-  /** Dialect data needed to answer (kagent's payload); JSON. */
+  /** What the question's dialect needs to build the reply (Question.reply); opaque; JSON. */
   payload: unknown;
+  /**
+   * A structured question's form, what every surface draws and reads (Question.form). Unset in
+   * rows written before it was kept: the engine asks the dialect for it (Dialect.formOf).
+   */
+  form?: StructuredForm;
   /** A request to approve tool calls rather than a question; unset in older rows. */
   approval?: boolean;
   /**

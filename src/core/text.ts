@@ -28,3 +28,18 @@ export function cutWithMark(text: string, max: number, mark = '…'): string {
   if (max <= mark.length) return cutText(mark, max);
   return `${cutText(text, max - mark.length)}${mark}`;
 }
+
+// C0/C1 controls other than newline and tab, and the bidirectional overrides and isolates that
+// can make text read differently from what it is (a tool name "rm\u202Eetad" shown as "rmdate").
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds
+const DISGUISING = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+/**
+ * An agent's text made safe to show as plain text: characters that would disguise it (controls,
+ * bidirectional overrides) written as `\uXXXX`, lone surrogates replaced.
+ */
+export function visibleText(text: string): string {
+  return text
+    .toWellFormed()
+    .replace(DISGUISING, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

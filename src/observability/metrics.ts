@@ -99,6 +99,15 @@ export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver 
       case 'answer.started':
         this.m.firstText.observe({ binding }, event.latencyMs / 1000);
         break;
+      case 'approval.decided':
+        if (event.approved > 0)
+          this.m.approvalDecisions.inc(
+            { binding, decision: 'approved', surface: event.surface },
+            event.approved,
+          );
+        if (event.denied > 0)
+          this.m.approvalDecisions.inc({ binding, decision: 'denied', surface: event.surface }, event.denied);
+        break;
       case 'credentials.rejected':
         this.m.credentialRejections.inc({ binding });
         break;
@@ -173,10 +182,6 @@ export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver 
 
   slackWaited(method: string, seconds: number): void {
     this.m.slackBudgetWait.observe({ method }, seconds);
-  }
-
-  approvalDecided(binding: string, decision: 'approved' | 'denied', surface: string): void {
-    this.m.approvalDecisions.inc({ binding, decision, surface });
   }
 
   feedbackGiven(binding: string, value: 'positive' | 'negative'): void {

@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { BuiltReply, StructuredReply } from '../../src/core/ports.js';
 import {
-  askUserResponse,
   type HitlRequest,
   hitlRequestOf,
-  toolApprovalResponse,
   KAGENT_HITL_EXTENSION as URI,
 } from '../../src/dialects/kagent-v1/index.js';
-import { type SentMessage, sentMessages, sentText } from '../helpers/engine-harness.js';
+import { BINDING, type SentMessage, sentMessages, sentText } from '../helpers/engine-harness.js';
 import { kagentApproval, kagentAskUser, kagentMalformed } from '../peers/contract-agent/contract-agent.js';
 import {
   AGENT_PATH,
@@ -54,6 +53,16 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
     return { sessionId, turnId, questionKey: question.questionKey, request };
   }
 
+  /**
+   * The Binding's dialect builds this message for the next reply, whatever the reply: an agent's
+   * refusal of a reply (E-4) needs one the kagent-v1 dialect would never build.
+   */
+  function sendsAsBuilt(h: KagentHarness, built: BuiltReply): void {
+    const route = h.registry.routes.get(BINDING);
+    if (route === undefined) throw new Error('no route');
+    h.registry.routes.set(BINDING, { ...route, dialect: { ...route.dialect, buildReply: () => built } });
+  }
+
   async function completed(h: KagentHarness, sessionId: string): Promise<void> {
     await h.surface.waitFor(
       () => h.surface.of(sessionId, 'answer').some((m) => m.final === true),
@@ -72,10 +81,13 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
         { question: 'Anything else?' },
       ]),
     );
-    const { sessionId, questionKey, request } = await paused(h, 't1');
+    const { sessionId, questionKey } = await paused(h, 't1');
     expect(h.surface.of(sessionId, 'question')[0]?.text).toBe('The agent asks:\nWhich DB?\nAnything else?');
 
-    const result = await h.answer('t1', questionKey, askUserResponse(request, [['PostgreSQL'], ['Caching']]));
+    const result = await h.answer('t1', questionKey, {
+      type: 'ask_user',
+      answers: [['PostgreSQL'], ['Caching']],
+    });
     expect(result.status).toBe('accepted');
     await completed(h, sessionId);
 
@@ -116,14 +128,17 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
         { results: { add_numbers: { result: 5 } } },
       ),
     );
-    const { sessionId, questionKey, request } = await paused(h, 't1');
+    const { sessionId, questionKey } = await paused(h, 't1');
     expect(h.surface.of(sessionId, 'question')[0]?.text).toBe(
       'The agent needs approval for 2 tool calls: add_numbers, check_status',
     );
-    const reply = toolApprovalResponse(request, [
-      { id: 'adk-conf-1', approved: true },
-      { id: 'adk-conf-2', approved: false, reason: 'not during the freeze' },
-    ]);
+    const reply: StructuredReply = {
+      type: 'tool_approval',
+      decisions: [
+        { id: 'adk-conf-1', approved: true },
+        { id: 'adk-conf-2', approved: false, reason: 'not during the freeze' },
+      ],
+    };
     expect((await h.answer('t1', questionKey, reply)).status).toBe('accepted');
     await completed(h, sessionId);
 
@@ -154,15 +169,14 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
         subagent: { name: 'k8s_agent', taskId: 'child-task-1' },
       }),
     );
-    const { sessionId, questionKey, request } = await paused(h, 't1');
+    const { sessionId, questionKey } = await paused(h, 't1');
     expect(h.surface.of(sessionId, 'question')[0]?.text).toBe(
       'The sub-agent k8s_agent needs approval for a tool call: delete_pod',
     );
-    await h.answer(
-      't1',
-      questionKey,
-      toolApprovalResponse(request, [{ id: 'child-conf-1', approved: true }]),
-    );
+    await h.answer('t1', questionKey, {
+      type: 'tool_approval',
+      decisions: [{ id: 'child-conf-1', approved: true }],
+    });
     await completed(h, sessionId);
     expect(h.agent.kagent.ran.map((r) => [r.id, r.name, r.subagent])).toEqual([
       ['child-conf-1', 'delete_pod', 'k8s_agent'],
@@ -181,8 +195,8 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
         subagent: { name: 'k8s_agent' },
       }),
     );
-    const { sessionId, questionKey, request } = await paused(h, 't1');
-    await h.answer('t1', questionKey, askUserResponse(request, [['staging']]));
+    const { sessionId, questionKey } = await paused(h, 't1');
+    await h.answer('t1', questionKey, { type: 'ask_user', answers: [['staging']] });
     await completed(h, sessionId);
     expect(h.agent.kagent.answers.map((a) => [a.id, a.answers])).toEqual([['child-ask-1', [['staging']]]]);
     expect(h.agent.kagent.refused).toEqual([]);
@@ -196,8 +210,8 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
         results: { add_numbers: { result: 5 } },
       }),
     );
-    const { sessionId, questionKey, request } = await paused(h, 't1');
-    await h.answer('t1', questionKey, toolApprovalResponse(request, [{ id: 'c1', approved: true }]));
+    const { sessionId, questionKey } = await paused(h, 't1');
+    await h.answer('t1', questionKey, { type: 'tool_approval', decisions: [{ id: 'c1', approved: true }] });
     await completed(h, sessionId);
     expect(h.surface.of(sessionId, 'step').map((m) => m.text)).toEqual([
       'call add_numbers {"a":2,"b":3}',
@@ -244,14 +258,13 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
   it(`[Q-5] takes one decision when two approvers press at once: the second is a duplicate (${version})`, async () => {
     const h = await harness();
     h.agent.enqueueFor(sendMethod, kagentApproval([{ id: 'c1', name: 'restart_deployment', args: {} }]));
-    const { sessionId, questionKey, request } = await paused(h, 't1');
+    const { sessionId, questionKey } = await paused(h, 't1');
     const [first, second] = await Promise.all([
-      h.answer('t1', questionKey, toolApprovalResponse(request, [{ id: 'c1', approved: true }])),
-      h.answer(
-        't1',
-        questionKey,
-        toolApprovalResponse(request, [{ id: 'c1', approved: false, reason: 'no' }]),
-      ),
+      h.answer('t1', questionKey, { type: 'tool_approval', decisions: [{ id: 'c1', approved: true }] }),
+      h.answer('t1', questionKey, {
+        type: 'tool_approval',
+        decisions: [{ id: 'c1', approved: false, reason: 'no' }],
+      }),
     ]);
     expect(first.status).toBe('accepted');
     expect(second.status).toBe('duplicate');
@@ -260,28 +273,26 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
     expect(h.agent.kagent.ran.map((r) => r.id)).toEqual(['c1']);
     expect(h.agent.kagent.denied).toEqual([]);
     // Once the question is answered, a late press is stale.
-    const late = await h.answer(
-      't1',
-      questionKey,
-      toolApprovalResponse(request, [{ id: 'c1', approved: true }]),
-    );
+    const late = await h.answer('t1', questionKey, {
+      type: 'tool_approval',
+      decisions: [{ id: 'c1', approved: true }],
+    });
     expect(late.status).toBe('stale');
   });
 
   it(`[Q-4][M-4] refuses an answer after the question timed out as stale (${version})`, async () => {
     const h = await harness({ settings: { questionTimeoutMs: 300 } });
     h.agent.enqueueFor(sendMethod, kagentApproval([{ id: 'c1', name: 'restart_deployment', args: {} }]));
-    const { sessionId, questionKey, request } = await paused(h, 't1');
+    const { sessionId, questionKey } = await paused(h, 't1');
     await h.surface.waitFor(
       () => h.surface.notices(sessionId).includes('question-timeout'),
       5_000,
       'the timeout',
     );
-    const late = await h.answer(
-      't1',
-      questionKey,
-      toolApprovalResponse(request, [{ id: 'c1', approved: true }]),
-    );
+    const late = await h.answer('t1', questionKey, {
+      type: 'tool_approval',
+      decisions: [{ id: 'c1', approved: true }],
+    });
     expect(late.status).toBe('stale');
     await h.engine.idle();
     expect(sent(h)).toHaveLength(1);
@@ -292,8 +303,8 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
   it(`[DT-2][DT-4][S-8] reaches the agent at url/agents/<ns>/<name> and asks for the extension on every call (${version})`, async () => {
     const h = await harness();
     h.agent.enqueueFor(sendMethod, kagentApproval([{ id: 'c1', name: 'add_numbers', args: { a: 1, b: 1 } }]));
-    const { sessionId, questionKey, request } = await paused(h, 't1');
-    await h.answer('t1', questionKey, toolApprovalResponse(request, [{ id: 'c1', approved: true }]));
+    const { sessionId, questionKey } = await paused(h, 't1');
+    await h.answer('t1', questionKey, { type: 'tool_approval', decisions: [{ id: 'c1', approved: true }] });
     await completed(h, sessionId);
     const card = h.agent.requests.filter((r) => r.httpMethod === 'GET');
     expect(card.map((r) => r.path)).toEqual([`${AGENT_PATH}/.well-known/agent-card.json`]);
@@ -361,11 +372,14 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
     );
     const { sessionId, questionKey } = await paused(h, 't1');
     // A reply the dialect's builders would never make: one id left out.
-    const bad = {
+    sendsAsBuilt(h, {
       text: 'Approved add_numbers',
       metadata: { [URI]: { type: 'tool_approval_response', approvals: [{ id: 'c1', approved: true }] } },
-    };
-    expect((await h.answer('t1', questionKey, bad)).status).toBe('accepted');
+    });
+    const answered = { type: 'tool_approval', decisions: [{ id: 'c1', approved: true }] } as const;
+    expect(
+      (await h.answer('t1', questionKey, { ...answered, decisions: [...answered.decisions] })).status,
+    ).toBe('accepted');
     await h.surface.waitFor(
       () => h.surface.notices(sessionId).includes('answer-rejected'),
       5_000,
@@ -386,13 +400,14 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
       kagentAskUser([{ question: 'Which DB?' }, { question: 'Why?' }], { onInvalid: 'failed' }),
     );
     const { sessionId, questionKey } = await paused(h, 't1');
-    const bad = {
+    // One answer for two questions: what kagent refuses, and the dialect never builds.
+    sendsAsBuilt(h, {
       text: 'PostgreSQL',
       metadata: {
         [URI]: { type: 'ask_user_response', id: 'ask-conf-1', answers: [{ answer: ['PostgreSQL'] }] },
       },
-    };
-    await h.answer('t1', questionKey, bad);
+    });
+    await h.answer('t1', questionKey, { type: 'ask_user', answers: [['PostgreSQL'], ['because']] });
     await h.surface.waitFor(() => h.surface.notices(sessionId).includes('task-failed'), 5_000, 'the notice');
     expect(h.agent.kagent.refused.map((r) => r.reason)).toEqual([
       'ask_user response must answer every question',
@@ -402,11 +417,11 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
   it(`[Q-3] keeps typed messages waiting behind a pending approval (${version})`, async () => {
     const h = await harness();
     h.agent.enqueueFor(sendMethod, kagentApproval([{ id: 'c1', name: 'add_numbers', args: {} }]));
-    const { sessionId, questionKey, request } = await paused(h, 't1');
+    const { sessionId, questionKey } = await paused(h, 't1');
     await h.say('t1', 'typed', 'and also this');
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(sent(h)).toHaveLength(1);
-    await h.answer('t1', questionKey, toolApprovalResponse(request, [{ id: 'c1', approved: true }]));
+    await h.answer('t1', questionKey, { type: 'tool_approval', decisions: [{ id: 'c1', approved: true }] });
     await h.surface.waitFor(
       () => h.surface.of(sessionId, 'answer').filter((m) => m.final === true).length === 2,
       5_000,

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Message, StreamEvent, TaskStatus } from '../../src/core/agent/model.js';
+import { argumentsHash } from '../../src/core/approval-audit.js';
 import { DialectConfigError, dialectSpec } from '../../src/dialects/index.js';
 import {
   askUserAnswerId,
@@ -87,7 +88,7 @@ const nestedAskUser = {
 function requestOf(status: TaskStatus): HitlRequest {
   const reading = dialect.readPause(status, null);
   if (reading.kind !== 'question') throw new Error(`not a question: ${reading.reason}`);
-  const request = hitlRequestOf(reading.question.payload);
+  const request = hitlRequestOf(reading.question.reply);
   if (request === undefined) throw new Error('payload is not a request');
   return request;
 }
@@ -103,20 +104,43 @@ describe('kagent-v1 dialect: reading pauses', () => {
       'The agent needs approval for 2 tool calls: delete_file, restart_deployment',
     );
     expect(reading.question.choices).toBeUndefined();
-    expect(reading.question.payload).toEqual(twoTools);
-    // The payload survives the store's JSON round trip.
-    expect(hitlRequestOf(JSON.parse(JSON.stringify(reading.question.payload)))).toEqual(twoTools);
+    expect(reading.question.reply).toEqual(twoTools);
+    // The reply data survives the store's JSON round trip.
+    expect(hitlRequestOf(JSON.parse(JSON.stringify(reading.question.reply)))).toEqual(twoTools);
+    // The neutral form: each visible call with its id, call id, name, arguments as text and digest.
+    expect(reading.question.form).toEqual({
+      kind: 'approval',
+      hint: twoTools.hint,
+      calls: twoTools.tools.map((t) => ({
+        id: t.id,
+        callId: t.call_id,
+        name: t.name,
+        args: JSON.stringify(t.args, null, 2),
+        argsCut: false,
+        argsSha256: argumentsHash(t.args),
+      })),
+    });
   });
 
-  it('[Q-3] reads questions with choices; one question lends the prompt its choices', () => {
+  it('[Q-3] reads questions with choices into the form, each question with its own', () => {
     const one = dialect.readPause(pause({ ...askUser, questions: [askUser.questions[0]] }), null);
-    expect(one.kind === 'question' && one.question.choices).toEqual(['PostgreSQL', 'MySQL']);
+    expect(one.kind === 'question' && one.question.form).toEqual({
+      kind: 'ask',
+      items: [{ question: 'Which DB?', choices: ['PostgreSQL', 'MySQL'], multiple: false }],
+    });
     const two = dialect.readPause(pause(askUser), null);
     expect(two.kind).toBe('question');
     if (two.kind !== 'question') return;
     expect(two.question.text).toBe('The agent asks:\nWhich DB?\nAnything else?');
     expect(two.question.choices).toBeUndefined();
-    expect(two.question.payload).toEqual(askUser);
+    expect(two.question.reply).toEqual(askUser);
+    expect(two.question.form).toEqual({
+      kind: 'ask',
+      items: [
+        { question: 'Which DB?', choices: ['PostgreSQL', 'MySQL'], multiple: false },
+        { question: 'Anything else?', choices: [], multiple: false },
+      ],
+    });
   });
 
   it('[Q-3] fills what the ask_user tool leaves out: no choices is free text, single-select', () => {

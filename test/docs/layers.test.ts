@@ -159,6 +159,9 @@ describe('the layers of the repository', () => {
     const matrix = matrixOf(readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8'));
     expect(matrix.get('core')).toEqual(new Set());
     expect(matrix.get('surfaces')?.has('store')).toBe(false);
+    // One seam: a surface draws and reads the neutral question (core/question.ts), never an
+    // agent's own payload, so a new surface needs no dialect.
+    expect(matrix.get('surfaces')?.has('dialects')).toBe(false);
     expect(matrix.get('observability')?.has('store')).toBe(false);
     expect(matrixBreaches(files, matrix)).toEqual([]);
   });

@@ -37,7 +37,6 @@ const silent = pino({ level: 'silent' });
 /** What listen needs besides Slack; these rows only watch the connection, never a turn. */
 const NO_ENGINE: ListenOptions = {
   inbound: IDLE_INBOUND,
-  answerStructured: async () => ({ status: 'stale' as const, sessionId: '' }),
   bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
 };
 

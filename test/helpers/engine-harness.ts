@@ -3,7 +3,13 @@ import type { Identity, Limits, Timeouts } from '../../src/a2a/options.js';
 import type { Clock } from '../../src/core/clock.js';
 import type { Actor } from '../../src/core/compose.js';
 import type { EngineEvent } from '../../src/core/events.js';
-import type { AgentRegistry, AgentRoute, BindingSettings, Dialect } from '../../src/core/ports.js';
+import type {
+  AgentRegistry,
+  AgentRoute,
+  BindingSettings,
+  Dialect,
+  StructuredReply,
+} from '../../src/core/ports.js';
 import { type Inbound, SessionEngine } from '../../src/core/session/engine.js';
 import type { EngineTimings } from '../../src/core/session/timings.js';
 import type { SessionKey, SessionStore } from '../../src/core/store.js';
@@ -68,11 +74,11 @@ export interface Harness {
     text: string,
     options?: { addressed?: boolean },
   ): Promise<{ sessionId: string; turnId: string; duplicate: boolean }>;
-  /** Answers the thread's pending question with a reply a dialect built (default actor: APPROVER). */
+  /** Answers the thread's pending question with a person's reply (default actor: APPROVER). */
   answer(
     thread: string,
     questionKey: string,
-    reply: Pick<Parameters<SessionEngine['answer']>[0], 'text' | 'metadata'>,
+    reply: StructuredReply,
     actor?: Actor,
   ): ReturnType<SessionEngine['answer']>;
   key(thread: string): SessionKey;
@@ -179,7 +185,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       return engine.receive(input);
     },
     answer: (thread, questionKey, reply, actor = APPROVER) =>
-      engine.answer({ key: key(thread), binding: BINDING, questionKey, actor, ...reply }),
+      engine.answer({ key: key(thread), binding: BINDING, questionKey, actor, reply }),
     close: async () => {
       await engine.stop();
       await agent.close();

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { kagentAnswerer } from '../../src/app/structured-answers.js';
 import { loadSlackConfig } from '../../src/config/slack.js';
 import type { ApprovalAudit } from '../../src/core/approval-audit.js';
 import { notice } from '../../src/core/session/notices.js';
@@ -97,7 +96,7 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     const h = await startSlackHarness({
       ...options,
       approvals: { ...options.approvals, counters: metrics },
-      decisions: metrics,
+      events: metrics,
     });
     counters.set(h, metrics);
     harnesses.push(h);
@@ -366,7 +365,6 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     const other = await SlackConnection.connect({ config, logger: pino({ level: 'silent' }) });
     const { port } = await other.listen({
       inbound: h.engine,
-      answerStructured: kagentAnswerer(h.engine),
       bindings: h.registry,
       port: 0,
       host: '127.0.0.1',
@@ -445,6 +443,35 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
     ).toEqual([
       ['add_numbers', 'denied', ADA],
       ['check_status', 'approved', BOB],
+    ]);
+  });
+
+  it('[Q-5] an approval stored by the previous release (its dialect data only, no form) is drawn and answered after the upgrade', async () => {
+    const h1 = await harness();
+    h1.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));
+    const { ts } = await h1.mention('go');
+    const shown = await prompt(h1, ts);
+    harnesses.splice(harnesses.indexOf(h1), 1);
+    await h1.close({ keepAgent: true, keepStore: true, keepFake: true });
+    // The row as the previous release wrote it: kagent's request as the payload, no form.
+    const sessionId = h1.events.find((e) => e.type === 'question.asked')?.sessionId ?? '';
+    const session = await h1.store.getSession(sessionId);
+    if (session?.question === null || session?.question === undefined) throw new Error('no question stored');
+    const { form: _new, ...previous } = session.question;
+    expect(_new?.kind).toBe('approval');
+    await h1.store.commit({ session: { ...session, question: previous }, now: Date.now() });
+
+    const h2 = await harness({ ...approvalsOn, store: h1.store, agent: h1.agent, fakeSlack: h1.fake });
+    await h2.press({ ts: shown.ts }, button(h2, shown.ts, 'tool.0', 'approve'), ADA);
+    await h2.waitFor('the first decision shown', () =>
+      blocksText(h2.fake.message(CHANNEL, shown.ts)).includes('Approved by'),
+    );
+    await h2.press({ ts: shown.ts }, button(h2, shown.ts, 'all', 'approve-all'), BOB);
+    await h2.waitFor('the answer', () => h2.agent.kagent.ran.length === 2);
+    expect(h2.agent.kagent.ran.map((r) => r.name)).toEqual(['add_numbers', 'check_status']);
+    expect(auditLines(h2).map((l) => (l.tool as { name: string }).name)).toEqual([
+      'add_numbers',
+      'check_status',
     ]);
   });
 

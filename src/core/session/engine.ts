@@ -298,6 +298,11 @@ export class SessionEngine implements ChatInbound {
       return { status: 'stale', sessionId };
     }
     if (question.closingAt !== undefined) return { status: 'closed', sessionId };
+    // The question's dialect builds the agent's message from the person's reply; a reply that
+    // does not fit the question is refused here (ReplyShapeError), before anything is stored.
+    const dialect = this.#registry.resolve(session.binding, input.key)?.dialect;
+    if (dialect?.buildReply === undefined) return { status: 'stale', sessionId };
+    const built = dialect.buildReply(question.payload, input.reply);
     const chatMessageId = `decision:${question.taskId}:${question.questionKey}`;
     const id = messageIdFor(sessionId, chatMessageId, 'answer');
     const traceContext =
@@ -308,8 +313,8 @@ export class SessionEngine implements ChatInbound {
       answerTurn(
         { id, sessionId, chatMessageId, taskId: question.taskId, traceContext, now },
         {
-          text: this.#bounded(input.text),
-          metadata: { ...actorMetadata(input.actor), ...input.metadata },
+          text: this.#bounded(built.text),
+          metadata: { ...actorMetadata(input.actor), ...built.metadata },
         },
       ),
       {},
@@ -328,6 +333,18 @@ export class SessionEngine implements ChatInbound {
       kind: 'answer',
       queued: false,
     });
+    if (input.reply.type === 'tool_approval') {
+      const approved = input.reply.decisions.filter((d) => d.approved).length;
+      this.#emit({
+        sessionId,
+        binding: session.binding,
+        at: now,
+        type: 'approval.decided',
+        surface: input.key.surface,
+        approved,
+        denied: input.reply.decisions.length - approved,
+      });
+    }
     this.kick(sessionId);
     return { status: 'accepted', sessionId, turnId: turn.id };
   }
@@ -382,8 +399,17 @@ export class SessionEngine implements ChatInbound {
     return handOverSession(this.#store, key, binding, this.#clock.now());
   }
 
-  findSession(sessionId: string): Promise<SessionRecord | undefined> {
-    return this.#store.getSession(sessionId);
+  /**
+   * The session as stored, its question with its form: one stored by an earlier release, which
+   * kept only the dialect's data, gets its form from the dialect, so it is drawn and answered.
+   */
+  async findSession(sessionId: string): Promise<SessionRecord | undefined> {
+    const session = await this.#store.getSession(sessionId);
+    const question = session?.question;
+    if (session === undefined || question === null || question === undefined) return session;
+    if (question.kind !== 'structured' || question.form !== undefined) return session;
+    const form = this.#registry.resolve(session.binding, session.key)?.dialect.formOf?.(question.payload);
+    return form === undefined ? session : { ...session, question: { ...question, form } };
   }
 
   findTurn(turnId: string): Promise<TurnRecord | undefined> {

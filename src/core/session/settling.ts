@@ -1,6 +1,7 @@
 import { isInterrupted, isTerminal, type Task, type TaskStatus } from '../agent/model.js';
 import { type FailureCategory, failureCategory } from '../failure.js';
 import type { AgentRoute, Notice } from '../ports.js';
+import { isApproval } from '../question.js';
 import type { PendingQuestion, SessionRecord, TurnRecord } from '../store.js';
 import type { TraceContext } from '../trace.js';
 import { type AnswerTarget, callOptions, type DriverContext, type StepResult } from './context.js';
@@ -101,7 +102,7 @@ export async function pause(
   const refusal =
     reading.kind === 'unsupported'
       ? ('question-unsupported' as const)
-      : reading.question.approval === true && route.settings.toolApprovalsEnabled === false
+      : isApproval(reading.question) && route.settings.toolApprovalsEnabled === false
         ? ('approval-not-allowed' as const)
         : undefined;
   if (refusal !== undefined) {
@@ -122,8 +123,9 @@ export async function pause(
     askedAt: now,
     expiresAt: timeout === null ? null : now + timeout,
     promptRef: null,
-    payload: reading.question.payload ?? null,
-    ...(reading.question.approval === true ? { approval: true } : {}),
+    payload: reading.question.reply ?? null,
+    ...(reading.question.form === undefined ? {} : { form: reading.question.form }),
+    ...(isApproval(reading.question) ? { approval: true } : {}),
   };
   // The question is recorded before it is shown: a reply that races the prompt finds it.
   await ctx.commit(

@@ -1,10 +1,10 @@
 import type { StreamEvent, TaskStatus } from '../../core/agent/model.js';
-import type { Dialect, PauseReading, ToolStep } from '../../core/ports.js';
+import type { Dialect, PauseReading, StructuredForm, ToolStep } from '../../core/ports.js';
 import { a2aDialect } from '../a2a.js';
 import { toolStepsOf } from '../tool-steps.js';
-import { readHitl } from './hitl.js';
-import { questionOf } from './question.js';
-import { messageExtensions } from './replies.js';
+import { hitlRequestOf, readHitl } from './hitl.js';
+import { formOf, questionOf } from './question.js';
+import { buildReply, messageExtensions } from './replies.js';
 
 /**
  * ADK's own plumbing, not a tool the person asked for: the confirmation call behind a pause
@@ -40,4 +40,11 @@ export const kagentV1Dialect: Dialect = {
   },
 
   messageExtensions,
+
+  buildReply,
+
+  formOf(reply: unknown): StructuredForm | undefined {
+    const request = hitlRequestOf(reply);
+    return request === undefined ? undefined : formOf(request);
+  },
 };

@@ -5,21 +5,11 @@
  * escape it for its own markup); characters that would disguise text are made visible here.
  */
 
-import { cutWithMark } from '../../core/text.js';
+import { cutWithMark, visibleText } from '../../core/text.js';
 
 const ELLIPSIS = '…';
 
-// C0/C1 controls other than newline and tab, and the bidirectional overrides and isolates that
-// can make text read differently from what it is (a tool name "rm\u202Eetad" shown as "rmdate").
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds
-const DISGUISING = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
-
-/** Makes disguising characters visible as `\uXXXX`. */
-export function visibleText(text: string): string {
-  return text
-    .toWellFormed()
-    .replace(DISGUISING, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
+export { visibleText };
 
 /** Cuts text to at most `max` characters (UTF-16 units) without splitting a surrogate pair. */
 export function cut(text: string, max: number): string {

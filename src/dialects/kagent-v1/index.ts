@@ -19,13 +19,13 @@ export {
   type ToolApprovalResponse,
   visibleTools,
 } from './hitl.js';
-export { questionOf } from './question.js';
+export { ARGS_MAX_CHARS, formOf, questionOf } from './question.js';
 export {
   askUserResponse,
+  buildReply,
   type HitlReply,
   HitlReplyError,
   type HitlReplyErrorCode,
   messageExtensions,
-  type ToolDecision,
   toolApprovalResponse,
 } from './replies.js';

@@ -1,12 +1,13 @@
 import type { Message } from '../../core/agent/model.js';
-import type { Question } from '../../core/ports.js';
-import { cut, visibleText } from './display.js';
+import { argumentsHash } from '../../core/approval-audit.js';
+import type { Question, StructuredForm } from '../../core/question.js';
+import { cut, prettyJson, visibleText } from './display.js';
 import { type HitlRequest, visibleTools } from './hitl.js';
 
 /**
  * A kagent pause as the engine's structured question (Q-3). The text is our own plain summary:
- * kagent's hint text part is display-only and never parsed; a surface that renders approvals
- * reads the typed request from `payload`.
+ * kagent's hint text part is display-only and never parsed; a surface draws the neutral form
+ * (core/question.ts), and the request is kept as the question's reply data.
  */
 
 const NAMES_SHOWN = 10;
@@ -46,18 +47,52 @@ function keyOf(message: Message, request: HitlRequest): string {
 }
 
 export function questionOf(message: Message, request: HitlRequest): Question {
-  const question: Question = {
+  // The request itself is what a reply is built from (replies.ts), and what formOf reads back.
+  return {
     kind: 'structured',
     text: summary(request),
     key: keyOf(message, request),
-    payload: request,
+    form: formOf(request),
+    reply: request,
   };
-  if (request.type === 'tool_approval_request') question.approval = true;
-  // One question with offered answers: its choices are the question's. Several questions keep
-  // theirs per question in the payload.
-  if (request.type === 'ask_user_request' && request.questions.length === 1) {
-    const choices = request.questions[0]?.choices ?? [];
-    if (choices.length > 0) question.choices = [...choices];
+}
+
+/** Pretty arguments longer than this are cut for display (the audit keeps their digest). */
+export const ARGS_MAX_CHARS = 4_000;
+
+/**
+ * The neutral form of a kagent request: the visible tool calls (the sub-agent's own when it
+ * paused) with their arguments as pretty JSON, or the ask_user questions. Texts are the agent's
+ * as they are (choices go back verbatim in the answer); surfaces make them visible and cut them.
+ */
+export function formOf(request: HitlRequest): StructuredForm {
+  const subagent = request.nested?.subagent_name;
+  const from = typeof subagent === 'string' && subagent !== '' ? { subagent } : {};
+  if (request.type === 'ask_user_request') {
+    return {
+      kind: 'ask',
+      ...from,
+      items: request.questions.map((q) => ({
+        question: q.question,
+        choices: [...q.choices],
+        multiple: q.multiple,
+      })),
+    };
   }
-  return question;
+  return {
+    kind: 'approval',
+    hint: request.hint ?? '',
+    ...from,
+    calls: visibleTools(request).map((tool) => {
+      const args = prettyJson(tool.args);
+      return {
+        id: tool.id,
+        callId: tool.call_id,
+        name: tool.name,
+        args: cut(args, ARGS_MAX_CHARS),
+        argsCut: args.length > ARGS_MAX_CHARS,
+        argsSha256: argumentsHash(tool.args),
+      };
+    }),
+  };
 }

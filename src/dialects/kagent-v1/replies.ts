@@ -1,10 +1,12 @@
-import { KourierError } from '../../core/errors.js';
+import { ReplyShapeError } from '../../core/errors.js';
+import type { BuiltReply, StructuredReply, ToolDecision } from '../../core/question.js';
 import { cut, visibleText } from './display.js';
 import {
   type AskUserRequest,
   type AskUserResponse,
   askUserAnswerId,
   type HitlRequest,
+  hitlRequestOf,
   KAGENT_HITL_EXTENSION,
   RESPONSE_TYPES,
   type ToolApproval,
@@ -31,25 +33,14 @@ export type HitlReplyErrorCode =
   | 'hitl_answer_shape';
 
 /** A reply that does not fit its request. `message` names ids only, never agent text. */
-export class HitlReplyError extends KourierError {
+export class HitlReplyError extends ReplyShapeError {
   declare readonly code: HitlReplyErrorCode;
   constructor(code: HitlReplyErrorCode, message: string) {
     super(code, message);
   }
 }
 
-export interface ToolDecision {
-  /** The id from the request's visible tools (the sub-agent's when nested). */
-  id: string;
-  approved: boolean;
-  /** Why it was denied; the agent's model reads it. Ignored on an approval. */
-  reason?: string;
-}
-
-export interface HitlReply {
-  text: string;
-  metadata: Record<string, unknown>;
-}
+export type HitlReply = BuiltReply;
 
 const TEXT_NAME_MAX = 80;
 const TEXT_PART_MAX = 500;
@@ -133,6 +124,16 @@ function buildAskUser(request: AskUserRequest, answers: readonly (readonly strin
   });
   const response: AskUserResponse = { type: 'ask_user_response', id: askUserAnswerId(request), answers: out };
   return { text: lines.join('\n'), metadata: { [KAGENT_HITL_EXTENSION]: response } };
+}
+
+/** A person's reply to a kagent request (the question's reply data), as kagent's message. */
+export function buildReply(request: unknown, answer: StructuredReply): HitlReply {
+  const read = hitlRequestOf(request);
+  if (read === undefined)
+    throw new HitlReplyError('hitl_wrong_request', 'the question this answers is not a kagent request');
+  return answer.type === 'tool_approval'
+    ? toolApprovalResponse(read, answer.decisions)
+    : askUserResponse(read, answer.answers);
 }
 
 /** The extensions a message speaks: the HITL URI when its metadata carries a HITL response. */

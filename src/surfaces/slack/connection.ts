@@ -13,7 +13,6 @@ import { InvalidConfigError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
 import type { ChatInbound } from '../../core/inbound.js';
 import type { InstallationRows } from '../../core/installation-store.js';
-import type { AnswerStructured } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { ActivityOptions } from './agent-app/activity.js';
 import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './agent-app/feedback.js';
@@ -105,11 +104,6 @@ export interface ListenOptions {
    * surface reads of a session. The surface never reaches the store.
    */
   inbound: ChatInbound;
-  /**
-   * Sends the structured answers collected from prompts (the composition root's, the same the
-   * web chat is given: app/structured-answers.ts builds the dialect's reply).
-   */
-  answerStructured: AnswerStructured;
   /** Which Binding owns a channel, its tool-approval and feedback settings. `LiveRegistry` is one. */
   bindings: ChannelDirectory & ApprovalBindings & FeedbackNotesDeps['bindings'];
   /**
@@ -319,7 +313,6 @@ export class SlackConnection {
       ...(this.#feedback === undefined ? {} : { counter: this.#feedback }),
     });
     this.approvals.wire({
-      answerStructured: options.answerStructured,
       inbound: options.inbound,
       bindings: options.bindings,
       people: this.#people,

@@ -153,7 +153,7 @@ function promptMessage(turnId: string, question: Question): NewMessage {
       },
     };
   }
-  const reading = readStructured(question.payload);
+  const reading = readStructured(question.form);
   if (reading.kind === 'approval') {
     const names = reading.tools.map((t) => t.name).join(', ');
     const text =

@@ -9,7 +9,6 @@ import { IDLE_INBOUND } from '../../helpers/idle-inbound.js';
 const silent = pino({ level: 'silent' });
 const noEngine = {
   inbound: IDLE_INBOUND,
-  answerStructured: async () => ({ status: 'stale' as const, sessionId: '' }),
   bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
 };
 

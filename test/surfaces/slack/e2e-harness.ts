@@ -1,11 +1,10 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { A2AClient } from '../../../src/a2a/client.js';
-import { type DecisionCounter, kagentAnswerer } from '../../../src/app/structured-answers.js';
 import { loadSlackConfig } from '../../../src/config/slack.js';
 import type { Clock } from '../../../src/core/clock.js';
 import type { EngineEvent } from '../../../src/core/events.js';
-import type { BindingSettings } from '../../../src/core/ports.js';
+import type { BindingSettings, EventSink } from '../../../src/core/ports.js';
 import { LiveRegistry, type ToolApprovalSettings } from '../../../src/core/registry.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import type { EngineTimings } from '../../../src/core/session/timings.js';
@@ -82,8 +81,8 @@ export interface SlackHarnessOptions {
   /** The Binding's interactions.toolApprovals (default disabled, no groups). */
   toolApprovals?: ToolApprovalSettings;
   approvals?: ConnectOptions['approvals'];
-  /** Where the answerer counts the decisions the engine took (BrokerMetrics). */
-  decisions?: DecisionCounter;
+  /** Another sink of the engine's events (BrokerMetrics counts decisions from them). */
+  events?: EventSink;
   /** Where feedback presses are counted. */
   feedback?: FeedbackCounter;
   /** The Binding's spec.slack.feedback.toAgent (default off). */
@@ -256,6 +255,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
         events.push(e);
         slack.surface.activity.emit(e);
         slack.surface.statuses.emit(e);
+        options.events?.emit(e);
       },
     },
     timings: { ...FAST_TIMINGS, ...options.timings },
@@ -265,7 +265,6 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
   const feedbackRows = store instanceof SqliteStore ? bundleOf(store).feedback : undefined;
   const { port } = await slack.listen({
     inbound: engine,
-    answerStructured: kagentAnswerer(engine, options.decisions),
     bindings: registry,
     ...(feedbackRows === undefined ? {} : { feedbackRows }),
     describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),

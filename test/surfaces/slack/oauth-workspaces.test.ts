@@ -6,7 +6,6 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../../src/a2a/client.js';
 import { gateInstalledWorkspaces } from '../../../src/app/slack-workspaces.js';
-import { kagentAnswerer } from '../../../src/app/structured-answers.js';
 import { loadSlackConfig } from '../../../src/config/slack.js';
 import type { EngineEvent } from '../../../src/core/events.js';
 import { LiveRegistry } from '../../../src/core/registry.js';
@@ -154,7 +153,6 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
   await engine.start();
   const { port } = await slack.listen({
     inbound: engine,
-    answerStructured: kagentAnswerer(engine),
     bindings: registry,
     port: 0,
     host: '127.0.0.1',

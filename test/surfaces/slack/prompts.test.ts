@@ -2,7 +2,12 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { argumentsHash, canonicalJson } from '../../../src/core/approval-audit.js';
 import { systemClock } from '../../../src/core/clock.js';
-import type { AskUserRequest, ToolApprovalRequest } from '../../../src/dialects/kagent-v1/index.js';
+import type { StructuredForm } from '../../../src/core/question.js';
+import {
+  type AskUserRequest,
+  formOf,
+  type ToolApprovalRequest,
+} from '../../../src/dialects/kagent-v1/index.js';
 import { ApproverGroups } from '../../../src/surfaces/slack/prompts/access.js';
 import { answerModal, denyModal, readAnswerModal } from '../../../src/surfaces/slack/prompts/modals.js';
 import { PromptTokens } from '../../../src/surfaces/slack/prompts/payloads.js';
@@ -23,8 +28,9 @@ const silent = pino({ level: 'silent' });
 const tokens = new PromptTokens('xoxb-secret');
 const token = (a: Parameters<PromptTokens['token']>[2]) => tokens.token('s1', 'q1', a);
 
-function approval(count: number, argChars = 50): ToolApprovalRequest {
-  return {
+/** The neutral form of a kagent approval of `count` calls, as the kagent-v1 dialect reads it. */
+function approval(count: number, argChars = 50): StructuredForm & { kind: 'approval' } {
+  return approvalForm({
     type: 'tool_approval_request',
     hint: 'Tools need approval',
     tools: Array.from({ length: count }, (_, i) => ({
@@ -33,7 +39,19 @@ function approval(count: number, argChars = 50): ToolApprovalRequest {
       name: `tool_${i}`,
       args: { text: 'x'.repeat(argChars), n: i },
     })),
-  };
+  });
+}
+
+function approvalForm(request: ToolApprovalRequest): StructuredForm & { kind: 'approval' } {
+  const form = formOf(request);
+  if (form.kind !== 'approval') throw new Error('not an approval');
+  return form;
+}
+
+function askForm(request: AskUserRequest): StructuredForm & { kind: 'ask' } {
+  const form = formOf(request);
+  if (form.kind !== 'ask') throw new Error('not a question');
+  return form;
 }
 
 describe('prompt tokens', () => {
@@ -77,7 +95,13 @@ describe('prompt views', () => {
         tools: [{ id: 'c2', call_id: 'k2', name: '<@U1>', args: {} }],
       },
     };
-    const message = approvalMessage({ request, marks: new Map(), status: open, gate, token });
+    const message = approvalMessage({
+      form: approvalForm(request),
+      marks: new Map(),
+      status: open,
+      gate,
+      token,
+    });
     for (const block of message.blocks ?? []) {
       const b = block as {
         type: string;
@@ -102,11 +126,11 @@ describe('prompt views', () => {
           createWebApiCaller({ token: fake.botToken, apiUrl: fake.url, logger: silent }),
           budgets,
         );
-        const request = approval(count, 20_000);
+        const form = approval(count, 20_000);
         const marks = new Map<number, Mark>([
           [0, { approved: false, by: 'U0ADA', at: Date.now(), reason: 'r'.repeat(600) }],
         ]);
-        const message = approvalMessage({ request, marks, status: open, gate, token });
+        const message = approvalMessage({ form, marks, status: open, gate, token });
         const { ts } = await api.postMessage(
           { team: 'T0001' },
           { channel: 'C1', text: message.text, blocks: message.blocks ?? [] },
@@ -134,7 +158,7 @@ describe('prompt views', () => {
   );
 
   it('[Q-5] more calls than one message can show: no buttons, and it says so', () => {
-    const message = approvalMessage({ request: approval(60), marks: new Map(), status: open, gate, token });
+    const message = approvalMessage({ form: approval(60), marks: new Map(), status: open, gate, token });
     expect(JSON.stringify(message.blocks)).not.toContain('"button"');
     expect(JSON.stringify(message.blocks)).toContain('more than one Slack message can show');
     expect(candidates(approval(60))).toEqual([]);
@@ -155,15 +179,15 @@ describe('prompt views', () => {
         messageTs: '1.000002',
         token: 'x'.repeat(22),
       };
-      const ask: AskUserRequest = {
+      const ask = askForm({
         type: 'ask_user_request',
         id: 'a',
         questions: [
           { question: 'Which?', choices: ['one', 'two'], multiple: false },
           { question: 'Why?', choices: [], multiple: false },
         ],
-      };
-      await api.openView({ team: 'T0001' }, { trigger_id: '1.2', view: denyModal(approval(3).tools, place) });
+      });
+      await api.openView({ team: 'T0001' }, { trigger_id: '1.2', view: denyModal(approval(3).calls, place) });
       await api.openView({ team: 'T0001' }, { trigger_id: '1.3', view: answerModal(ask, place) });
       expect(fake.views).toHaveLength(2);
       expect(readAnswerModal(ask, {})).toEqual({
@@ -182,7 +206,7 @@ describe('prompt views', () => {
           'q1.text': { text: { value: ' because ' } },
         }),
       ).toEqual({ answers: [['two'], ['because']] });
-      const message = askUserMessage({ request: ask, marks: new Map(), status: open, gate, token });
+      const message = askUserMessage({ form: ask, marks: new Map(), status: open, gate, token });
       expect(JSON.stringify(message.blocks)).toContain('"text":"one"');
     } finally {
       budgets.close();

@@ -4,11 +4,12 @@ import { buildPageScript } from '../../../scripts/build-webchat.js';
 import { A2AClient } from '../../../src/a2a/client.js';
 import type { Part, TaskStatus } from '../../../src/core/agent/model.js';
 import type { ApprovalAudit } from '../../../src/core/approval-audit.js';
-import type { Dialect, PauseReading, StructuredAnswerRequest } from '../../../src/core/ports.js';
+import type { Dialect, PauseReading, StructuredReply } from '../../../src/core/ports.js';
 import { LiveRegistry } from '../../../src/core/registry.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import type { SessionStore } from '../../../src/core/store.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
+import { formOf, hitlRequestOf } from '../../../src/dialects/kagent-v1/index.js';
 import { toolStepsOf } from '../../../src/dialects/tool-steps.js';
 import { createLogger } from '../../../src/observability/logging.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
@@ -33,23 +34,41 @@ export const TOKEN = 'a-test-token-of-32-characters-xx';
 export const HITL_METADATA_KEY = 'test/hitl-reply';
 
 /** Reads kagent's request from a data part; everything else as the a2a dialect does. */
-export const hitlTestDialect: Dialect = {
-  name: 'hitl-test',
-  readPause(status: TaskStatus, lastQuestionKey: string | null): PauseReading {
-    const data = status.message?.parts.find((p: Part) => p.kind === 'data');
-    if (data?.kind === 'data' && typeof data.data === 'object' && data.data !== null) {
-      const payload = data.data as Record<string, unknown>;
-      if (payload.type === 'tool_approval_request' || payload.type === 'ask_user_request') {
+/** What the stand-in dialect was asked to build: the question's data and the person's reply. */
+export interface BuiltFor {
+  payload: unknown;
+  reply: StructuredReply;
+}
+
+/**
+ * Reads kagent's request from a data part (its form as the kagent-v1 dialect makes it);
+ * everything else as the a2a dialect does. Builds a reply that carries the person's reply as
+ * metadata, recording what it was asked to build.
+ */
+export function hitlTestDialect(built: BuiltFor[] = []): Dialect {
+  return {
+    name: 'hitl-test',
+    readPause(status: TaskStatus, lastQuestionKey: string | null): PauseReading {
+      const data = status.message?.parts.find((p: Part) => p.kind === 'data');
+      const request = data?.kind === 'data' ? hitlRequestOf(data.data) : undefined;
+      if (request !== undefined) {
         const key = `m:${status.message?.messageId ?? ''}`;
         if (key === lastQuestionKey) return { kind: 'unsupported', reason: 'asked again' };
-        return { kind: 'question', question: { kind: 'structured', text: '', key, payload } };
+        return {
+          kind: 'question',
+          question: { kind: 'structured', text: '', key, form: formOf(request), reply: request },
+        };
       }
-    }
-    return a2aDialect.readPause(status, lastQuestionKey);
-  },
-  toolSteps: toolStepsOf,
-  messageExtensions: () => [],
-};
+      return a2aDialect.readPause(status, lastQuestionKey);
+    },
+    toolSteps: toolStepsOf,
+    messageExtensions: () => [],
+    buildReply(payload: unknown, reply: StructuredReply) {
+      built.push({ payload, reply });
+      return { text: `a ${reply.type} reply`, metadata: { [HITL_METADATA_KEY]: reply } };
+    },
+  };
+}
 
 export interface Reply {
   status: number;
@@ -64,8 +83,8 @@ export interface WebChatHarness {
   surface: WebChatSurface;
   engine: SessionEngine;
   chat: WebChat;
-  /** What the composition root's callback was given. */
-  answered: StructuredAnswerRequest[];
+  /** What the Binding's dialect was asked to build from a person's reply. */
+  answered: BuiltFor[];
   /** The approval audit records the web chat wrote. */
   audits: ApprovalAudit[];
   origin: string;
@@ -110,11 +129,12 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
   const surface = new WebChatSurface(
     options.answerIntervalMs === undefined ? {} : { answerIntervalMs: options.answerIntervalMs },
   );
+  const answered: BuiltFor[] = [];
   const registry = new LiveRegistry();
   registry.upsert({
     ref: BINDING,
     client,
-    dialect: hitlTestDialect,
+    dialect: hitlTestDialect(answered),
     settings: { questionTimeoutMs: null },
     // The web chat routes by the Binding the person picks, not by channel.
     routes: {},
@@ -128,7 +148,6 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     timings: FAST_TIMINGS,
   });
   await engine.start();
-  const answered: StructuredAnswerRequest[] = [];
   const audits: ApprovalAudit[] = [];
   const chat = await createWebChat({
     audit: { record: (a) => audits.push(a) },
@@ -140,18 +159,6 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     ...(options.token === undefined ? {} : { token: options.token }),
     ...(options.bodyLimitBytes === undefined ? {} : { bodyLimitBytes: options.bodyLimitBytes }),
     logger: createLogger({ level: 'silent' }),
-    answerStructured: async (req) => {
-      answered.push(req);
-      // The root builds kagent's reply here; the test sends the reply itself as metadata.
-      return engine.answer({
-        key: req.key,
-        binding: req.binding,
-        questionKey: req.questionKey,
-        actor: req.actor,
-        text: `a ${req.reply.type} reply`,
-        metadata: { [HITL_METADATA_KEY]: req.reply },
-      });
-    },
   });
   const origin = chat.url.replace(/\/$/, '');
 

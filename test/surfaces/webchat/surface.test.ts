@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AnswerView } from '../../../src/core/answer.js';
 import type { ChatTarget } from '../../../src/core/ports.js';
-import { hitlRequestOf } from '../../../src/dialects/kagent-v1/hitl.js';
+import { formOf } from '../../../src/dialects/kagent-v1/index.js';
 import { type ThreadEvent, WebChatSurface } from '../../../src/surfaces/webchat/index.js';
 import { readStructured } from '../../../src/surfaces/webchat/structured.js';
 
@@ -115,17 +115,19 @@ describe('WebChatSurface', () => {
   });
 });
 
-describe("reading kagent's requests", () => {
+describe('reading a structured question’s form (as the kagent-v1 dialect makes it)', () => {
   it('shows the deepest nested tool calls (the ones a person actually authorises)', () => {
-    const reading = readStructured({
-      type: 'tool_approval_request',
-      hint: 'Remote agent k8s_agent requires approval',
-      tools: [{ id: 'parent-conf-1', call_id: 'p', name: 'k8s_agent', args: { request: '…' } }],
-      nested: {
-        subagent_name: 'k8s_agent',
-        tools: [{ id: 'child-conf-1', call_id: 'c', name: 'delete_pod', args: { name: 'obsolete' } }],
-      },
-    });
+    const reading = readStructured(
+      formOf({
+        type: 'tool_approval_request',
+        hint: 'Remote agent k8s_agent requires approval',
+        tools: [{ id: 'parent-conf-1', call_id: 'p', name: 'k8s_agent', args: { request: '…' } }],
+        nested: {
+          subagent_name: 'k8s_agent',
+          tools: [{ id: 'child-conf-1', call_id: 'c', name: 'delete_pod', args: { name: 'obsolete' } }],
+        },
+      }),
+    );
     expect(reading).toMatchObject({
       kind: 'approval',
       subagent: 'k8s_agent',
@@ -140,31 +142,25 @@ describe("reading kagent's requests", () => {
       name: 'write',
       args: { body: 'x'.repeat(10_000) },
     }));
-    const reading = readStructured({ type: 'tool_approval_request', tools });
+    const reading = readStructured(formOf({ type: 'tool_approval_request', tools }));
     if (reading.kind !== 'approval') throw new Error(`read as ${reading.kind}`);
     expect(reading.tools).toHaveLength(60);
     expect(reading.tools[0]?.argsTruncated).toBe(true);
     expect(reading.tools[0]?.args.length).toBeLessThan(4_100);
   });
 
-  it("shows nothing the answerer would refuse: it reads with the kagent-v1 dialect's own reader", () => {
-    const call = { id: 'c1', call_id: 'call-1', name: 'restart', args: {} };
-    expect(readStructured({ type: 'tool_approval_request', tools: [call] }).kind).toBe('approval');
-    // No call_id, an unknown field, or a pause two levels deep: the dialect refuses each.
-    const { call_id: _dropped, ...noCallId } = call;
-    for (const payload of [
-      { type: 'tool_approval_request', tools: [noCallId] },
-      { type: 'tool_approval_request', tools: [call], extra: true },
-      { type: 'tool_approval_request', tools: [call], nested: { tools: [call], nested: { tools: [call] } } },
-    ]) {
-      expect(readStructured(payload)).toEqual({ kind: 'unknown' });
-      expect(hitlRequestOf(payload)).toBeUndefined();
-    }
+  it('makes disguising characters visible and keeps choices exactly as the agent wrote them', () => {
+    const reading = readStructured({
+      kind: 'ask',
+      items: [{ question: 'rm\u202Eetad?', choices: ['a\u202Eb', 'c'], multiple: false }],
+    });
+    expect(reading).toEqual({
+      kind: 'ask-user',
+      items: [{ question: 'rm\\u202eetad?', choices: ['a\u202Eb', 'c'], multiple: false }],
+    });
   });
 
-  it('reads anything else as unknown, never throwing', () => {
-    for (const payload of [null, 'text', { type: 'tool_approval_request', tools: [] }, { type: 'other' }]) {
-      expect(readStructured(payload)).toEqual({ kind: 'unknown' });
-    }
+  it('reads a question without a form as unknown', () => {
+    expect(readStructured(undefined)).toEqual({ kind: 'unknown' });
   });
 });

@@ -157,9 +157,9 @@ export class SlackSurface implements ChatSurface {
   }
 
   async askQuestion(target: ChatTarget, prompt: QuestionPrompt): Promise<string | null> {
-    const request = PromptDesk.handles(prompt);
-    if (request !== undefined && this.#prompts !== undefined)
-      return this.#prompts.show(target, prompt, request, (message) => this.#post(target, message));
+    const form = PromptDesk.handles(prompt);
+    if (form !== undefined && this.#prompts !== undefined)
+      return this.#prompts.show(target, prompt, form, (message) => this.#post(target, message));
     const { channel } = place(target);
     const ts = await this.#post(target, questionMessage(prompt.question));
     return `${channel}|${ts}`;

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import { type ApprovalAudit, type ApprovalAuditSink, argumentsHash } from '../../../core/approval-audit.js';
+import type { ApprovalAudit, ApprovalAuditSink } from '../../../core/approval-audit.js';
 import type { Clock } from '../../../core/clock.js';
 import type { Actor } from '../../../core/compose.js';
 import { KourierError } from '../../../core/errors.js';
+import type { StructuredForm } from '../../../core/question.js';
 import type { ToolApprovalSettings } from '../../../core/registry.js';
-import { type HitlRequest, visibleTools } from '../../../dialects/kagent-v1/index.js';
 import type { People } from '../inbound/people.js';
 import type { SlackApi } from '../web-api/client.js';
 import { GROUP_ID, type Place } from './payloads.js';
@@ -138,8 +138,8 @@ export type RefusalReason = 'not-an-approver' | 'lookup-failed' | 'no-approver-g
 
 /**
  * Where refused presses are counted (observability's BrokerMetrics implements it, as
- * `agentkourier_approval_refusals_total`). Decisions are counted where they are taken, by the
- * answerer (app/structured-answers.ts).
+ * `agentkourier_approval_refusals_total`). Decisions are counted where they are taken, from the
+ * engine's approval.decided event.
  */
 export interface ApprovalCounters {
   approvalRefused(binding: string, reason: RefusalReason): void;
@@ -162,8 +162,8 @@ export class ApprovalGate {
   }
 
   /** Who may press a prompt of this Binding, as the prompt tells it. */
-  gate(binding: string, request: HitlRequest): Gate {
-    if (request.type === 'ask_user_request') return { kind: 'open', groups: [], people: [] };
+  gate(binding: string, form: StructuredForm): Gate {
+    if (form.kind === 'ask') return { kind: 'open', groups: [], people: [] };
     const settings = this.#options.bindings()?.get(binding)?.toolApprovals;
     if (settings === undefined) return { kind: 'unavailable' };
     if (!settings.enabled) return { kind: 'disabled' };
@@ -179,9 +179,9 @@ export class ApprovalGate {
    * refusal is logged and counted here).
    */
   async refusal(state: PromptState, place: Place): Promise<string | undefined> {
-    if (state.request.type === 'ask_user_request') return undefined;
+    if (state.form.kind === 'ask') return undefined;
     // The Binding is read on every press: a change of its groups applies at once.
-    const gate = this.gate(state.binding, state.request);
+    const gate = this.gate(state.binding, state.form);
     let reason: RefusalReason;
     let text: string;
     if (gate.kind === 'disabled' || gate.kind === 'unavailable') {
@@ -231,8 +231,8 @@ export class ApprovalAuditor {
 
   /** Audits the decisions of a tool approval the engine took as turn `turnId`. */
   async record(state: PromptState, turnId: string, people: People | undefined): Promise<void> {
-    if (state.request.type !== 'tool_approval_request') return;
-    const tools = visibleTools(state.request);
+    if (state.form.kind !== 'approval') return;
+    const tools = state.form.calls;
     // Who decided, by name where Slack says (cached by People; a failed lookup is the bare id).
     const deciders = [...new Set([...state.marks.values()].map((m) => m.by))];
     const known = new Map<string, Actor>();
@@ -261,8 +261,8 @@ export class ApprovalAuditor {
         turnId,
         approver,
         decidedAt: new Date(mark.at).toISOString(),
-        tool: { id: tool.id, callId: tool.call_id, name: tool.name },
-        argumentsSha256: argumentsHash(tool.args),
+        tool: { id: tool.id, ...(tool.callId === undefined ? {} : { callId: tool.callId }), name: tool.name },
+        argumentsSha256: tool.argsSha256,
         decision: mark.approved === true ? 'approved' : 'denied',
         ...(mark.reason === undefined ? {} : { reason: mark.reason }),
         allAtOnce: mark.allAtOnce === true,

@@ -4,16 +4,11 @@ import type { Logger } from 'pino';
 import type { ApprovalAuditSink } from '../../../core/approval-audit.js';
 import type { Clock } from '../../../core/clock.js';
 import { actorIdOf } from '../../../core/compose.js';
+import { ReplyShapeError } from '../../../core/errors.js';
 import type { ChatInbound } from '../../../core/inbound.js';
-import type {
-  AnswerResult,
-  AnswerStructured,
-  ChatTarget,
-  Notice,
-  QuestionPrompt,
-} from '../../../core/ports.js';
+import type { AnswerResult, ChatTarget, Notice, QuestionPrompt } from '../../../core/ports.js';
+import type { StructuredForm } from '../../../core/question.js';
 import { sessionIdOf } from '../../../core/store.js';
-import { type HitlRequest, hitlRequestOf } from '../../../dialects/kagent-v1/index.js';
 import type { RenderedMessage } from '../answer/render.js';
 import type { People } from '../inbound/people.js';
 import type { SlackApi } from '../web-api/client.js';
@@ -43,7 +38,7 @@ import {
 import { ACTION_PREFIX, WORDS } from './view.js';
 
 /**
- * kagent's structured questions in Slack (Q-3, Q-5): the prompt with its buttons, the presses,
+ * Structured questions in Slack (Q-3, Q-5), drawn from their neutral form: the prompt with its buttons, the presses,
  * the modals, and the one answer each question gets. This is the desk that takes them in; the
  * parts it stands on are modules of their own: the payloads and the button tokens
  * (payloads.ts), what this process knows of each prompt and what a press does to its marks
@@ -54,9 +49,8 @@ import { ACTION_PREFIX, WORDS } from './view.js';
  * - A button carries an opaque token (payloads.ts); the pending question itself is the
  *   engine's, durable in the store. A press is matched against the question pending now.
  * - Decisions per tool call are collected here until every call has one (or an "all" press
- *   decides the rest); then one structured reply goes to the answerer the composition root
- *   gave (core's AnswerStructured: it builds the dialect's message and hands it to the
- *   engine). The store keeps the first answer per question, so a double click, two approvers
+ *   decides the rest); then one structured reply goes to the engine (ChatInbound.answer),
+ *   whose dialect builds the agent's message. The store keeps the first answer per question, so a double click, two approvers
  *   racing, or two replicas produce one decision; the second is told who decided. Presses of
  *   one prompt run one at a time here.
  * - Collected per-tool decisions have no effect until the answer is sent, so they are kept in
@@ -72,9 +66,8 @@ import { ACTION_PREFIX, WORDS } from './view.js';
 
 /** What the desk needs of the rest of the broker, given when the app starts listening. */
 export interface PromptDeskDeps {
-  /** Builds the dialect's reply and gives it to the engine (app/structured-answers.ts). */
-  answerStructured: AnswerStructured;
-  inbound: Pick<ChatInbound, 'findSession' | 'findTurn'>;
+  /** Sessions, turns, and the answers the engine takes (its dialect builds the agent's message). */
+  inbound: Pick<ChatInbound, 'findSession' | 'findTurn' | 'answer'>;
   bindings: ApprovalBindings;
   people: People;
 }
@@ -140,9 +133,9 @@ export class PromptDesk {
     this.#closed.abort(new Error('the Slack connection stopped'));
   }
 
-  /** Whether a question is one this desk shows (kagent's structured payload). */
-  static handles(prompt: QuestionPrompt): HitlRequest | undefined {
-    return prompt.question.kind === 'structured' ? hitlRequestOf(prompt.question.payload) : undefined;
+  /** The form of a question this desk shows (a structured one), or undefined. */
+  static handles(prompt: QuestionPrompt): StructuredForm | undefined {
+    return prompt.question.kind === 'structured' ? prompt.question.form : undefined;
   }
 
   // ---- showing ------------------------------------------------------------------------------
@@ -151,7 +144,7 @@ export class PromptDesk {
   async show(
     target: ChatTarget,
     prompt: QuestionPrompt,
-    request: HitlRequest,
+    form: StructuredForm,
     post: (message: RenderedMessage) => Promise<string>,
   ): Promise<string> {
     // Prompts are shown only once presses can be taken (the engine may resume a session
@@ -174,13 +167,12 @@ export class PromptDesk {
       binding,
       questionKey: prompt.question.key,
       taskId: prompt.taskId,
-      payload: prompt.question.payload,
-      request,
+      form,
       channel: target.key.channelId,
       ts: '',
-      gate: this.#gate.gate(binding, request),
+      gate: this.#gate.gate(binding, form),
     });
-    if (state.gate.kind !== 'open' && request.type === 'tool_approval_request')
+    if (state.gate.kind !== 'open' && form.kind === 'approval')
       this.#logger.warn(
         { binding, sessionId: state.sessionId, gate: state.gate.kind },
         'a tool approval was shown without buttons: nobody may approve it in Slack',
@@ -270,10 +262,7 @@ export class PromptDesk {
       ...modalPlace(place),
       token: this.#tokens.token(state.sessionId, state.questionKey, action),
     };
-    const view =
-      state.request.type === 'ask_user_request'
-        ? answerModal(state.request, modal)
-        : denyModal(outcome.tools, modal);
+    const view = state.form.kind === 'ask' ? answerModal(state.form, modal) : denyModal(outcome.tools, modal);
     await this.#api.openView({ team: place.team, urgent: true }, { trigger_id: triggerId, view });
   }
 
@@ -298,9 +287,9 @@ export class PromptDesk {
     const session = await this.#deps.inbound
       .findSession(sessionIdOf(keyOf(place.team, place.channel, place.threadTs)))
       .catch(() => undefined);
-    const request = hitlRequestOf(session?.question?.payload);
-    if (request?.type !== 'ask_user_request') return undefined;
-    const read = readAnswerModal(request, parsed.data.view.state?.values ?? {});
+    const form = session?.question?.form;
+    if (form?.kind !== 'ask') return undefined;
+    const read = readAnswerModal(form, parsed.data.view.state?.values ?? {});
     return 'errors' in read ? read.errors : undefined;
   }
 
@@ -354,11 +343,10 @@ export class PromptDesk {
     const actor = await deps.people.actor(place.team, place.user);
     let result: AnswerResult;
     try {
-      result = await deps.answerStructured({
+      result = await deps.inbound.answer({
         key: state.key,
         binding: state.binding,
         questionKey: state.questionKey,
-        payload: state.payload,
         reply: replyOf(state),
         actor,
       });
@@ -366,6 +354,12 @@ export class PromptDesk {
       // Nothing was recorded: this press's marks go, so it can be pressed again.
       for (const i of added) state.marks.delete(i);
       await this.#messages.update(state).catch(() => undefined);
+      // A reply the agent's dialect cannot take (the prompt and the question disagree): said so.
+      if (error instanceof ReplyShapeError) {
+        this.#logger.warn({ code: error.code }, 'a reply did not fit its question');
+        await this.#messages.ephemeral(place, WORDS.failed);
+        return;
+      }
       throw error;
     }
     if (result.status === 'accepted') {

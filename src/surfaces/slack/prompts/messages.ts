@@ -36,10 +36,10 @@ export class PromptMessages {
 
   render(state: PromptState): RenderedMessage {
     return promptMessage({
-      request: state.request,
+      form: state.form,
       marks: state.marks,
       status: state.status,
-      gate: state.status.kind === 'open' ? this.#gate.gate(state.binding, state.request) : state.gate,
+      gate: state.status.kind === 'open' ? this.#gate.gate(state.binding, state.form) : state.gate,
       token: (action) => this.#tokens.token(state.sessionId, state.questionKey, action),
     });
   }

@@ -1,5 +1,6 @@
-import { type AskUserRequest, cut, type HitlTool, visibleText } from '../../../dialects/kagent-v1/index.js';
-import { BUTTON_MAX, NAME_MAX, plain, REASON_MAX, SECTION_MAX } from './view.js';
+import type { StructuredForm, ToolCallToDecide } from '../../../core/question.js';
+import { visibleText } from '../../../core/text.js';
+import { BUTTON_MAX, cut, NAME_MAX, plain, REASON_MAX, SECTION_MAX } from './view.js';
 
 /**
  * The modals a prompt opens (Q-3, Q-5): why tool calls are denied, and ask_user's answers in a
@@ -50,7 +51,7 @@ export const REASON_BLOCK = 'reason';
 export const REASON_ACTION = 'reason';
 
 /** The modal that asks why a tool call (or every undecided one) is denied. */
-export function denyModal(tools: readonly HitlTool[], place: ModalPlace): Record<string, unknown> {
+export function denyModal(tools: readonly ToolCallToDecide[], place: ModalPlace): Record<string, unknown> {
   const names = tools.map((t) => cut(visibleText(t.name), NAME_MAX)).join(', ');
   const what = tools.length === 1 ? `Deny ${names}?` : `Deny ${tools.length} tool calls? ${names}`;
   return {
@@ -79,9 +80,12 @@ export function denyModal(tools: readonly HitlTool[], place: ModalPlace): Record
 }
 
 /** The modal that answers ask_user questions: a pick of the choices and/or words, per question. */
-export function answerModal(request: AskUserRequest, place: ModalPlace): Record<string, unknown> {
+export function answerModal(
+  form: StructuredForm & { kind: 'ask' },
+  place: ModalPlace,
+): Record<string, unknown> {
   const blocks: Array<Record<string, unknown>> = [];
-  request.questions.forEach((q, i) => {
+  form.items.forEach((q, i) => {
     blocks.push({ type: 'section', text: plain(cut(visibleText(q.question), 1_500)) });
     if (q.choices.length > 0) {
       const options = q.choices
@@ -123,12 +127,12 @@ export function answerModal(request: AskUserRequest, place: ModalPlace): Record<
  * it (by block id).
  */
 export function readAnswerModal(
-  request: AskUserRequest,
+  form: StructuredForm & { kind: 'ask' },
   values: Record<string, Record<string, unknown>>,
 ): { answers: string[][] } | { errors: Record<string, string> } {
   const answers: string[][] = [];
   const errors: Record<string, string> = {};
-  request.questions.forEach((q, i) => {
+  form.items.forEach((q, i) => {
     const picked: string[] = [];
     const pick = values[`q${i}.pick`]?.pick as
       | { selected_option?: { value?: string } | null; selected_options?: Array<{ value?: string }> }

@@ -1,30 +1,36 @@
 import { describe, expect, it } from 'vitest';
-import type { AskUserRequest, HitlRequest, ToolApprovalRequest } from '../../../dialects/kagent-v1/index.js';
+import type { StructuredForm } from '../../../core/question.js';
 import { REASON_ACTION, REASON_BLOCK } from './modals.js';
 import { complete, markPress, markSubmission, openPrompt, type PromptState, replyOf } from './state.js';
 
-const approval: ToolApprovalRequest = {
-  type: 'tool_approval_request',
-  tools: [0, 1, 2].map((i) => ({ id: `conf-${i}`, call_id: `call-${i}`, name: `tool_${i}`, args: {} })),
-};
-const askUser: AskUserRequest = {
-  type: 'ask_user_request',
-  id: 'ask-1',
-  questions: [
+const approval = {
+  kind: 'approval',
+  hint: '',
+  calls: [0, 1, 2].map((i) => ({
+    id: `conf-${i}`,
+    callId: `call-${i}`,
+    name: `tool_${i}`,
+    args: '{}',
+    argsCut: false,
+    argsSha256: 'x',
+  })),
+} satisfies StructuredForm;
+const askUser: StructuredForm = {
+  kind: 'ask',
+  items: [
     { question: 'Which cluster?', choices: ['prod', 'staging'], multiple: false },
     { question: 'Anything else?', choices: [], multiple: false },
   ],
 };
 
-function prompt(request: HitlRequest): PromptState {
+function prompt(form: StructuredForm): PromptState {
   return openPrompt({
     sessionId: 's',
     key: { surface: 'slack', workspaceId: 'T1', channelId: 'C1', threadId: '1.0' },
     binding: 'team/agent',
     questionKey: 'q',
     taskId: 'task',
-    payload: request,
-    request,
+    form,
     channel: 'C1',
     ts: '2.0',
     gate: { kind: 'open', groups: ['S1'], people: [] },
@@ -62,7 +68,7 @@ describe('what a press does to a prompt’s marks', () => {
     const state = prompt(approval);
     state.marks.set(0, { approved: true, by: 'UADA', at: 1 });
     const outcome = markPress(state, { kind: 'deny-all' }, 'UBOB', 5);
-    expect(outcome).toEqual({ kind: 'modal', tools: [approval.tools[1], approval.tools[2]] });
+    expect(outcome).toEqual({ kind: 'modal', tools: [approval.calls[1], approval.calls[2]] });
     expect(state.marks.size).toBe(1);
   });
 

@@ -1,11 +1,5 @@
-import type { StructuredReply } from '../../../core/ports.js';
+import type { StructuredForm, StructuredReply, ToolCallToDecide } from '../../../core/question.js';
 import type { SessionKey, SessionRecord } from '../../../core/store.js';
-import {
-  type HitlRequest,
-  type HitlTool,
-  hitlRequestOf,
-  visibleTools,
-} from '../../../dialects/kagent-v1/index.js';
 import { SURFACE } from '../inbound/keys.js';
 import { type ModalPlace, REASON_ACTION, REASON_BLOCK, readAnswerModal } from './modals.js';
 import type { Place, PromptAction, PromptTokens } from './payloads.js';
@@ -30,9 +24,8 @@ export interface PromptState {
   binding: string;
   questionKey: string;
   taskId: string;
-  /** The question's payload as the engine gave it, for the answerer. */
-  payload: unknown;
-  request: HitlRequest;
+  /** What the prompt asks (the question's neutral form). */
+  form: StructuredForm;
   channel: string;
   /** The prompt message; '' until it is posted. */
   ts: string;
@@ -108,19 +101,19 @@ export function promptOfPress(
   place: Place,
   token: string,
   tokens: PromptTokens,
-  gateOf: (binding: string, request: HitlRequest) => Gate,
+  gateOf: (binding: string, form: StructuredForm) => Gate,
 ): PressedPrompt {
   const question = session?.question;
   if (session === undefined || question === null || question === undefined || question.kind !== 'structured')
     return { refused: 'stale' };
-  const request = hitlRequestOf(question.payload);
-  if (request === undefined) return { refused: 'stale' };
+  const form = question.form;
+  if (form === undefined) return { refused: 'stale' };
   // A prompt is the message its ref names; before the ref is saved, any message of ours.
   if (question.promptRef !== null && question.promptRef !== `${place.channel}|${place.messageTs}`)
     return { refused: 'stale' };
   // The message is the prompt that waits, but the button is not one of its own (a token of
   // another prompt, or forged): refused, and the prompt stays as it is for its own buttons.
-  const action = tokens.find(session.id, question.questionKey, candidates(request), token);
+  const action = tokens.find(session.id, question.questionKey, candidates(form), token);
   if (action === undefined) return { refused: 'foreign' };
   let state = book.get(session.id, question.questionKey);
   if (state === undefined || (state.ts !== '' && state.ts !== place.messageTs)) {
@@ -130,11 +123,10 @@ export function promptOfPress(
       binding: session.binding,
       questionKey: question.questionKey,
       taskId: question.taskId,
-      payload: question.payload,
-      request,
+      form,
       channel: place.channel,
       ts: place.messageTs,
-      gate: gateOf(session.binding, request),
+      gate: gateOf(session.binding, form),
     });
     book.remember(state);
   }
@@ -154,26 +146,31 @@ export function inTurn(state: PromptState, task: () => Promise<void>): Promise<v
  * the message shows.
  */
 export function adoptShownMarks(state: PromptState, shown: readonly unknown[]): void {
-  if (state.request.type !== 'tool_approval_request' || state.status.kind !== 'open') return;
-  const count = visibleTools(state.request).length;
+  if (state.form.kind !== 'approval' || state.status.kind !== 'open') return;
+  const count = state.form.calls.length;
   for (const [i, mark] of readMarks(shown)) if (i < count && !state.marks.has(i)) state.marks.set(i, mark);
 }
 
 /** Every action a question's buttons and modals can carry. */
-export function candidates(request: HitlRequest): PromptAction[] {
-  if (request.type === 'ask_user_request') {
+export function candidates(form: StructuredForm): PromptAction[] {
+  if (form.kind === 'ask') {
     const out: PromptAction[] = [{ kind: 'answer' }];
-    request.questions.forEach((q, i) => {
-      if (!choiceButtons(request, i)) return;
+    form.items.forEach((q, i) => {
+      if (!choiceButtons(form, i)) return;
       for (let j = 0; j < q.choices.length; j++) out.push({ kind: 'choice', question: i, choice: j });
     });
     return out;
   }
-  const count = visibleTools(request).length;
+  const count = form.calls.length;
   const out: PromptAction[] = [{ kind: 'approve-all' }, { kind: 'deny-all' }];
   if (approvalLayout(count) === 'per-tool')
     for (let i = 0; i < count; i++) out.push({ kind: 'approve', index: i }, { kind: 'deny', index: i });
   return approvalLayout(count) === 'too-many' ? [] : out;
+}
+
+/** The tool calls a prompt decides on (none for questions). */
+export function callsOf(form: StructuredForm): ToolCallToDecide[] {
+  return form.kind === 'approval' ? form.calls : [];
 }
 
 /** The session key of a Slack thread. */
@@ -197,7 +194,7 @@ export type MarkOutcome =
   /** What was pressed is decided already (by `by`, when known). */
   | { kind: 'decided'; by: string | undefined }
   /** A modal asks first: why the tool calls are denied, or the answers in words. */
-  | { kind: 'modal'; tools: HitlTool[] }
+  | { kind: 'modal'; tools: ToolCallToDecide[] }
   /** Nothing to do (a press that does not fit the prompt). */
   | { kind: 'none' };
 
@@ -206,7 +203,7 @@ const REASON_MAX = 500;
 
 /** A press of one of the prompt's buttons, by `user` at `now`. */
 export function markPress(state: PromptState, action: PromptAction, user: string, now: number): MarkOutcome {
-  const tools = visibleTools(state.request);
+  const tools = callsOf(state.form);
   switch (action.kind) {
     case 'approve': {
       const mark = state.marks.get(action.index);
@@ -228,20 +225,20 @@ export function markPress(state: PromptState, action: PromptAction, user: string
         return { kind: 'decided', by: decided?.by ?? state.decidedBy };
       return {
         kind: 'modal',
-        tools: picked.map((i) => tools[i]).filter((t): t is HitlTool => t !== undefined),
+        tools: picked.map((i) => tools[i]).filter((t): t is ToolCallToDecide => t !== undefined),
       };
     }
     case 'choice': {
-      if (state.request.type !== 'ask_user_request') return { kind: 'none' };
+      if (state.form.kind !== 'ask') return { kind: 'none' };
       const mark = state.marks.get(action.question);
       if (mark !== undefined) return { kind: 'decided', by: mark.by };
-      const choice = state.request.questions[action.question]?.choices[action.choice];
+      const choice = state.form.items[action.question]?.choices[action.choice];
       if (choice === undefined) return { kind: 'none' };
       state.marks.set(action.question, { answer: [choice], by: user, at: now });
       return { kind: 'marked', added: [action.question] };
     }
     case 'answer':
-      return state.request.type === 'ask_user_request' ? { kind: 'modal', tools: [] } : { kind: 'none' };
+      return state.form.kind === 'ask' ? { kind: 'modal', tools: [] } : { kind: 'none' };
   }
 }
 
@@ -256,7 +253,7 @@ export function markSubmission(
   if (action.kind === 'deny' || action.kind === 'deny-all') {
     const raw = (values[REASON_BLOCK]?.[REASON_ACTION] as { value?: string | null } | undefined)?.value;
     const reason = typeof raw === 'string' ? raw.trim().slice(0, REASON_MAX) : '';
-    const picked = action.kind === 'deny' ? [action.index] : undecided(state, visibleTools(state.request));
+    const picked = action.kind === 'deny' ? [action.index] : undecided(state, callsOf(state.form));
     const decided = picked.map((i) => state.marks.get(i)).find((m) => m !== undefined);
     if (decided !== undefined || picked.length === 0)
       return { kind: 'decided', by: decided?.by ?? state.decidedBy };
@@ -270,8 +267,8 @@ export function markSubmission(
       });
     return { kind: 'marked', added: picked };
   }
-  if (action.kind === 'answer' && state.request.type === 'ask_user_request') {
-    const read = readAnswerModal(state.request, values);
+  if (action.kind === 'answer' && state.form.kind === 'ask') {
+    const read = readAnswerModal(state.form, values);
     if ('errors' in read) return { kind: 'none' };
     const filled: number[] = [];
     read.answers.forEach((answer, i) => {
@@ -286,19 +283,16 @@ export function markSubmission(
 
 /** Whether every item of the prompt has a mark: the answer can be sent. */
 export function complete(state: PromptState): boolean {
-  const count =
-    state.request.type === 'ask_user_request'
-      ? state.request.questions.length
-      : visibleTools(state.request).length;
+  const count = state.form.kind === 'ask' ? state.form.items.length : state.form.calls.length;
   return state.marks.size >= count;
 }
 
 /** The structured reply a prompt's marks make, once every item has one. */
 export function replyOf(state: PromptState): StructuredReply {
-  if (state.request.type === 'tool_approval_request') {
+  if (state.form.kind === 'approval') {
     return {
       type: 'tool_approval',
-      decisions: visibleTools(state.request).map((tool, i) => {
+      decisions: state.form.calls.map((tool, i) => {
         const mark = state.marks.get(i);
         return {
           id: tool.id,
@@ -310,10 +304,10 @@ export function replyOf(state: PromptState): StructuredReply {
   }
   return {
     type: 'ask_user',
-    answers: state.request.questions.map((_q, i) => [...(state.marks.get(i)?.answer ?? [])]),
+    answers: state.form.items.map((_q, i) => [...(state.marks.get(i)?.answer ?? [])]),
   };
 }
 
-function undecided(state: PromptState, tools: readonly HitlTool[]): number[] {
+function undecided(state: PromptState, tools: readonly ToolCallToDecide[]): number[] {
   return tools.map((_t, i) => i).filter((i) => !state.marks.has(i));
 }

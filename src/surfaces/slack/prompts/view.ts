@@ -1,12 +1,5 @@
-import {
-  type AskUserRequest,
-  cut,
-  describeToolCall,
-  type HitlRequest,
-  type HitlTool,
-  visibleText,
-  visibleTools,
-} from '../../../dialects/kagent-v1/index.js';
+import type { StructuredForm, ToolCallToDecide } from '../../../core/question.js';
+import { cutWithMark, visibleText } from '../../../core/text.js';
 import { escapeSlack } from '../answer/mrkdwn.js';
 import type { RenderedMessage } from '../answer/render.js';
 import { GROUP_ID, type PromptAction } from './payloads.js';
@@ -14,7 +7,8 @@ import { GROUP_ID, type PromptAction } from './payloads.js';
 /** A prompt's Block Kit, and what it tells people in the broker's own words. */
 
 /**
- * kagent's structured questions as Block Kit (Q-3, Q-5): a tool approval shows each tool call
+ * Structured questions as Block Kit (Q-3, Q-5), drawn from their neutral form (core/question.ts):
+ * a tool approval shows each tool call
  * that would run, with its arguments, and Approve / Deny per call plus Approve all / Deny all;
  * an ask_user question shows its choices as buttons and an "Answer…" button for a modal
  * (modals.ts).
@@ -56,7 +50,7 @@ export type PromptStatus =
   | { kind: 'closed'; text: string };
 
 export interface PromptModel {
-  request: HitlRequest;
+  form: StructuredForm;
   marks: ReadonlyMap<number, Mark>;
   status: PromptStatus;
   gate: Gate;
@@ -72,6 +66,23 @@ export const NAME_MAX = 80;
 const HINT_MAX = 300;
 export const REASON_MAX = 500;
 const MAX_CHOICE_BUTTONS = 24;
+
+/** Cuts text to at most `max` characters, with an ellipsis when cut. */
+export function cut(text: string, max: number): string {
+  return cutWithMark(text, max);
+}
+
+/**
+ * One tool call as plain text: its name on the first line, its arguments below, the whole cut
+ * to `maxChars`; the name is kept whole when it fits, so long arguments never hide which tool
+ * would run.
+ */
+function describeCall(call: ToolCallToDecide, maxChars: number): string {
+  const name = cut(visibleText(call.name), Math.max(1, Math.min(maxChars, 200)));
+  const room = maxChars - name.length - 1;
+  if (room <= 0) return cut(name, maxChars);
+  return `${name}\n${cut(visibleText(call.args), room)}`;
+}
 
 export function plain(text: string): { type: 'plain_text'; text: string; emoji: false } {
   return { type: 'plain_text', text: text === '' ? ' ' : text, emoji: false };
@@ -106,9 +117,8 @@ function when(at: number): string {
   return `<!date^${seconds}^{time}|${fallback} UTC>`;
 }
 
-function who(request: HitlRequest): string {
-  const subagent = request.nested?.subagent_name;
-  return subagent ? `The sub-agent ${cut(visibleText(subagent), NAME_MAX)}` : 'The agent';
+function who(form: StructuredForm): string {
+  return form.subagent ? `The sub-agent ${cut(visibleText(form.subagent), NAME_MAX)}` : 'The agent';
 }
 
 function gateLine(gate: Gate, approval: boolean): string | undefined {
@@ -188,15 +198,15 @@ export function approvalLayout(count: number): 'per-tool' | 'all-only' | 'too-ma
 }
 
 /** The prompt for a tool approval (Q-5). */
-export function approvalMessage(model: PromptModel): RenderedMessage {
-  const { request, marks, status, gate } = model;
-  const tools = visibleTools(request);
+export function approvalMessage(model: PromptModel & { form: { kind: 'approval' } }): RenderedMessage {
+  const { form, marks, status, gate } = model;
+  const tools = form.calls;
   const layout = approvalLayout(tools.length);
   const open = status.kind === 'open' && gate.kind === 'open' && layout !== 'too-many';
   const calls = tools.length === 1 ? 'a tool call' : `${tools.length} tool calls`;
-  const intro = `${who(request)} asks for approval to run ${calls}.`;
+  const intro = `${who(form)} asks for approval to run ${calls}.`;
   const blocks: Array<Record<string, unknown>> = [{ type: 'section', text: plain(intro) }];
-  const hint = request.type === 'tool_approval_request' ? (request.hint ?? '').trim() : '';
+  const hint = form.hint.trim();
   const context: Array<Record<string, unknown>> = [];
   if (hint !== '') context.push(plain(cut(visibleText(hint), HINT_MAX)));
   const gateText =
@@ -217,7 +227,7 @@ export function approvalMessage(model: PromptModel): RenderedMessage {
       const label = `${i + 1}. `;
       blocks.push({
         type: 'section',
-        text: plain(`${label}${describeToolCall(tool, share - label.length)}`),
+        text: plain(`${label}${describeCall(tool, share - label.length)}`),
       });
       if (layout === 'all-only') return;
       const mark = marks.get(i);
@@ -262,11 +272,11 @@ export function approvalMessage(model: PromptModel): RenderedMessage {
   const last = statusLine(status);
   if (last !== undefined) blocks.push(last);
   const names = tools.map((t) => cut(visibleText(t.name), NAME_MAX)).join(', ');
-  const text = escapeSlack(cut(`${who(request)} asks for approval to run: ${names}`, 500));
+  const text = escapeSlack(cut(`${who(form)} asks for approval to run: ${names}`, 500));
   return { text, blocks };
 }
 
-function summaryLine(tools: HitlTool[], marks: ReadonlyMap<number, Mark>): Record<string, unknown> {
+function summaryLine(tools: ToolCallToDecide[], marks: ReadonlyMap<number, Mark>): Record<string, unknown> {
   const lines = tools.map((t, i) => {
     const mark = marks.get(i);
     const state = mark === undefined ? 'undecided' : mark.approved === true ? 'approved' : 'denied';
@@ -276,17 +286,17 @@ function summaryLine(tools: HitlTool[], marks: ReadonlyMap<number, Mark>): Recor
 }
 
 /** Whether an ask_user question is answered with one press of a choice. */
-export function choiceButtons(request: AskUserRequest, index: number): boolean {
-  const q = request.questions[index];
+export function choiceButtons(form: StructuredForm & { kind: 'ask' }, index: number): boolean {
+  const q = form.items[index];
   return q !== undefined && !q.multiple && q.choices.length > 0 && q.choices.length <= MAX_CHOICE_BUTTONS;
 }
 
 /** The prompt for kagent's ask_user questions. Anyone in the thread may answer (not an approval). */
-export function askUserMessage(model: PromptModel & { request: AskUserRequest }): RenderedMessage {
-  const { request, marks, status } = model;
+export function askUserMessage(model: PromptModel & { form: { kind: 'ask' } }): RenderedMessage {
+  const { form, marks, status } = model;
   const open = status.kind === 'open' && model.gate.kind !== 'unavailable';
-  const blocks: Array<Record<string, unknown>> = [{ type: 'section', text: plain(`${who(request)} asks:`) }];
-  const count = request.questions.length;
+  const blocks: Array<Record<string, unknown>> = [{ type: 'section', text: plain(`${who(form)} asks:`) }];
+  const count = form.items.length;
   // Header, status and the answer button, and per question its text and its buttons or mark.
   const perQuestion = 3 + 2 * count <= MAX_BLOCKS;
   const compact = !perQuestion && 3 + count <= MAX_BLOCKS;
@@ -297,10 +307,10 @@ export function askUserMessage(model: PromptModel & { request: AskUserRequest })
       elements: [mrkdwn(`:lock: The agent asked ${count} questions, more than one Slack message can show.`)],
     });
   } else {
-    request.questions.forEach((q, i) => {
+    form.items.forEach((q, i) => {
       const prefix = count > 1 ? `${i + 1}. ` : '';
       const choices =
-        q.choices.length > 0 && !choiceButtons(request, i) ? `\nChoices: ${q.choices.join(' · ')}` : '';
+        q.choices.length > 0 && !choiceButtons(form, i) ? `\nChoices: ${q.choices.join(' · ')}` : '';
       blocks.push({
         type: 'section',
         text: plain(cut(`${prefix}${visibleText(q.question)}${visibleText(choices)}`, share)),
@@ -308,7 +318,7 @@ export function askUserMessage(model: PromptModel & { request: AskUserRequest })
       if (compact) return;
       const mark = marks.get(i);
       if (mark !== undefined) blocks.push(markLine(mark, 'question', i));
-      else if (open && choiceButtons(request, i))
+      else if (open && choiceButtons(form, i))
         blocks.push({
           type: 'actions',
           block_id: `question.${i}`,
@@ -332,15 +342,15 @@ export function askUserMessage(model: PromptModel & { request: AskUserRequest })
   }
   const last = statusLine(status);
   if (last !== undefined) blocks.push(last);
-  const first = request.questions[0]?.question ?? '';
-  const text = escapeSlack(cut(`${who(request)} asks: ${visibleText(first)}`, 500));
+  const first = form.items[0]?.question ?? '';
+  const text = escapeSlack(cut(`${who(form)} asks: ${visibleText(first)}`, 500));
   return { text, blocks };
 }
 
 /** The prompt of any structured question. */
 export function promptMessage(model: PromptModel): RenderedMessage {
-  if (model.request.type === 'ask_user_request') return askUserMessage({ ...model, request: model.request });
-  return approvalMessage(model);
+  const { form } = model;
+  return form.kind === 'ask' ? askUserMessage({ ...model, form }) : approvalMessage({ ...model, form });
 }
 
 /** What a prompt tells people, in the broker's own words (never an agent's). */
