@@ -35,6 +35,38 @@ Commands:
   version                            print the version
   help                               print this help`;
 
+const LOCAL_HELP = `Usage: agentkourier local [options]
+
+Runs the broker on this machine: Bindings from a YAML file (reloaded when it changes), state in
+SQLite under ./.agentkourier/, the web chat, the demo agent, and Slack when its settings are in
+the environment.
+
+Options:
+  --config F    the Bindings file (default examples/local.yaml)
+  --port N      the web chat's port (default 8080; /healthz /readyz /metrics and trigger
+                webhooks are served there too)
+  --host H      the web chat's address (default 127.0.0.1); any other address needs a token
+  --token T     the web chat's bearer token, at least 16 characters; better in
+                AGENTKOURIER_WEBCHAT_TOKEN, since a flag shows in ps
+  --no-demo     do not start the demo agent
+  --help, -h    print this help`;
+
+const DEMO_HELP = `Usage: agentkourier demo-agent [options]
+
+Runs the built-in demo agent: A2A 1.0 over JSON-RPC with streaming, kagent's paths
+(/agents/demo/assistant) and its human-in-the-loop extension. It keeps its tasks in memory:
+a restart forgets them.
+
+Options:
+  --port N      the port (default 8090)
+  --host H      the address (default 127.0.0.1)
+  --help, -h    print this help`;
+
+/** Whether the arguments ask for a command's help. */
+function asksHelp(args: readonly string[]): boolean {
+  return args.includes('--help') || args.includes('-h');
+}
+
 /** Thrown for a bad command line: the message is shown with the usage, exit code 2. */
 export class UsageError extends KourierError {
   constructor(message: string) {
@@ -123,6 +155,10 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
     switch (command) {
       case 'version':
       case '--version':
+        if (asksHelp(rest)) {
+          io.out('Usage: agentkourier version\n\nPrints the version of Agent Kourier.');
+          return 0;
+        }
         io.out(version());
         return 0;
       case undefined:
@@ -132,13 +168,21 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         io.out(USAGE);
         return 0;
       case 'demo-agent':
+        if (asksHelp(rest)) {
+          io.out(DEMO_HELP);
+          return 0;
+        }
         return await demoAgent(rest, io);
       case 'check':
         return await runCheck([...rest], io);
       case 'local':
+        if (asksHelp(rest)) {
+          io.out(LOCAL_HELP);
+          return 0;
+        }
         return await local(rest, io);
       case 'controller': {
-        if (rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')) {
+        if (asksHelp(rest)) {
           io.out(CONTROLLER_HELP);
           return 0;
         }

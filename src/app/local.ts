@@ -1,22 +1,23 @@
+import { createServer } from 'node:net';
 import type { Logger } from 'pino';
 import { loadBrokerConfig } from '../config/broker.js';
+import { KourierError } from '../core/errors.js';
 import { LiveRegistry } from '../core/registry.js';
 import { TriggerDirectory } from '../core/triggers.js';
 import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
-import { startLocalManifests } from '../local/index.js';
+import { type LocalBindingStatus, startLocalManifests } from '../local/index.js';
 import { opsRoutes } from '../observability/index.js';
 import { openStore } from '../store/open.js';
 import { StoreReadiness, sqliteFileOf } from '../store/readiness.js';
 import { createWebChat, WebChatSurface, WebChatTriggerThreads } from '../surfaces/webchat/index.js';
 import { localBanner } from './banner.js';
 import { type Env, openBroker } from './broker.js';
-import { kagentAnswerer } from './structured-answers.js';
 
 /**
  * `agentkourier local` (what `npm start` runs): the broker on one laptop. The start-up both modes
  * share is ./broker.ts; this file adds local mode's part: Bindings from a YAML file (the CRD
  * shapes, reloaded on edit), the demo agent unless told not to, and the web chat on loopback,
- * which serves /metrics, /healthz and /readyz too. State lives in SQLite under ./.agentkourier/
+ * which serves /metrics, /healthz and /readyz too (behind its token off loopback). State lives in SQLite under ./.agentkourier/
  * (the web chat's threads too: they come back after a restart),
  * and Slack joins in when its settings are in the environment. Trigger webhooks are served on the
  * web chat's port (POST /triggers/<namespace>/<binding>/<name>, with their own bearer tokens, not
@@ -69,7 +70,43 @@ async function startDemo(port: number, logger: Logger): Promise<DemoAgent> {
   }
 }
 
+/** The web chat's port is taken: most often a broker already running on this machine. */
+export class PortInUseError extends KourierError {
+  constructor(host: string, port: number) {
+    super(
+      'port_in_use',
+      `port ${port} on ${host} is in use: is Agent Kourier already running? Stop it, or start this one with --port <another port>`,
+    );
+  }
+}
+
+/**
+ * Fails with PortInUseError when the port cannot be listened on, before anything else starts:
+ * a second broker must not open the first one's database only to fail at its last step.
+ */
+async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new PortInUseError(host, port) : error),
+    );
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
+/**
+ * Local mode is ready when every Binding is: on a laptop, one whose agent cannot be reached is
+ * the broker not doing what was asked of it. Undefined when all are ready.
+ */
+function bindingsProblem(bindings: readonly LocalBindingStatus[]): string | undefined {
+  const broken = bindings.filter((b) => !b.ready);
+  if (broken.length === 0) return undefined;
+  return broken.map((b) => `Binding ${b.ref} is not ready (${b.reason}: ${b.message})`).join('; ');
+}
+
 export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
+  await checkPortFree(options.host, options.port);
   const config = loadBrokerConfig(options.env, {
     store: { kind: 'sqlite', path: '.agentkourier/state.db' },
     httpPort: 8081,
@@ -130,15 +167,17 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     let serving = false;
     const ops = opsRoutes({
       registry: observability.registry,
-      ready: () => (serving ? (storeHealth.problem() ?? true) : 'starting'),
+      ready: () =>
+        serving ? (storeHealth.problem() ?? bindingsProblem(manifests.bindings()) ?? true) : 'starting',
     });
     const chat = await createWebChat({
       engine,
       surface: web,
       registry,
-      answerStructured: kagentAnswerer(engine, observability.metrics),
+      readiness: (ref) => manifests.bindings().find((b) => b.ref === ref),
       audit: observability.approvals,
-      routes: (req, res) => ops(req, res) || triggers.routes(req, res),
+      routes: (req, res) => triggers.routes(req, res),
+      operations: ops,
       host: options.host,
       port: options.port,
       ...(options.pageScript === undefined ? {} : { pageScript: options.pageScript }),

@@ -2,17 +2,17 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { type ApprovalAuditSink, argumentsHash } from '../../core/approval-audit.js';
+import type { ApprovalAuditSink } from '../../core/approval-audit.js';
 import type { Actor } from '../../core/compose.js';
+import { ReplyShapeError } from '../../core/errors.js';
 import type { ChatInbound } from '../../core/inbound.js';
-import type { AgentClient, AnswerStructured, StructuredReply } from '../../core/ports.js';
+import type { AgentClient, AnswerResult, StructuredReply, ToolCallToDecide } from '../../core/ports.js';
 import { sessionIdOf } from '../../core/store.js';
 import { checkAnswers, checkDecisions, summariseAnswers, summariseDecisions } from './answers.js';
 import { WebChatRequestError } from './errors.js';
 import { type FollowOptions, followThread } from './follow.js';
 import { parseBody, readJson, sendJson } from './http.js';
 import { answerBody, createThreadBody, postMessageBody, threadListQuery } from './schemas.js';
-import { approvalCalls } from './structured.js';
 import type { WebChatSurface } from './surface.js';
 import type { Thread } from './threads.js';
 import type { BindingView, MessageView } from './view.js';
@@ -24,11 +24,21 @@ export interface BindingDirectory {
   get(ref: string): { ref: string } | undefined;
 }
 
+/** Whether a Binding's agent can be used now, and why not (local mode: the Binding's Ready condition). */
+export interface BindingReadiness {
+  ready: boolean;
+  /** Ready's reason (CardFetchFailed, SecretNotFound, …). */
+  reason: string;
+  /** For people: what is wrong. */
+  message: string;
+}
+
 export interface ApiDeps {
-  engine: Pick<ChatInbound, 'receive' | 'cancel' | 'findSession'>;
+  engine: Pick<ChatInbound, 'receive' | 'cancel' | 'findSession' | 'answer'>;
   surface: WebChatSurface;
   registry: BindingDirectory;
-  answerStructured: AnswerStructured;
+  /** Each Binding's readiness, when the mode knows it; unknown: shown as ready. */
+  readiness?: (ref: string) => BindingReadiness | undefined;
   /** Where each tool approval decided here is audited (the broker's approval audit). */
   audit?: ApprovalAuditSink;
   actor: Actor;
@@ -97,11 +107,18 @@ export class WebChatApi {
 
   async #bindings(res: ServerResponse): Promise<void> {
     const bindings: BindingView[] = await Promise.all(
-      this.#deps.registry.list().map(async (b) => ({
-        ref: b.ref,
-        threadCount: this.#deps.surface.threads.countFor(b.ref),
-        examples: b.client === undefined ? [] : await cardExamples(b.client),
-      })),
+      this.#deps.registry.list().map(async (b) => {
+        const readiness = this.#deps.readiness?.(b.ref);
+        const view: BindingView = {
+          ref: b.ref,
+          threadCount: this.#deps.surface.threads.countFor(b.ref),
+          examples: b.client === undefined ? [] : await cardExamples(b.client),
+          ready: readiness?.ready ?? true,
+        };
+        if (readiness !== undefined && !readiness.ready)
+          view.problem = { reason: readiness.reason, message: readiness.message };
+        return view;
+      }),
     );
     sendJson(res, 200, { bindings: bindings.sort((a, b) => a.ref.localeCompare(b.ref)) });
   }
@@ -201,14 +218,22 @@ export class WebChatApi {
       thread.setPromptStatus(prompt.id, 'closed');
       throw new WebChatRequestError(409, 'question_not_pending', 'the agent no longer waits for this answer');
     }
-    const result = await this.#deps.answerStructured({
-      key: thread.key,
-      binding: session.binding,
-      questionKey,
-      payload: session.question.payload,
-      reply,
-      actor: this.#deps.actor,
-    });
+    let result: AnswerResult;
+    try {
+      result = await this.#deps.engine.answer({
+        key: thread.key,
+        binding: session.binding,
+        questionKey,
+        reply,
+        actor: this.#deps.actor,
+      });
+    } catch (error) {
+      // The page checked the reply against the prompt; the agent's dialect checks it against
+      // the question itself, and its refusal names ids only.
+      if (error instanceof ReplyShapeError)
+        throw new WebChatRequestError(400, 'invalid_request', error.message);
+      throw error;
+    }
     if (result.status === 'stale') {
       thread.setPromptStatus(prompt.id, 'closed');
       throw new WebChatRequestError(409, 'question_not_pending', 'the agent no longer waits for this answer');
@@ -225,8 +250,8 @@ export class WebChatApi {
         'the task that asked was stopped; this decision was not sent',
       );
     }
-    if (reply.type === 'tool_approval')
-      this.#audit(thread, prompt, session.question.payload, session.question.taskId, result.turnId, reply);
+    if (reply.type === 'tool_approval' && session.question.form?.kind === 'approval')
+      this.#audit(thread, prompt, session.question.form.calls, session.question.taskId, result.turnId, reply);
     thread.change(prompt.id, (m) => {
       if (m.approval !== undefined && reply.type === 'tool_approval') {
         m.approval.status = 'answered';
@@ -245,7 +270,7 @@ export class WebChatApi {
   #audit(
     thread: Thread,
     prompt: MessageView,
-    payload: unknown,
+    shown: readonly ToolCallToDecide[],
     taskId: string,
     turnId: string,
     reply: Extract<StructuredReply, { type: 'tool_approval' }>,
@@ -259,7 +284,7 @@ export class WebChatApi {
       ...(name === undefined ? {} : { name }),
       ...(email === undefined ? {} : { email }),
     };
-    const calls = new Map(approvalCalls(payload).map((c) => [c.id, c]));
+    const calls = new Map(shown.map((c) => [c.id, c]));
     for (const decision of reply.decisions) {
       const call = calls.get(decision.id);
       if (call === undefined) continue;
@@ -276,7 +301,7 @@ export class WebChatApi {
         approver,
         decidedAt,
         tool: { id: call.id, ...(call.callId === undefined ? {} : { callId: call.callId }), name: call.name },
-        argumentsSha256: argumentsHash(call.args),
+        argumentsSha256: call.argsSha256,
         decision: decision.approved ? 'approved' : 'denied',
         ...(decision.approved || decision.reason === undefined ? {} : { reason: decision.reason }),
         allAtOnce: true,

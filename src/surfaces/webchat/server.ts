@@ -5,8 +5,7 @@ import type { ApprovalAuditSink } from '../../core/approval-audit.js';
 import type { Actor } from '../../core/compose.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import type { ChatInbound } from '../../core/inbound.js';
-import type { AnswerStructured } from '../../core/ports.js';
-import { type BindingDirectory, WebChatApi } from './api.js';
+import { type ApiDeps, type BindingDirectory, WebChatApi } from './api.js';
 import { PAGE_CSP, PAGE_CSS, PAGE_HTML } from './assets.js';
 import { prebuiltPageScript } from './bundle.js';
 import { WebChatRequestError } from './errors.js';
@@ -15,14 +14,16 @@ import { BASE_HEADERS, sendError } from './http.js';
 import { accessPolicy, checkHost, checkOrigin, checkToken, isLoopback } from './security.js';
 import type { WebChatSurface } from './surface.js';
 
+/** The operations routes: on loopback open, elsewhere behind the token. */
+const OPERATIONS = new Set(['/healthz', '/readyz', '/metrics']);
 export interface WebChatOptions {
-  engine: Pick<ChatInbound, 'receive' | 'cancel' | 'findSession'>;
+  engine: Pick<ChatInbound, 'receive' | 'cancel' | 'findSession' | 'answer'>;
   /** The surface the engine was built with: the server shows and streams its threads. */
   surface: WebChatSurface;
   /** The live Bindings (LiveRegistry): one list of threads each. */
   registry: BindingDirectory;
-  /** Builds and sends a structured answer (kagent-v1); see answers.ts. */
-  answerStructured: AnswerStructured;
+  /** Each Binding's readiness, shown in the page and the API (local mode). */
+  readiness?: ApiDeps['readiness'];
   /** Where each tool approval decided here is audited (the broker's approval audit). */
   audit?: ApprovalAuditSink;
   /** Default 127.0.0.1. Any other address needs a token. */
@@ -38,10 +39,16 @@ export interface WebChatOptions {
   bodyLimitBytes?: number;
   follow?: Partial<FollowOptions>;
   /**
-   * Other routes served on the same port, tried first (local mode's /healthz, /readyz and
-   * /metrics); returns true when it answered. They are not behind the token: they show no chat.
+   * Other routes served on the same port, tried first (local mode's trigger webhooks); returns
+   * true when it answered. They are not behind the web chat's token: they check their own.
    */
   routes?: (req: IncomingMessage, res: ServerResponse) => boolean;
+  /**
+   * The process's own /healthz, /readyz and /metrics (local mode); returns true when it answered.
+   * Open on loopback; on any other address behind the token, as the API is, since they name the
+   * Bindings and count their traffic.
+   */
+  operations?: (req: IncomingMessage, res: ServerResponse) => boolean;
   /**
    * The page's script; default the one `npm run build` bundled into dist/. Tests, running from
    * the sources, pass scripts/build-webchat.ts's buildPageScript.
@@ -95,7 +102,7 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
     engine: options.engine,
     surface: options.surface,
     registry: options.registry,
-    answerStructured: options.answerStructured,
+    ...(options.readiness === undefined ? {} : { readiness: options.readiness }),
     ...(options.audit === undefined ? {} : { audit: options.audit }),
     actor: options.actor ?? DEFAULT_ACTOR,
     bodyLimitBytes,
@@ -148,6 +155,10 @@ export async function createWebChat(options: WebChatOptions): Promise<WebChat> {
     const url = new URL(req.url ?? '/', 'http://webchat.invalid');
     checkHost(req, policy);
     if (options.routes?.(req, res) === true) return;
+    if (options.operations !== undefined && OPERATIONS.has(url.pathname)) {
+      if (policy.allowedHosts === null) checkToken(req, policy);
+      if (options.operations(req, res)) return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') checkOrigin(req);
     if (url.pathname.startsWith('/api/')) {
       checkToken(req, policy);

@@ -36,6 +36,7 @@ button:disabled { opacity: .5; cursor: default; }
 .binding a:hover { background: var(--bg); }
 .binding a[aria-current=page] { background: var(--person); }
 .binding .empty { color: var(--muted); font-size: 13px; padding: 4px 8px; }
+.binding .not-ready { color: var(--danger, #b42318); font-size: 12px; margin: 0 8px 4px; overflow-wrap: anywhere; }
 .thread { display: flex; flex-direction: column; min-width: 0; min-height: 0; height: 100%; }
 .thread-head { display: flex; gap: 10px; align-items: center; padding: 10px 16px; border-bottom: 1px solid var(--line);
   background: var(--panel); font-weight: 600; min-width: 0; }

@@ -141,6 +141,13 @@ export interface BindingView {
    * (untrusted text: shown as text, each cut short). Empty until the card has been read.
    */
   examples: string[];
+  /**
+   * Whether its agent can be used now (local mode reads the Binding's Ready condition; a mode
+   * that does not know says true). Messages to one not ready are taken and wait for it.
+   */
+  ready: boolean;
+  /** Why it is not ready (the Ready condition's reason and message); only when not ready. */
+  problem?: { reason: string; message: string };
 }
 
 /**

@@ -232,9 +232,8 @@ describe('web chat API', () => {
     });
     expect(res.status, res.text).toBe(202);
     expect(w.answered).toHaveLength(1);
+    // The Binding's dialect built the agent's message from the question's own data and the reply.
     expect(w.answered[0]).toMatchObject({
-      key: { surface: 'webchat', workspaceId: 'local', channelId: BINDING, threadId: thread.id },
-      binding: BINDING,
       payload: APPROVAL,
       reply: {
         type: 'tool_approval',
@@ -476,16 +475,65 @@ describe('web chat access', () => {
     expect(prefixed.status).toBe(403);
   });
 
+  it('keeps /healthz, /readyz and /metrics behind the token off loopback, open on loopback', async () => {
+    const operations = (req: { url?: string }, res: import('node:http').ServerResponse): boolean => {
+      if (req.url !== '/metrics' && req.url !== '/healthz' && req.url !== '/readyz') return false;
+      res
+        .writeHead(200, { 'content-type': 'text/plain' })
+        .end('agentkourier_turns_total{binding="team-a/x"} 1\n');
+      return true;
+    };
+    const base = {
+      engine: {
+        receive: () => Promise.reject(new Error('unused')),
+        cancel: () => Promise.reject(new Error('unused')),
+        answer: () => Promise.reject(new Error('unused')),
+        findSession: () => Promise.resolve(undefined),
+      },
+      surface: new WebChatSurface(),
+      registry: { list: () => [], get: () => undefined },
+      port: 0,
+      token: TOKEN,
+      operations,
+      pageScript: async () => '',
+      logger: createLogger({ level: 'silent' }),
+    };
+    const wide = await createWebChat({ ...base, host: '0.0.0.0' });
+    const narrow = await createWebChat({ ...base, host: '127.0.0.1' });
+    try {
+      const widePort = new URL(wide.url).port;
+      for (const path of ['/metrics', '/healthz', '/readyz']) {
+        const none = await fetch(`http://127.0.0.1:${widePort}${path}`);
+        expect([path, none.status]).toEqual([path, 401]);
+        expect(await none.text()).not.toContain('team-a');
+        const wrong = await fetch(`http://127.0.0.1:${widePort}${path}`, {
+          headers: { authorization: 'Bearer not-the-token-at-all' },
+        });
+        expect(wrong.status).toBe(401);
+        const right = await fetch(`http://127.0.0.1:${widePort}${path}`, {
+          headers: { authorization: `Bearer ${TOKEN}` },
+        });
+        expect([path, right.status]).toEqual([path, 200]);
+      }
+      // On loopback nothing else can reach them: a probe or a scrape needs no token.
+      const open = await fetch(`${narrow.url.replace(/\/$/, '')}/metrics`);
+      expect(open.status).toBe(200);
+    } finally {
+      await wide.close();
+      await narrow.close();
+    }
+  });
+
   it('will not listen beyond loopback without a token', async () => {
     const options = {
       engine: {
         receive: () => Promise.reject(new Error('unused')),
         cancel: () => Promise.reject(new Error('unused')),
+        answer: () => Promise.reject(new Error('unused')),
         findSession: () => Promise.resolve(undefined),
       },
       surface: new WebChatSurface(),
       registry: { list: () => [], get: () => undefined },
-      answerStructured: () => Promise.reject(new Error('unused')),
       host: '0.0.0.0',
       port: 0,
       logger: createLogger({ level: 'silent' }),

@@ -10,14 +10,29 @@ import { timeOf } from './render.js';
 
 export function bindingOptions(select: HTMLSelectElement, bindings: readonly BindingView[]): void {
   const selected = select.value;
-  select.replaceChildren(...bindings.map((b) => el('option', { text: b.ref, attrs: { value: b.ref } })));
+  select.replaceChildren(
+    ...bindings.map((b) =>
+      el('option', { text: b.ready ? b.ref : `${b.ref} (not ready)`, attrs: { value: b.ref } }),
+    ),
+  );
   if (bindings.some((b) => b.ref === selected)) select.value = selected;
 }
 
-/** What the first message's box offers: the chosen agent's example requests, from its card. */
+/**
+ * What the first message's box offers: the chosen agent's example requests, from its card; for a
+ * Binding that is not ready, why, and that a message waits until it is.
+ */
 export function firstMessageHint(bindings: readonly BindingView[], ref: string): string {
-  const examples = bindings.find((b) => b.ref === ref)?.examples ?? [];
+  const binding = bindings.find((b) => b.ref === ref);
+  if (binding !== undefined && !binding.ready) return notReadyText(binding);
+  const examples = binding?.examples ?? [];
   return examples.length === 0 ? 'Ask the agent…' : `Ask the agent… (try: ${examples.join(' · ')})`;
+}
+
+/** A Binding that is not ready, in words: its reason and message, and what a message does meanwhile. */
+export function notReadyText(binding: BindingView): string {
+  const why = binding.problem === undefined ? '' : ` (${binding.problem.reason}: ${binding.problem.message})`;
+  return `This agent is not ready${why}. A message waits until it is.`;
 }
 
 export function threadList(
@@ -53,7 +68,15 @@ export function threadList(
       }),
     );
     if (mine.length === 0) list.append(el('li', { className: 'empty', text: 'No threads yet' }));
-    return el('section', { className: 'binding' }, [el('h2', { text: ref }), list]);
+    const binding = bindings.find((b) => b.ref === ref);
+    const heading =
+      binding === undefined || binding.ready
+        ? [el('h2', { text: ref })]
+        : [
+            el('h2', { text: `${ref} · not ready` }),
+            el('p', { className: 'not-ready', text: notReadyText(binding) }),
+          ];
+    return el('section', { className: 'binding' }, [...heading, list]);
   });
 }
 
