@@ -282,6 +282,32 @@ describe.each(['1.0', '0.3'] as const)('session engine against the contract agen
       expect(task?.status.state).toBe('completed');
     });
 
+    it(`[E-5][M-2] a reply to a question whose task the agent forgot (a restart) starts a new conversation, and the notice says so (${version})`, async () => {
+      const h = await harness();
+      h.agent.enqueueFor(
+        sendMethod,
+        answer({ chunks: ['checking'], state: 'input-required', statusText: 'Which namespace?' }),
+      );
+      const first = await h.say('t1', '1', 'scale it');
+      await h.surface.waitFor(
+        () => h.surface.of(first.sessionId, 'question').length === 1,
+        5_000,
+        'the question',
+      );
+      // The agent restarted: it no longer knows the task the question belongs to.
+      h.agent.enqueueFor(getMethod, rpcError(-32001, 'task not found'));
+      const reply = await h.say('t1', '2', 'payments');
+      await settled(h, reply.turnId);
+      expect(h.surface.notices(first.sessionId)).toEqual(['session-gone-carried']);
+      expect(h.surface.of(first.sessionId, 'notice')[0]?.text).toMatch(
+        /so your message starts a new conversation\.$/,
+      );
+      const answered = sent(h)[1];
+      expect(textOf(answered)).toContain('payments');
+      expect(answered?.taskId).toBeUndefined();
+      expect(answered?.contextId).toBeUndefined();
+    });
+
     it(`[Q-1][M-4] cancels a pause that is not a text question and tells the thread (${version})`, async () => {
       const h = await harness();
       h.agent.enqueueFor(

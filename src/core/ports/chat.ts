@@ -19,6 +19,7 @@ export type NoticeKind =
   | 'task-canceled'
   | 'context-changed'
   | 'session-gone'
+  | 'session-gone-carried'
   | 'agent-busy'
   | 'agent-unreachable'
   | 'agent-refused'

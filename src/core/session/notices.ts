@@ -8,6 +8,8 @@ const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string>
   'task-canceled': "The agent's task was canceled.",
   'context-changed': 'The agent no longer has this conversation. It continues in a new one.',
   'session-gone': 'The agent no longer has this session. Your next message starts a new conversation.',
+  'session-gone-carried':
+    'The agent no longer has this session (it may have restarted and forgotten it), so your message starts a new conversation.',
   'agent-busy': 'The agent is busy. Your message will be sent as soon as it accepts it.',
   'agent-unreachable': 'Your message was not delivered: the agent could not be reached.',
   'credentials-rejected':

@@ -226,7 +226,12 @@ export async function sessionGone(
   const turns =
     turn === null ? [] : [{ ...turn, state: 'settled' as const, outcome: 'error:task_not_found' }];
   await ctx.commit({ ...session, contextId: null, task: null, question: null }, turns);
-  await ctx.notice(session, notice('session-gone', turn?.id));
+  // A reply that was waiting for the lost task (after the agent restarted and forgot it) is not
+  // dropped: it goes on, as the first message of a new conversation, and the notice says so.
+  const carried =
+    turn === null &&
+    (await ctx.deps.store.openTurns(session.id)).some((t) => t.kind !== 'context' && t.state === 'queued');
+  await ctx.notice(session, notice(carried ? 'session-gone-carried' : 'session-gone', turn?.id));
   if (turn !== null) {
     ctx.emit(session, {
       type: 'turn.settled',

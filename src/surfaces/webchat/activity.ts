@@ -1,7 +1,7 @@
 import type { EngineEvent } from '../../core/events.js';
 import type { EventSink } from '../../core/ports.js';
 import { type ThreadBook, WEBCHAT_SURFACE, WEBCHAT_WORKSPACE } from './threads.js';
-import type { ActivityState, ActivityView } from './view.js';
+import type { ActivityState, ActivityView, MessageView } from './view.js';
 
 /**
  * What the engine is doing for each web chat thread, so the page shows a sign of life between a
@@ -41,7 +41,10 @@ export class WebChatActivity implements EventSink {
       case 'turn.received':
         // Stored, not sent yet. Behind a running turn, the thread shows the running one; a
         // reply carried as context is no turn of its own.
-        if (current === null && event.kind !== 'context') set('queued');
+        if (current === null && event.kind !== 'context') {
+          const behind = waitingBehind(thread.openPrompts());
+          set('queued', behind === undefined ? {} : { behind });
+        }
         return;
       case 'turn.sending':
         set('sending');
@@ -82,6 +85,17 @@ export class WebChatActivity implements EventSink {
         return;
     }
   }
+}
+
+/**
+ * The open prompt a typed message waits behind: an approval, or a question answered in its form;
+ * a text question is answered by the message itself, so nothing waits for it.
+ */
+function waitingBehind(open: readonly MessageView[]): ActivityView['behind'] {
+  const prompt = open.at(-1);
+  if (prompt?.approval !== undefined) return 'approval';
+  if (prompt?.question?.mode === 'structured') return 'question';
+  return undefined;
 }
 
 /** The web chat thread a session id stands for; undefined for another surface's sessions. */

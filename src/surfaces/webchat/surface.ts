@@ -83,6 +83,9 @@ export class WebChatSurface implements ChatSurface {
     if (notice.kind === 'question-timeout') this.#closePrompts(thread, 'expired');
     // A stopped task takes no answer to what it asked.
     if (notice.kind === 'task-canceled') this.#closePrompts(thread, 'closed');
+    // Nor does a task the agent no longer has.
+    if (notice.kind === 'session-gone' || notice.kind === 'session-gone-carried')
+      this.#closePrompts(thread, 'closed');
     // A notice that ends its turn settles the turn's answer as it stands. The answer is
     // finished by its own sink in the process that streamed it; after a restart that sink is
     // gone, and without this the answer would look as if it streamed for ever.

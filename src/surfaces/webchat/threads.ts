@@ -206,7 +206,7 @@ export class Thread {
 
 function sameActivity(a: ActivityView | null, b: ActivityView | null): boolean {
   if (a === null || b === null) return a === b;
-  return a.state === b.state && a.turnId === b.turnId && a.retryAt === b.retryAt;
+  return a.state === b.state && a.turnId === b.turnId && a.retryAt === b.retryAt && a.behind === b.behind;
 }
 
 export function promptStatus(message: MessageView): PromptStatus | undefined {

@@ -115,6 +115,12 @@ export interface ActivityView {
   retryAt?: string;
   /** retrying: the agent said it is busy (rather than a failed send). */
   busy?: boolean;
+  /**
+   * queued: what the message waits behind, when it is an open prompt of this thread that a typed
+   * message does not answer (a tool approval, a form question): it goes once that is answered,
+   * or once Stop ends the task that asked.
+   */
+  behind?: 'approval' | 'question';
 }
 
 export interface ThreadSummary {

@@ -64,7 +64,7 @@ describe('web chat API', () => {
   it('creates a thread whose answer streams in, and reads it back as JSON in order', async () => {
     const w = await harness();
     const bindings = await w.api('GET', '/api/bindings');
-    expect(bindings.json).toEqual({ bindings: [{ ref: BINDING, threadCount: 0, examples: [] }] });
+    expect(bindings.json).toEqual({ bindings: [{ ref: BINDING, threadCount: 0, examples: [], ready: true }] });
 
     const { thread, message } = await start(w, 'hello there');
     expect(message).toMatchObject({ author: 'person', kind: 'message', text: 'hello there', seq: 1 });
@@ -344,6 +344,42 @@ describe('web chat API', () => {
     expect(notice).toMatchObject({ author: 'broker', noticeKind: 'task-failed' });
     // E-9: the broker's words, never the agent's error text.
     expect(notice?.text).not.toContain('internal boom');
+  });
+
+  it('says what a message typed during an open approval waits for, and Stop lets it go', async () => {
+    const w = await harness();
+    w.agent.enqueueFor(
+      'SendStreamingMessage',
+      script([
+        { event: 'task' },
+        { event: 'input-required', parts: [{ data: APPROVAL }] },
+        { event: 'task' },
+      ]),
+    );
+    const { thread } = await start(w, 'clean up');
+    await w.waitForThread(thread.id, (t) => t.messages.some((m) => m.kind === 'approval'), 'the approval');
+    await w.engine.idle();
+    const typed = await w.api('POST', `/api/threads/${thread.id}/messages`, { text: 'and also the logs' });
+    expect(typed.status, typed.text).toBe(202);
+    const waiting = await w.waitForThread(thread.id, (t) => t.activity !== null, 'the activity');
+    expect(waiting.activity).toMatchObject({ state: 'queued', behind: 'approval' });
+    const { activityText, offersStop } = await import('../../../src/surfaces/webchat/page/activity.js');
+    expect(activityText(waiting.activity as NonNullable<typeof waiting.activity>)).toMatch(
+      /^Waiting to be sent: the agent waits for the tool approval above to be decided \(or Stop\)/,
+    );
+    expect(offersStop(waiting.activity)).toBe(true);
+    // Stop cancels the task that asked; the message then goes to the agent as a turn of its own.
+    w.agent.enqueueFor('SendStreamingMessage', resumed('Here are the logs.'));
+    const stop = await w.api('POST', `/api/threads/${thread.id}/cancel`, {});
+    expect(stop.status, stop.text).toBe(200);
+    const done = await w.waitForThread(
+      thread.id,
+      (t) =>
+        t.messages.some((m) => m.kind === 'answer' && m.final === true && m.text === 'Here are the logs.'),
+      'the typed message answered',
+    );
+    expect(done.messages.find((m) => m.kind === 'approval')?.approval?.status).not.toBe('open');
+    expect(w.answered).toHaveLength(0);
   });
 
   it('takes a stop: nothing running is said so, an unknown thread is a 404', async () => {

@@ -6,6 +6,12 @@ import { elapsed } from './time.js';
  * for it). No DOM here, so it is checked outside a browser.
  */
 
+/** Whether Stop is offered: the agent has a task to cancel, or a message waits behind one's prompt. */
+export function offersStop(activity: ActivityView | null): boolean {
+  if (activity === null) return false;
+  return activity.state === 'working' || activity.state === 'following' || activity.behind !== undefined;
+}
+
 export function activityText(activity: ActivityView, now: number = Date.now()): string {
   const running = elapsed(activity.startedAt, now);
   return `${stateText(activity, now)} · ${running}`;
@@ -14,6 +20,10 @@ export function activityText(activity: ActivityView, now: number = Date.now()): 
 function stateText(activity: ActivityView, now: number): string {
   switch (activity.state) {
     case 'queued':
+      if (activity.behind === 'approval')
+        return 'Waiting to be sent: the agent waits for the tool approval above to be decided (or Stop)';
+      if (activity.behind === 'question')
+        return 'Waiting to be sent: the agent waits for the question above to be answered (or Stop)';
       return 'Waiting to be sent';
     case 'sending':
       return 'Sending to the agent';

@@ -7,7 +7,7 @@ import type {
   ThreadSummary,
   ThreadView,
 } from '../view.js';
-import { activityText } from './activity.js';
+import { activityText, offersStop } from './activity.js';
 import { Api, ApiError, takeTokenFromUrl } from './api.js';
 import { el, must } from './dom.js';
 import { follow } from './follow.js';
@@ -148,8 +148,9 @@ function showActivity(next: ActivityView | null): void {
   window.clearInterval(activityTimer);
   activityTimer = undefined;
   ui.activity.hidden = next === null;
-  // Stop is offered once the agent has a task to cancel (it works on it, or is followed again).
-  ui.stop.hidden = next === null || !(next.state === 'working' || next.state === 'following');
+  // Stop is offered once the agent has a task to cancel (it works on it, or is followed again,
+  // or it waits for a prompt a message is queued behind).
+  ui.stop.hidden = !offersStop(next);
   if (next === null) {
     ui.activityText.textContent = '';
     ui.stop.disabled = false;
