@@ -151,6 +151,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
           : await SlackConnection.connect({
               config: slackConfig,
               logger,
+              bindings: o.registry,
               telemetry: obs.slack,
               approvals: { counters: obs.metrics, audit: obs.approvals },
               feedback: obs.metrics,
@@ -207,7 +208,6 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         stops.push(() => slack.stop());
         await slack.listen({
           inbound: engine,
-          bindings: core.registry,
           feedbackRows: core.feedbackRows,
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),

@@ -15,6 +15,7 @@ describe('SurfaceRouter', () => {
     const router = new SurfaceRouter({ slack, webchat: web });
     await router.postNotice(target('slack'), { kind: 'no-output', text: 'x' });
     await router.askQuestion(target('webchat'), {
+      binding: 'team-a/x',
       turnId: 't',
       taskId: 'k',
       question: { kind: 'text', text: 'q?', key: 'k1' },

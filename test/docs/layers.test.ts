@@ -63,6 +63,16 @@ for (const surface of SURFACES)
     never: SURFACES.filter((other) => other !== surface),
   });
 
+// The Slack surface's folders, top down (docs/architecture.md): each imports only those below it.
+const SLACK_FOLDERS = ['prompts', 'answer', 'agent-app', 'inbound', 'installations', 'web-api'];
+SLACK_FOLDERS.forEach((folder, i) => {
+  RULES.push({
+    what: `the Slack folders import downwards only (${SLACK_FOLDERS.join(' → ')})`,
+    from: (f) => f.startsWith(`src/surfaces/slack/${folder}/`) && !isTest(f),
+    never: SLACK_FOLDERS.slice(0, i).map((above) => `src/surfaces/slack/${above}/`),
+  });
+});
+
 const IMPORT = /(?:from|import)\s*\(?\s*['"](\.\.?\/[^'"]+)['"]/g;
 
 /**

@@ -11,7 +11,7 @@ import {
 } from '../../src/surfaces/slack/web-api/errors.js';
 import { mentionEvent } from '../../testkit/slack/events.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
-import { IDLE_INBOUND } from '../helpers/idle-inbound.js';
+import { IDLE_INBOUND, NO_BINDINGS } from '../helpers/idle-inbound.js';
 import { answer } from '../peers/contract-agent/contract-agent.js';
 import {
   type SlackHarness,
@@ -35,10 +35,7 @@ const EDITS: SlackHarnessOptions = { fake: { streaming: false } };
 const silent = pino({ level: 'silent' });
 
 /** What listen needs besides Slack; these rows only watch the connection, never a turn. */
-const NO_ENGINE: ListenOptions = {
-  inbound: IDLE_INBOUND,
-  bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
-};
+const NO_ENGINE: ListenOptions = { inbound: IDLE_INBOUND };
 
 /** An event for the socket; Bolt acknowledges events before its listeners run. */
 function ping(ts: string): Record<string, unknown> {
@@ -124,6 +121,7 @@ describe('Slack faults end to end', () => {
     const connecting = SlackConnection.connect({
       config,
       logger: silent,
+      bindings: NO_BINDINGS,
       connectRetry: { baseMs: 100, maxMs: 300 },
     }).then((c) => {
       connected = c;
@@ -150,6 +148,7 @@ describe('Slack faults end to end', () => {
     const slack = await SlackConnection.connect({
       config,
       logger: silent,
+      bindings: NO_BINDINGS,
       connectRetry: { baseMs: 50, maxMs: 100 },
     });
     closers.push(() => slack.stop());
@@ -159,9 +158,9 @@ describe('Slack faults end to end', () => {
       SLACK_SIGNING_SECRET: 'signing-secret-123',
       SLACK_API_URL: fake.url,
     });
-    await expect(SlackConnection.connect({ config: refused, logger: silent })).rejects.toBeInstanceOf(
-      SlackAuthError,
-    );
+    await expect(
+      SlackConnection.connect({ config: refused, logger: silent, bindings: NO_BINDINGS }),
+    ).rejects.toBeInstanceOf(SlackAuthError);
     expect(fake.callsOf('auth.test')).toHaveLength(5);
   });
   /** Socket Mode through a proxy the test controls: auth.test passes, then what listen meets is up to the row. */
@@ -178,6 +177,7 @@ describe('Slack faults end to end', () => {
     const slack = await SlackConnection.connect({
       config,
       logger: silent,
+      bindings: NO_BINDINGS,
       connectRetry: { baseMs: 100, maxMs: 300 },
     });
     closers.push(() => slack.stop());
@@ -217,6 +217,7 @@ describe('Slack faults end to end', () => {
     const slack = await SlackConnection.connect({
       config,
       logger: silent,
+      bindings: NO_BINDINGS,
       connectRetry: { baseMs: 50, maxMs: 100 },
     });
     closers.push(() => slack.stop());
@@ -228,6 +229,7 @@ describe('Slack faults end to end', () => {
     expect(fake.socketMode.openCount).toBe(1);
 
     const refused = await SlackConnection.connect({
+      bindings: NO_BINDINGS,
       config: loadSlackConfig({
         SLACK_BOT_TOKEN: fake.botToken,
         SLACK_APP_TOKEN: 'xapp-1-not-this-app',
@@ -244,7 +246,7 @@ describe('Slack faults end to end', () => {
     // A refusal @slack/socket-mode would retry every few seconds for ever (a token without
     // connections:write, say) fails at once too.
     fake.failNext('apps.connections.open', 'missing_scope');
-    const unscoped = await SlackConnection.connect({ config, logger: silent });
+    const unscoped = await SlackConnection.connect({ config, logger: silent, bindings: NO_BINDINGS });
     closers.push(() => unscoped.stop());
     const scopeError = await unscoped.listen(NO_ENGINE).catch((e: unknown) => e);
     expect(scopeError).toBeInstanceOf(SlackAuthError);

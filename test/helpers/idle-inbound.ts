@@ -10,3 +10,10 @@ export const IDLE_INBOUND: ChatInbound = {
   findTurn: async () => undefined,
   claimEvent: async () => true,
 };
+
+/** No Bindings at all: for tests of a surface's connection alone. */
+export const NO_BINDINGS = {
+  forChannel: () => undefined,
+  forDirectMessages: () => undefined,
+  get: () => undefined,
+};

@@ -362,10 +362,13 @@ describe('Slack approvals end to end: real Bolt, the engine, SQLite and a kagent
       SLACK_API_URL: h.fake.url,
     });
     const { pino } = await import('pino');
-    const other = await SlackConnection.connect({ config, logger: pino({ level: 'silent' }) });
+    const other = await SlackConnection.connect({
+      config,
+      logger: pino({ level: 'silent' }),
+      bindings: h.registry,
+    });
     const { port } = await other.listen({
       inbound: h.engine,
-      bindings: h.registry,
       port: 0,
       host: '127.0.0.1',
     });

@@ -40,7 +40,7 @@ describe('local mode with an agent that cannot be reached', () => {
     const manifest = join(dir, 'local.yaml');
     const example = await readFile('examples/local.yaml', 'utf8');
     const wrong = `http://127.0.0.1:${await deadPort()}`;
-    await writeFile(manifest, example.replace('url: ${DEMO_AGENT_URL}', `url: ${wrong}`));
+    await writeFile(manifest, example.replace(/url: \$\{DEMO_AGENT_URL\}/, `url: ${wrong}`));
     running = await startLocal({
       config: manifest,
       host: '127.0.0.1',

@@ -40,6 +40,11 @@ export interface Notice {
   text: string;
   /** The turn it is about, when there is one. */
   turnId?: string;
+  /**
+   * The key of the question the session still waits on once this notice is posted, null when
+   * none (set by the engine): a surface closes the prompts of any other question.
+   */
+  questionKey?: string | null;
 }
 
 /** Whom a turn's answer is for, and whether it can have been shown before. */
@@ -69,6 +74,8 @@ export interface AnswerSink {
 export type AnswerEnd = 'task-ended' | 'task-paused';
 
 export interface QuestionPrompt {
+  /** The Binding of the session that asks (who may answer is the Binding's setting). */
+  binding: string;
   turnId: string;
   taskId: string;
   question: Question;

@@ -264,7 +264,13 @@ export class DriverContext {
 
   async notice(session: SessionRecord, message: Notice): Promise<void> {
     this.emit(session, { type: 'notice.posted', kind: message.kind });
-    await this.deps.surface.postNotice(this.target(session), message).catch(() => undefined);
+    // Read after the write that goes with the notice: whether a question still waits (a stop
+    // that failed leaves it open, a timeout does not).
+    const questionKey = (await this.deps.store.getSession(session.id).catch(() => undefined))?.question
+      ?.questionKey;
+    await this.deps.surface
+      .postNotice(this.target(session), { ...message, questionKey: questionKey ?? null })
+      .catch(() => undefined);
   }
 
   target(session: SessionRecord): ChatTarget {

@@ -140,7 +140,12 @@ export async function pause(
     approval: question.approval === true,
   });
   const ref = await ctx.deps.surface
-    .askQuestion(ctx.target(session), { turnId: turn?.id ?? '', taskId, question: reading.question })
+    .askQuestion(ctx.target(session), {
+      binding: session.binding,
+      turnId: turn?.id ?? '',
+      taskId,
+      question: reading.question,
+    })
     .catch(() => null);
   if (ref !== null) {
     const fresh = await ctx.reload(session.id);

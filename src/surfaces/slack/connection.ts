@@ -1,21 +1,17 @@
-// Over our ~400-line rule on purpose, as one piece: the one place the Bolt app is assembled, in
-// both modes (one token, or OAuth with its installer), with every listener (messages, the stop
-// button, App Home, uninstall, prompt and picker buttons, modals, feedback) wired to its desk. Each
-// desk lives in its own module; splitting this file would scatter one list of wiring.
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { App, ErrorCode, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackConfig } from '../../config/slack.js';
 import type { ApprovalAuditSink } from '../../core/approval-audit.js';
-import { type Clock, systemClock, WAIT_OVER } from '../../core/clock.js';
+import { type Clock, systemClock } from '../../core/clock.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
 import type { ChatInbound } from '../../core/inbound.js';
 import type { InstallationRows } from '../../core/installation-store.js';
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { ActivityOptions } from './agent-app/activity.js';
-import { FEEDBACK_ACTION, type FeedbackCounter, FeedbackDesk } from './agent-app/feedback.js';
+import { type FeedbackCounter, FeedbackDesk } from './agent-app/feedback.js';
 import { FeedbackNotes, type FeedbackNotesDeps } from './agent-app/feedback-notes.js';
 import type { SessionStatusOptions } from './agent-app/session-status.js';
 import { AgentStops } from './agent-app/stop.js';
@@ -27,11 +23,16 @@ import { InboundRouter } from './inbound/events.js';
 import { People, type PeopleOptions } from './inbound/people.js';
 import { refusingFutureRequests } from './inbound/request-time.js';
 import { Workspaces } from './installations/workspaces.js';
-import type { ApprovalBindings, ApprovalCounters } from './prompts/access.js';
-import { ApproverGroups, type ApproverOptions } from './prompts/access.js';
-import { PromptDesk } from './prompts/desk.js';
-import { ANSWER_CALLBACK, DENY_CALLBACK } from './prompts/modals.js';
+import { ackBound, type SlackListeners } from './listeners.js';
+import {
+  type ApprovalBindings,
+  type ApprovalCounters,
+  ApproverGroups,
+  type ApproverOptions,
+} from './prompts/access.js';
 import { PromptTokens } from './prompts/payloads.js';
+import { PromptPresses } from './prompts/presses.js';
+import { PromptShelf } from './prompts/shelf.js';
 import { BudgetBook, type MethodBudget } from './web-api/budget.js';
 import { createWebApiCaller, SlackApi, type SlackTelemetry } from './web-api/client.js';
 import type { SlackRateLimitedError, SlackUnavailableError } from './web-api/errors.js';
@@ -44,17 +45,20 @@ import { authTestWhenReachable, DEFAULT_CONNECT_RETRY, SocketModeStart } from '.
  * POST /slack/events on the broker's port) or Socket Mode, as configured.
  *
  * Two steps, because the engine and the surface need each other: `connect` checks the token
- * and builds the surface (give it to the engine), `listen` starts receiving events (give it
- * the engine).
+ * and builds the surface, complete (give it to the engine), `listen` builds the parts that take
+ * Slack's events, complete with the engine, each registering its own listeners on the Bolt app,
+ * and starts receiving.
  *
- *   const slack = await SlackConnection.connect({ config, logger });
+ *   const slack = await SlackConnection.connect({ config, logger, bindings: registry });
  *   const engine = new SessionEngine({ surface: slack.surface, events: slack.surface.activity, … });
- *   await slack.listen({ engine, answerStructured, store, bindings: registry, port: 8080 });
+ *   await slack.listen({ inbound: engine, port: 8080 });
  */
 
 export interface ConnectOptions {
   config: SlackConfig;
   logger: Logger;
+  /** Which Binding owns a channel, its tool-approval and feedback settings. `LiveRegistry` is one. */
+  bindings: SlackBindings;
   clock?: Clock;
   /**
    * While Slack cannot be reached at start (no answer, 5xx, 429), auth.test is tried again
@@ -98,14 +102,15 @@ export interface ConnectOptions {
   installations?: InstallationRows;
 }
 
+/** What the surface reads of the Bindings: the channels' owners and their settings. */
+export type SlackBindings = ChannelDirectory & ApprovalBindings & FeedbackNotesDeps['bindings'];
+
 export interface ListenOptions {
   /**
    * The engine's inbound port (`SessionEngine`): messages, stops, hand-overs and what the
    * surface reads of a session. The surface never reaches the store.
    */
   inbound: ChatInbound;
-  /** Which Binding owns a channel, its tool-approval and feedback settings. `LiveRegistry` is one. */
-  bindings: ChannelDirectory & ApprovalBindings & FeedbackNotesDeps['bindings'];
   /**
    * Where each person's latest feedback press is kept (the session store's database,
    * store/open.ts feedbackRowsOf). Unset: presses are logged, never counted nor told.
@@ -137,8 +142,6 @@ export class SlackConnection {
   readonly surface: SlackSurface;
   /** Threads that triggers (alerts, schedules) start in Slack. */
   readonly triggers: SlackTriggerThreads;
-  /** kagent's prompts as buttons. */
-  readonly approvals: PromptDesk;
   readonly api: SlackApi;
   /** Single-workspace mode: the bot and its workspace (OAuth mode: each event's own, from Bolt). */
   readonly botUserId: string | undefined;
@@ -150,8 +153,12 @@ export class SlackConnection {
   readonly #clock: Clock;
   readonly #budgets: BudgetBook;
   readonly #people: People;
+  readonly #bindings: SlackBindings;
+  /** Structured questions as prompts with buttons: shown by the surface, pressed in listen's parts. */
+  readonly #shelf: PromptShelf;
   readonly #botId: string | undefined;
   readonly #feedback: FeedbackCounter | undefined;
+  readonly #audit: ApprovalAuditSink | undefined;
   #app: App | undefined;
   #receiver: HTTPReceiver | undefined;
   #server: Server | undefined;
@@ -173,11 +180,13 @@ export class SlackConnection {
     this.#logger = options.logger;
     this.#clock = options.clock ?? systemClock;
     this.#budgets = init.budgets;
+    this.#bindings = options.bindings;
     this.api = init.api;
     this.botUserId = init.botUserId;
     this.teamId = init.teamId;
     this.#botId = init.botId;
     this.#feedback = options.feedback;
+    this.#audit = options.approvals?.audit;
     this.#socketStart = new SocketModeStart({
       clock: this.#clock,
       backoff: options.connectRetry ?? DEFAULT_CONNECT_RETRY,
@@ -186,7 +195,7 @@ export class SlackConnection {
     });
     this.workspaces = init.workspaces;
     this.#people = new People(init.api, this.#clock, options.logger, options.people);
-    this.approvals = new PromptDesk({
+    this.#shelf = new PromptShelf({
       api: init.api,
       ...(options.approvals?.counters === undefined ? {} : { counters: options.approvals.counters }),
       clock: this.#clock,
@@ -196,7 +205,7 @@ export class SlackConnection {
         options.approvals?.secret ?? options.config.botToken ?? options.config.oauth?.clientSecret ?? '',
       ),
       approvers: new ApproverGroups(init.api, this.#clock, options.logger, options.approvals?.approvers),
-      ...(options.approvals?.audit === undefined ? {} : { audit: options.approvals.audit }),
+      bindings: options.bindings,
     });
     this.triggers = new SlackTriggerThreads({
       api: init.api,
@@ -208,7 +217,7 @@ export class SlackConnection {
       api: init.api,
       clock: this.#clock,
       logger: options.logger,
-      prompts: this.approvals,
+      prompts: this.#shelf,
       people: this.#people,
       ...(options.answers === undefined ? {} : { answers: options.answers }),
       ...(options.activity === undefined ? {} : { activity: options.activity }),
@@ -263,178 +272,12 @@ export class SlackConnection {
     return this.#receiver?.requestListener;
   }
 
-  /** Starts receiving events. Returns the port in HTTP mode when it listens itself. */
+  /** Starts receiving events: each part registers its own listeners. Returns the port in HTTP mode when it listens itself. */
   async listen(options: ListenOptions): Promise<{ port?: number }> {
     if (this.#app !== undefined) throw new Error('the Slack app is already listening');
-    const router = new InboundRouter({
-      inbound: options.inbound,
-      bindings: options.bindings,
-      people: this.#people,
-      api: this.api,
-      clock: this.#clock,
-      logger: this.#logger,
-      ...(this.botUserId === undefined ? {} : { botUserId: this.botUserId }),
-      ...(this.teamId === undefined ? {} : { teamId: this.teamId }),
-      titles: this.surface.statuses,
-      ...(options.feedbackRows === undefined
-        ? {}
-        : {
-            feedbackNotes: new FeedbackNotes({
-              rows: options.feedbackRows,
-              bindings: options.bindings,
-              logger: this.#logger,
-            }),
-          }),
-      ...(options.describeAgent === undefined ? {} : { describe: options.describeAgent }),
-    });
-    const team = this.teamId === undefined ? {} : { teamId: this.teamId };
-    const stops = new AgentStops({
-      inbound: options.inbound,
-      surface: this.surface,
-      api: this.api,
-      clock: this.#clock,
-      logger: this.#logger,
-      ...team,
-    });
-    const prompts = new SuggestedPrompts({
-      agents: this.surface.agents,
-      bindings: options.bindings,
-      describe: options.describeAgent,
-      clock: this.#clock,
-      logger: this.#logger,
-      ...team,
-    });
-    const feedback = new FeedbackDesk({
-      inbound: options.inbound,
-      ...(options.feedbackRows === undefined ? {} : { rows: options.feedbackRows }),
-      clock: this.#clock,
-      logger: this.#logger,
-      ...team,
-      ...(this.#feedback === undefined ? {} : { counter: this.#feedback }),
-    });
-    this.approvals.wire({
-      inbound: options.inbound,
-      bindings: options.bindings,
-      people: this.#people,
-    });
-    const ackWithin = options.ackWithinMs ?? 2_000;
-    const logger = slackLogger(this.#logger, 'slack-bolt');
-    const { connection } = this.#config;
-    let receiver: Receiver;
-    const workspaces = this.workspaces;
-    if (connection.kind === 'http') {
-      this.#receiver = new HTTPReceiver({
-        signingSecret: connection.signingSecret,
-        endpoints: connection.path,
-        // The response waits for the handler (bounded by `ackWithin`), so an event is stored
-        // before Slack hears it was received; a crash before that makes Slack deliver it again.
-        processBeforeResponse: true,
-        logger,
-        // OAuth mode: the install page and the redirect (GET), served beside the events.
-        ...(workspaces === undefined ? {} : workspaces.receiverOptions()),
-      });
-      // Bolt's own server (a port given) and the broker's (requestListener) both call it.
-      this.#receiver.requestListener = refusingFutureRequests(
-        this.#receiver.requestListener,
-        this.#clock,
-        this.#logger,
-      );
-      receiver = this.#receiver;
-    } else {
-      const socket = new SocketModeReceiver({
-        appToken: connection.appToken,
-        logger,
-        installerOptions: { clientOptions: this.#socketStart.clientOptions(options) },
-      });
-      // The client reconnects by itself (a refresh Slack asks for, a dropped network); these
-      // lines are how an operator sees that happen, Bolt's own being debug lines.
-      socket.client.on('connected', () => this.#logger.info('Slack Socket Mode connection open'));
-      socket.client.on('reconnecting', () =>
-        this.#logger.warn('Slack Socket Mode connection lost; opening a new one'),
-      );
-      receiver = socket;
-    }
-    // Single-workspace mode gives Bolt the token; OAuth mode leaves it to the receiver's
-    // installer, which looks each event's up by workspace (Bolt refuses both at once).
-    const app = new App({
-      receiver,
-      ...(this.#config.botToken === undefined ? {} : { token: this.#config.botToken }),
-      ...(this.botUserId === undefined ? {} : { botUserId: this.botUserId }),
-      ...(this.#botId === undefined ? {} : { botId: this.#botId }),
-      tokenVerificationEnabled: false,
-      socketMode: connection.kind === 'socket',
-      convoStore: false,
-      logger,
-      clientOptions: { slackApiUrl: this.#config.apiUrl },
-    });
-    // Slack wants its answer within 3 seconds; the turn itself never waits for the agent,
-    // and whatever is still going on after `ackWithin` finishes after the answer.
-    const bounded = async (work: Promise<void>): Promise<void> => {
-      const caught = work.catch((error: unknown) => {
-        this.#logger.error(
-          { err: error instanceof Error ? error.name : typeof error },
-          'a Slack event failed',
-        );
-      });
-      const deadline = new AbortController();
-      await Promise.race([caught, this.#clock.sleep(ackWithin, deadline.signal).catch(() => undefined)]);
-      deadline.abort(WAIT_OVER);
-    };
-    const handle = async ({
-      body,
-      context,
-    }: {
-      body: unknown;
-      context: { botUserId?: string };
-    }): Promise<void> => bounded(router.handle(body, context.botUserId));
-    app.event('app_mention', handle);
-    app.event('message', handle);
-    // The agent session's stop button (Bolt 5.1 has no helper: a plain event listener).
-    app.event('agent_session_stopped', async ({ body }) => bounded(stops.handle(body)));
-    // A person opened the app's Messages tab: the DM's suggested prompts, from the agent card.
-    app.event('app_home_opened', async ({ body }) => bounded(prompts.opened(body)));
-    if (workspaces !== undefined) {
-      // Bolt looks up no token for these two (the installation may be gone): context has the team.
-      app.event('app_uninstalled', async ({ context }) => {
-        if (context.teamId !== undefined) await bounded(workspaces.removed(context.teamId));
-      });
-      app.event('tokens_revoked', async ({ event, context }) => {
-        if (context.teamId !== undefined)
-          await bounded(workspaces.removed(context.teamId, event.tokens.bot ?? []));
-      });
-    }
-    // Buttons of kagent's prompts, and the modals they open (prompts/desk.ts). The press is
-    // acknowledged at once; the work runs within the same bound as events.
-    app.action({ type: 'block_actions', action_id: /^agentkourier\.prompt\./ }, async ({ ack, body }) => {
-      await ack();
-      await bounded(this.approvals.press(body));
-    });
-    // Feedback buttons under an answer: recorded, never a turn.
-    app.action({ type: 'block_actions', action_id: FEEDBACK_ACTION }, async ({ ack, body }) => {
-      await ack();
-      await bounded(feedback.press(body));
-    });
-    // The agent picker of a shared channel (inbound/agent-picker.ts).
-    app.action(
-      { type: 'block_actions', action_id: /^agentkourier\.pick\./ },
-      async ({ ack, body, context, respond }) => {
-        await ack();
-        await bounded(router.pick(body, context.botUserId, respond));
-      },
-    );
-    app.view({ type: 'view_submission', callback_id: DENY_CALLBACK }, async ({ ack, body }) => {
-      await ack();
-      await bounded(this.approvals.submitted(body));
-    });
-    app.view({ type: 'view_submission', callback_id: ANSWER_CALLBACK }, async ({ ack, body }) => {
-      const errors = await this.approvals.checkSubmission(body).catch(() => undefined);
-      if (errors !== undefined) {
-        await ack({ response_action: 'errors', errors });
-        return;
-      }
-      await ack();
-      await bounded(this.approvals.submitted(body));
-    });
+    const app = this.#bolt(this.#receiverFor(options));
+    const bounded = ackBound(this.#clock, this.#logger, options.ackWithinMs ?? 2_000);
+    for (const part of this.#parts(options)) part.register(app, bounded);
     app.error(async (error) => {
       // An event from a workspace without an installation (one that uninstalled the app, whose
       // events may still be on their way) is expected traffic: it is dropped, and said so.
@@ -448,7 +291,7 @@ export class SlackConnection {
       this.#logger.error({ code: error.code }, 'the Slack app failed to handle a request');
     });
     this.#app = app;
-    if (connection.kind === 'socket') {
+    if (this.#config.connection.kind === 'socket') {
       await this.#socketStart.start(app, options.signal);
       return {};
     }
@@ -459,6 +302,115 @@ export class SlackConnection {
     })) as Server;
     this.#server = server;
     return { port: (server.address() as AddressInfo).port };
+  }
+
+  /**
+   * The parts that take Slack's events, each complete: messages and the agent picker, the stop
+   * button, the DM's suggested prompts, feedback, the prompts' buttons and modals, and in OAuth
+   * mode the installations.
+   */
+  #parts(options: ListenOptions): SlackListeners[] {
+    const { inbound, feedbackRows, describeAgent } = options;
+    const common = { clock: this.#clock, logger: this.#logger };
+    const team = this.teamId === undefined ? {} : { teamId: this.teamId };
+    const bindings = this.#bindings;
+    const router = new InboundRouter({
+      ...common,
+      inbound,
+      bindings,
+      people: this.#people,
+      api: this.api,
+      ...(this.botUserId === undefined ? {} : { botUserId: this.botUserId }),
+      ...team,
+      titles: this.surface.statuses,
+      ...(feedbackRows === undefined
+        ? {}
+        : { feedbackNotes: new FeedbackNotes({ rows: feedbackRows, bindings, logger: this.#logger }) }),
+      ...(describeAgent === undefined ? {} : { describe: describeAgent }),
+    });
+    const parts: SlackListeners[] = [
+      router,
+      new AgentStops({ ...common, inbound, surface: this.surface, api: this.api, ...team }),
+      new SuggestedPrompts({
+        ...common,
+        agents: this.surface.agents,
+        bindings,
+        describe: describeAgent,
+        ...team,
+      }),
+      new FeedbackDesk({
+        ...common,
+        inbound,
+        ...(feedbackRows === undefined ? {} : { rows: feedbackRows }),
+        ...team,
+        ...(this.#feedback === undefined ? {} : { counter: this.#feedback }),
+      }),
+      new PromptPresses({
+        ...common,
+        shelf: this.#shelf,
+        inbound,
+        people: this.#people,
+        api: this.api,
+        ...(this.#audit === undefined ? {} : { audit: this.#audit }),
+      }),
+    ];
+    if (this.workspaces !== undefined) parts.push(this.workspaces);
+    return parts;
+  }
+
+  /** Events over HTTP (Bolt's receiver, mounted on the broker's server or its own) or Socket Mode. */
+  #receiverFor(options: ListenOptions): Receiver {
+    const logger = slackLogger(this.#logger, 'slack-bolt');
+    const { connection } = this.#config;
+    if (connection.kind === 'http') {
+      this.#receiver = new HTTPReceiver({
+        signingSecret: connection.signingSecret,
+        endpoints: connection.path,
+        // The response waits for the handler (bounded by `ackWithin`), so an event is stored
+        // before Slack hears it was received; a crash before that makes Slack deliver it again.
+        processBeforeResponse: true,
+        logger,
+        // OAuth mode: the install page and the redirect (GET), served beside the events.
+        ...(this.workspaces === undefined ? {} : this.workspaces.receiverOptions()),
+      });
+      // Bolt's own server (a port given) and the broker's (requestListener) both call it.
+      this.#receiver.requestListener = refusingFutureRequests(
+        this.#receiver.requestListener,
+        this.#clock,
+        this.#logger,
+      );
+      return this.#receiver;
+    }
+    const socket = new SocketModeReceiver({
+      appToken: connection.appToken,
+      logger,
+      installerOptions: { clientOptions: this.#socketStart.clientOptions(options) },
+    });
+    // The client reconnects by itself (a refresh Slack asks for, a dropped network); these
+    // lines are how an operator sees that happen, Bolt's own being debug lines.
+    socket.client.on('connected', () => this.#logger.info('Slack Socket Mode connection open'));
+    socket.client.on('reconnecting', () =>
+      this.#logger.warn('Slack Socket Mode connection lost; opening a new one'),
+    );
+    return socket;
+  }
+
+  /**
+   * The Bolt app. Single-workspace mode gives Bolt the token; OAuth mode leaves it to the
+   * receiver's installer, which looks each event's up by workspace (Bolt refuses both at once).
+   */
+  #bolt(receiver: Receiver): App {
+    return new App({
+      receiver,
+      ...(this.#config.botToken === undefined ? {} : { token: this.#config.botToken }),
+      ...(this.botUserId === undefined ? {} : { botUserId: this.botUserId }),
+      ...(this.#botId === undefined ? {} : { botId: this.#botId }),
+      tokenVerificationEnabled: false,
+      socketMode: this.#config.connection.kind === 'socket',
+      convoStore: false,
+      logger: slackLogger(this.#logger, 'slack-bolt'),
+      clientOptions: { slackApiUrl: this.#config.apiUrl },
+    });
   }
 
   /**
@@ -481,7 +433,6 @@ export class SlackConnection {
       await app.stop().catch(() => undefined);
     }
     this.#server = undefined;
-    this.approvals.close();
     this.surface.close();
     this.#budgets.close();
   }

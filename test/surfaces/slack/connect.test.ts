@@ -4,13 +4,10 @@ import { loadSlackConfig } from '../../../src/config/slack.js';
 import { SlackConnection } from '../../../src/surfaces/slack/connection.js';
 import { SlackAuthError } from '../../../src/surfaces/slack/web-api/errors.js';
 import { type FakeSlack, startFakeSlack } from '../../../testkit/slack/index.js';
-import { IDLE_INBOUND } from '../../helpers/idle-inbound.js';
+import { IDLE_INBOUND, NO_BINDINGS } from '../../helpers/idle-inbound.js';
 
 const silent = pino({ level: 'silent' });
-const noEngine = {
-  inbound: IDLE_INBOUND,
-  bindings: { forChannel: () => undefined, forDirectMessages: () => undefined, get: () => undefined },
-};
+const noEngine = { inbound: IDLE_INBOUND };
 
 describe('connecting to Slack', () => {
   const fakes: FakeSlack[] = [];
@@ -26,7 +23,9 @@ describe('connecting to Slack', () => {
       SLACK_SIGNING_SECRET: 'signing-secret-123',
       SLACK_API_URL: fake.url,
     });
-    const error = await SlackConnection.connect({ config, logger: silent }).catch((e: unknown) => e);
+    const error = await SlackConnection.connect({ config, logger: silent, bindings: NO_BINDINGS }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(SlackAuthError);
     expect((error as SlackAuthError).message).toBe('SLACK_BOT_TOKEN was refused by Slack (invalid_auth)');
   });
@@ -39,7 +38,7 @@ describe('connecting to Slack', () => {
       SLACK_APP_TOKEN: 'xapp-1-unknown-to-slack',
       SLACK_API_URL: fake.url,
     });
-    const slack = await SlackConnection.connect({ config, logger: silent });
+    const slack = await SlackConnection.connect({ config, logger: silent, bindings: NO_BINDINGS });
     const error = await slack.listen(noEngine).catch((e: unknown) => e);
     await slack.stop();
     expect(error).toBeInstanceOf(SlackAuthError);
@@ -55,7 +54,7 @@ describe('connecting to Slack', () => {
       SLACK_SIGNING_SECRET: 'signing-secret-123',
       SLACK_API_URL: fake.url,
     });
-    const slack = await SlackConnection.connect({ config, logger: silent });
+    const slack = await SlackConnection.connect({ config, logger: silent, bindings: NO_BINDINGS });
     expect(slack.requestListener).toBeUndefined();
     expect(await slack.listen(noEngine)).toEqual({});
     expect(typeof slack.requestListener).toBe('function');

@@ -236,6 +236,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
   const slack = await SlackConnection.connect({
     config,
     logger,
+    bindings: registry,
     answers: { intervalMs: 250, ...options.answers },
     activity: { settleGraceMs: 50 },
     statuses: { settleGraceMs: 50 },
@@ -265,7 +266,6 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
   const feedbackRows = store instanceof SqliteStore ? bundleOf(store).feedback : undefined;
   const { port } = await slack.listen({
     inbound: engine,
-    bindings: registry,
     ...(feedbackRows === undefined ? {} : { feedbackRows }),
     describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),
     ...(mode === 'http' ? { port: 0, host: '127.0.0.1' } : {}),

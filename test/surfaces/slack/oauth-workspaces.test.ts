@@ -131,6 +131,7 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
   const slack = await SlackConnection.connect({
     config,
     logger,
+    bindings: registry,
     installations: store.installations(),
     answers: { intervalMs: 250 },
     activity: { settleGraceMs: 50 },
@@ -153,7 +154,6 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
   await engine.start();
   const { port } = await slack.listen({
     inbound: engine,
-    bindings: registry,
     port: 0,
     host: '127.0.0.1',
   });

@@ -64,7 +64,9 @@ describe('web chat API', () => {
   it('creates a thread whose answer streams in, and reads it back as JSON in order', async () => {
     const w = await harness();
     const bindings = await w.api('GET', '/api/bindings');
-    expect(bindings.json).toEqual({ bindings: [{ ref: BINDING, threadCount: 0, examples: [], ready: true }] });
+    expect(bindings.json).toEqual({
+      bindings: [{ ref: BINDING, threadCount: 0, examples: [], ready: true }],
+    });
 
     const { thread, message } = await start(w, 'hello there');
     expect(message).toMatchObject({ author: 'person', kind: 'message', text: 'hello there', seq: 1 });

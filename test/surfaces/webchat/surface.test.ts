@@ -91,11 +91,13 @@ describe('WebChatSurface', () => {
       summary: '{"ns":"a"}',
     });
     const first = await surface.askQuestion(target, {
+      binding: 'team-a/support',
       turnId: 'turn-1',
       taskId: 'task-1',
       question: { kind: 'text', text: 'Which namespace?', key: 'q1', choices: ['a', 'b'] },
     });
     await surface.askQuestion(target, {
+      binding: 'team-a/support',
       turnId: 'turn-2',
       taskId: 'task-1',
       question: { kind: 'text', text: 'Sure?', key: 'q2' },

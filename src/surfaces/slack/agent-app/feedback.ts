@@ -1,9 +1,11 @@
+import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
 import type { FeedbackRows, FeedbackValue } from '../../../core/feedback-store.js';
 import type { ChatInbound } from '../../../core/inbound.js';
 import { slackKeyOf } from '../inbound/keys.js';
+import type { Bounded, SlackListeners } from '../listeners.js';
 
 export type { FeedbackValue } from '../../../core/feedback-store.js';
 
@@ -82,11 +84,19 @@ export interface FeedbackDeps {
   counter?: FeedbackCounter;
 }
 
-export class FeedbackDesk {
+export class FeedbackDesk implements SlackListeners {
   readonly #deps: FeedbackDeps;
 
   constructor(deps: FeedbackDeps) {
     this.#deps = deps;
+  }
+
+  /** Feedback buttons under an answer: recorded, never a turn. Acknowledged at once. */
+  register(app: App, bounded: Bounded): void {
+    app.action({ type: 'block_actions', action_id: FEEDBACK_ACTION }, async ({ ack, body }) => {
+      await ack();
+      await bounded(this.press(body));
+    });
   }
 
   /** One press of a feedback button. Never throws: Slack only needs the ack. */

@@ -1,12 +1,15 @@
+import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
 import type { ChatInbound } from '../../../core/inbound.js';
 import type { CancelResult } from '../../../core/session/cancelling.js';
 import { type SessionKey, sessionIdOf } from '../../../core/store.js';
-import type { SlackSurface } from '../answer/surface.js';
 import { SURFACE } from '../inbound/keys.js';
+import type { Bounded, SlackListeners } from '../listeners.js';
 import type { SlackApi } from '../web-api/client.js';
+import type { AgentApi } from './agent-api.js';
+import type { SessionStatuses } from './session-status.js';
 
 /**
  * The stop button of an agent session. Slack shows it while the session is `processing`; a
@@ -45,9 +48,24 @@ export const STOP_REFUSED = 'Only people in this conversation can stop the agent
 export const STOP_UNCHECKED =
   'Agent Kourier could not check who may stop the agent here, so it keeps working.';
 
+/** An answer being shown that a stop halts (answer/slack-answer.ts). */
+export interface HaltableAnswer {
+  readonly place: { turnId: string };
+  /** Freezes what is shown, so text the agent sends meanwhile is not shown after the stop. */
+  halt(stoppedTs: ReadonlySet<string>): Promise<void>;
+}
+
+/** What a stop needs of the surface that shows the thread (answer/surface.ts's SlackSurface). */
+export interface StopSurface {
+  readonly statuses: Pick<SessionStatuses, 'resend'>;
+  readonly agents: Pick<AgentApi, 'isMember'>;
+  /** The answer the stop button was pressed on, or the thread's open one. */
+  liveAnswer(channel: string, threadTs: string, stoppedTs: readonly string[]): HaltableAnswer | undefined;
+}
+
 export interface AgentStopDeps {
   inbound: Pick<ChatInbound, 'cancel' | 'claimEvent' | 'findSession'>;
-  surface: SlackSurface;
+  surface: StopSurface;
   api: SlackApi;
   clock: Clock;
   logger: Logger;
@@ -55,11 +73,16 @@ export interface AgentStopDeps {
   teamId?: string;
 }
 
-export class AgentStops {
+export class AgentStops implements SlackListeners {
   readonly #deps: AgentStopDeps;
 
   constructor(deps: AgentStopDeps) {
     this.#deps = deps;
+  }
+
+  /** The agent session's stop button (Bolt has no helper for it: a plain event listener). */
+  register(app: App, bounded: Bounded): void {
+    app.event('agent_session_stopped', async ({ body }) => bounded(this.handle(body)));
   }
 
   /** Handles one agent_session_stopped envelope. Never throws: Slack only needs the ack. */

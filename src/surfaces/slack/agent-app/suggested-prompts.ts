@@ -1,9 +1,11 @@
+import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
 import type { AgentDescription } from '../../../core/ports.js';
 import type { ChannelDirectory } from '../../../core/registry.js';
 import { SURFACE } from '../inbound/keys.js';
+import type { Bounded, SlackListeners } from '../listeners.js';
 import type { AgentApi, PromptSuggestion } from './agent-api.js';
 import { meansNoAgentPlatform } from './agent-api.js';
 
@@ -64,7 +66,7 @@ function cut(text: string, max: number): string {
   return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
 }
 
-export class SuggestedPrompts {
+export class SuggestedPrompts implements SlackListeners {
   readonly #deps: SuggestedPromptDeps;
   /** DM → what was set there and when. */
   readonly #set = new Map<string, { fingerprint: string; at: number }>();
@@ -72,6 +74,11 @@ export class SuggestedPrompts {
 
   constructor(deps: SuggestedPromptDeps) {
     this.#deps = deps;
+  }
+
+  /** A person opened the app's Messages tab: the DM's suggested prompts, from the agent card. */
+  register(app: App, bounded: Bounded): void {
+    app.event('app_home_opened', async ({ body }) => bounded(this.opened(body)));
   }
 
   /** Handles one app_home_opened envelope. Never throws: Slack only needs the ack. */

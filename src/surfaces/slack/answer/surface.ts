@@ -11,12 +11,12 @@ import type {
   QuestionPrompt,
   ToolStep,
 } from '../../../core/ports.js';
+import type { StructuredForm } from '../../../core/question.js';
 import { type ActivityOptions, ThreadActivity } from '../agent-app/activity.js';
 import { AgentApi } from '../agent-app/agent-api.js';
 import { SessionStatuses, type SessionStatusOptions } from '../agent-app/session-status.js';
 import { SURFACE } from '../inbound/keys.js';
 import type { People } from '../inbound/people.js';
-import { PromptDesk } from '../prompts/desk.js';
 import { retrying, type SlackApi } from '../web-api/client.js';
 import { noticeMessage, questionMessage, type RenderedMessage, toolStepMessage } from './render.js';
 import { type AnswerSettings, DEFAULT_ANSWER_SETTINGS, SlackAnswer, StreamSupport } from './slack-answer.js';
@@ -40,10 +40,23 @@ export interface SlackSurfaceOptions {
   /** Who wrote a message (users.info, cached): asked before a turn's send (person). */
   people?: People;
   /**
-   * kagent's structured questions as buttons (../prompts/desk.ts). Without it they are shown as
-   * text, with no buttons.
+   * Structured questions (tool approvals, questions with a form) as buttons
+   * (../prompts/shelf.ts). Without it they are shown as text, with no buttons.
    */
-  prompts?: PromptDesk;
+  prompts?: StructuredPrompts;
+}
+
+/** Structured questions drawn with Slack's own controls, from their neutral form. */
+export interface StructuredPrompts {
+  /** Posts the prompt (through `post`, in the session's thread); returns its ref. */
+  show(
+    target: ChatTarget,
+    prompt: QuestionPrompt,
+    form: StructuredForm,
+    post: (message: RenderedMessage) => Promise<string>,
+  ): Promise<string>;
+  /** A notice in a session: a prompt whose question it ended shows that it no longer waits. */
+  noticed(target: ChatTarget, notice: Notice): Promise<void>;
 }
 
 /** A target that is not a Slack thread (another surface's session reached this one). */
@@ -69,7 +82,7 @@ export class SlackSurface implements ChatSurface {
   readonly #answers = new Map<string, SlackAnswer>();
   /** Each turn's tool steps: a few cards, then one message counting the rest. */
   readonly #toolCards = new Map<string, ToolCardTally>();
-  readonly #prompts: PromptDesk | undefined;
+  readonly #prompts: StructuredPrompts | undefined;
   readonly #people: People | undefined;
 
   constructor(options: SlackSurfaceOptions) {
@@ -157,7 +170,7 @@ export class SlackSurface implements ChatSurface {
   }
 
   async askQuestion(target: ChatTarget, prompt: QuestionPrompt): Promise<string | null> {
-    const form = PromptDesk.handles(prompt);
+    const form = prompt.question.kind === 'structured' ? prompt.question.form : undefined;
     if (form !== undefined && this.#prompts !== undefined)
       return this.#prompts.show(target, prompt, form, (message) => this.#post(target, message));
     const { channel } = place(target);

@@ -2,13 +2,15 @@
 // DMs, shared channels and their commands) is here, read beside the others; the shared-channel
 // helpers themselves live in agent-picker.ts and hand-over.ts.
 
+import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
+import type { UntoldFeedback } from '../../../core/feedback-store.js';
 import type { ChatInbound } from '../../../core/inbound.js';
 import type { ChannelDirectory, SharedClaim } from '../../../core/registry.js';
 import { type SessionKey, sessionIdOf } from '../../../core/store.js';
-import type { FeedbackNotes } from '../agent-app/feedback-notes.js';
+import type { Bounded, SlackListeners } from '../listeners.js';
 import type { SlackApi } from '../web-api/client.js';
 import {
   type DescribeBinding,
@@ -235,6 +237,17 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
   return { kind: 'ignore', reason: `event ${event.type}` };
 }
 
+/**
+ * Where the next turn's note of the feedback on the previous answer comes from (the agent app's
+ * FeedbackNotes): its metadata, and the presses it tells, marked told in the turn's own write.
+ */
+export interface FeedbackNoteSource {
+  noteFor(
+    sessionId: string,
+    binding: string,
+  ): Promise<{ metadata: Record<string, unknown>; presses: UntoldFeedback[] } | undefined>;
+}
+
 export interface InboundDeps {
   /** The engine's inbound port: the only way in (no store). */
   inbound: Pick<ChatInbound, 'receive' | 'handOver' | 'findSession' | 'claimEvent'>;
@@ -251,18 +264,33 @@ export interface InboundDeps {
   describe?: DescribeBinding;
   /** Where a new thread's first message becomes its agent session's title. */
   titles?: { titleFrom(sessionId: string, text: string): void };
-  /** The feedback on the previous answer, for the next turn (feedback-notes.ts). */
-  feedbackNotes?: FeedbackNotes;
+  /** The feedback on the previous answer, for the next turn (agent-app/feedback-notes.ts). */
+  feedbackNotes?: FeedbackNoteSource;
 }
 
 export const NOT_TAKEN =
   'Agent Kourier could not take this message just now. Please send it again in a moment.';
 
-export class InboundRouter {
+export class InboundRouter implements SlackListeners {
   readonly #deps: InboundDeps;
 
   constructor(deps: InboundDeps) {
     this.#deps = deps;
+  }
+
+  /** Messages and mentions, and the agent picker of a shared channel (agent-picker.ts). */
+  register(app: App, bounded: Bounded): void {
+    const handle = async ({ body, context }: { body: unknown; context: { botUserId?: string } }) =>
+      bounded(this.handle(body, context.botUserId));
+    app.event('app_mention', handle);
+    app.event('message', handle);
+    app.action(
+      { type: 'block_actions', action_id: /^agentkourier\.pick\./ },
+      async ({ ack, body, context, respond }) => {
+        await ack();
+        await bounded(this.pick(body, context.botUserId, respond));
+      },
+    );
   }
 
   /**

@@ -1,14 +1,6 @@
 import type { Clock } from '../../../core/clock.js';
+import type { WorkspaceTokens } from '../web-api/client.js';
 import { type SealedInstallationStore, WorkspaceNotInstalledError } from './store.js';
-
-/**
- * Which bot token a call to a workspace is made with. One token from the environment
- * (single-workspace mode), or each workspace's own from its installation (OAuth mode).
- */
-export interface WorkspaceTokens {
-  /** Throws WorkspaceNotInstalledError for a workspace the app is not (or no longer) in. */
-  tokenFor(team: string): Promise<string>;
-}
 
 /** A workspace's bot token as its installation holds it now (refreshed first if it ends soon). */
 export type FetchToken = (team: string) => Promise<{ token: string | undefined; expiresAtSec?: number }>;

@@ -1,7 +1,9 @@
+import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import type { SlackOAuthConfig } from '../../../config/slack.js';
 import type { Clock } from '../../../core/clock.js';
 import type { InstallationRows } from '../../../core/installation-store.js';
+import type { Bounded, SlackListeners } from '../listeners.js';
 import { requiredScopes } from '../web-api/scopes.js';
 import { Keyring } from './keyring.js';
 import { RotatingInstallationStore, refreshExchange } from './rotation.js';
@@ -13,7 +15,7 @@ import { InstalledTokens } from './tokens.js';
  * the options Bolt's HTTP receiver needs to serve the install page and the redirect, and what
  * an uninstall does. One install of the broker then serves every workspace that installs it.
  */
-export class Workspaces {
+export class Workspaces implements SlackListeners {
   readonly store: SealedInstallationStore;
   readonly tokens: InstalledTokens;
   /** What Bolt reads installations through: the store, with rotating tokens refreshed in one place. */
@@ -123,6 +125,19 @@ export class Workspaces {
         },
       },
     };
+  }
+
+  /**
+   * An uninstall and a revoked bot token remove the workspace. Bolt looks up no token for these
+   * two (the installation may be gone): the context has the team.
+   */
+  register(app: App, bounded: Bounded): void {
+    app.event('app_uninstalled', async ({ context }) => {
+      if (context.teamId !== undefined) await bounded(this.removed(context.teamId));
+    });
+    app.event('tokens_revoked', async ({ event, context }) => {
+      if (context.teamId !== undefined) await bounded(this.removed(context.teamId, event.tokens.bot ?? []));
+    });
   }
 
   /**

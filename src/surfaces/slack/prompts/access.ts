@@ -150,8 +150,8 @@ export interface ApprovalGateOptions {
   counters?: ApprovalCounters | undefined;
   clock: Clock;
   logger: Logger;
-  /** The Bindings, once the app listens (undefined before: no approvals yet). */
-  bindings(): ApprovalBindings | undefined;
+  /** The live Bindings: who may approve is read from each one's settings at every press. */
+  bindings: ApprovalBindings;
 }
 
 export class ApprovalGate {
@@ -164,7 +164,7 @@ export class ApprovalGate {
   /** Who may press a prompt of this Binding, as the prompt tells it. */
   gate(binding: string, form: StructuredForm): Gate {
     if (form.kind === 'ask') return { kind: 'open', groups: [], people: [] };
-    const settings = this.#options.bindings()?.get(binding)?.toolApprovals;
+    const settings = this.#options.bindings.get(binding)?.toolApprovals;
     if (settings === undefined) return { kind: 'unavailable' };
     if (!settings.enabled) return { kind: 'disabled' };
     const groups = settings.approverGroups.filter((g) => GROUP_ID.test(g));

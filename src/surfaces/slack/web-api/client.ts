@@ -2,7 +2,6 @@ import { SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { type BackoffPolicy, backoffDelay } from '../../../core/backoff.js';
-import type { WorkspaceTokens } from '../installations/tokens.js';
 import type { BudgetBook } from './budget.js';
 import {
   SlackAuthError,
@@ -22,6 +21,16 @@ import { mapError, type WebApiCaller, WebClientCaller } from './web-client.js';
  */
 
 /** Builds the one caller the surface calls Slack with. */
+
+/**
+ * Which bot token a call to a workspace is made with. One token from the environment
+ * (single-workspace mode), or each workspace's own from its installation (OAuth mode:
+ * installations/tokens.ts).
+ */
+export interface WorkspaceTokens {
+  /** Throws WorkspaceNotInstalledError for a workspace the app is not (or no longer) in. */
+  tokenFor(team: string): Promise<string>;
+}
 export function createWebApiCaller(options: {
   token: string | undefined;
   apiUrl: string;

@@ -82,10 +82,3 @@ export function errorName(error: unknown): Record<string, unknown> {
   if (error instanceof Error) return { name: error.name };
   return { name: typeof error };
 }
-
-/** A prompt was decided before the app listened (the desk is wired when it starts listening). */
-export class PromptsNotWiredError extends KourierError {
-  constructor() {
-    super('prompts_not_wired', 'prompts are not wired');
-  }
-}
