@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config/broker.js';
-import { loadSlackConfig, slackRequested } from '../config/slack.js';
+import { loadSlackConfig, type SlackConfig, slackRequested } from '../config/slack.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
 import type { ChatSurface, EventSink } from '../core/ports.js';
 import type { LiveRegistry } from '../core/registry.js';
@@ -99,6 +99,8 @@ export interface ServeOptions {
 
 export interface Broker {
   readonly logger: Logger;
+  /** Slack's settings, read once from the environment; undefined: no Slack. */
+  readonly slackConfig: SlackConfig | undefined;
   /** The process's metrics, traces and turn log; their close runs last of all. */
   readonly observability: Observability;
   /** Runs at stop, before everything pushed earlier (stops run in reverse order of pushing). */
@@ -114,6 +116,8 @@ export function openBroker(options: BrokerOpenOptions): Broker {
   const logger =
     options.logger ?? createLogger({ level: options.config.logLevel, format: options.config.logFormat });
   const stops: Array<() => Promise<void>> = [];
+  // Read once, here: a bad Slack setting stops the start before anything else runs.
+  const slackConfig = slackRequested(options.env) ? loadSlackConfig(options.env) : undefined;
   // First in, last out: spans of turns still open at stop are ended and flushed after all else.
   const observability = new Observability({ env: options.env, logger });
   stops.push(() => observability.close());
@@ -132,6 +136,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
 
   return {
     logger,
+    slackConfig,
     observability,
     defer: (s) => {
       stops.push(s);
@@ -144,7 +149,6 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       if (o.beforeStoreCloses !== undefined) stops.push(o.beforeStoreCloses);
       const triggerStore = obs.triggerStore(o.stores.triggers);
       slackWait = o.slackWait;
-      const slackConfig = slackRequested(options.env) ? loadSlackConfig(options.env) : undefined;
       const slack =
         slackConfig === undefined
           ? undefined

@@ -1,17 +1,14 @@
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { BrokerConfig } from '../config/broker.js';
 import { loadBrokerConfig } from '../config/broker.js';
-import { loadSlackConfig, slackRequested } from '../config/slack.js';
-import { loadWebChatSettings } from '../config/webchat.js';
-import { LiveRegistry } from '../core/registry.js';
-import { TriggerDirectory } from '../core/triggers.js';
-import { Controller, ControllerConfigError, loadControllerSettings } from '../k8s/index.js';
-import { opsRoutes } from '../observability/index.js';
-import { createStore, migrateWhenReachable } from '../store/open.js';
-import { StoreReadiness, sqliteFileOf } from '../store/readiness.js';
+import { loadWebChatSettings, type WebChatSettings } from '../config/webchat.js';
+import { ControllerConfigError, type ControllerSettings, loadControllerSettings } from '../k8s/index.js';
+import { type Observability, opsRoutes } from '../observability/index.js';
 import { type Env, openBroker } from './broker.js';
-import { eventsListener, listen, notFound } from './controller-http.js';
-import { ControllerWebChat } from './controller-webchat.js';
+import { listen, notFound } from './controller-http.js';
+import { ControllerParts, type ControllerPorts } from './controller-parts.js';
+import { Startup } from './startup.js';
 
 /**
  * `agentkourier controller`: one process in the cluster — the control plane (AgentBackends and
@@ -87,49 +84,20 @@ export interface ControllerRunOptions {
   webchatPageScript?: () => Promise<string>;
 }
 
-export interface RunningController {
-  /** Slack's events (POST /slack/events) and the trigger webhooks (POST /triggers/…). */
-  httpPort: number;
-  /** /healthz, /readyz, /metrics. */
-  metricsPort: number;
-  /** The web chat's port, when AGENTKOURIER_WEBCHAT_PORT turned it on. */
-  webchatPort?: number;
+export interface RunningController extends ControllerPorts {
   /** Drains and stops; see above. Idempotent. */
   stop(): Promise<void>;
 }
 
-/** How long a Slack event being stored may take to finish once the events port closes. */
-const EVENTS_CLOSE_GRACE_MS = 3_000;
-
 export async function startController(options: ControllerRunOptions): Promise<RunningController> {
-  const settings = loadControllerSettings(options.env);
-  const config = loadBrokerConfig(options.env, {
-    store: { kind: 'sqlite', path: '/var/lib/agentkourier/state.db' },
-    httpPort: 8080,
-  });
-  if (config.httpPort === settings.metricsPort) {
-    throw new ControllerConfigError(
-      'AGENTKOURIER_METRICS_PORT',
-      `must differ from AGENTKOURIER_HTTP_PORT (both are ${config.httpPort})`,
-    );
-  }
-  const webchatSettings = loadWebChatSettings(options.env);
-  if (
-    webchatSettings !== undefined &&
-    [config.httpPort, settings.metricsPort].includes(webchatSettings.port)
-  ) {
-    throw new ControllerConfigError(
-      'AGENTKOURIER_WEBCHAT_PORT',
-      `must differ from AGENTKOURIER_HTTP_PORT and AGENTKOURIER_METRICS_PORT (${webchatSettings.port} is taken)`,
-    );
-  }
-  let draining = false;
+  const { settings, config, webchat } = controllerSettings(options.env);
+  const startup = new Startup(options.signal);
   const broker = openBroker({
     env: options.env,
     config,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     onStop: () => {
-      draining = true;
+      startup.drain();
       broker.logger.info('controller draining');
     },
   });
@@ -139,178 +107,80 @@ export async function startController(options: ControllerRunOptions): Promise<Ru
     // the kubelet's liveness probe gets its answer at once, and /readyz names what the start is
     // waiting for, so a pod started during a Slack outage stays up, not ready, instead of being
     // killed by its probe over and over.
-    let waitingFor: string | undefined = 'the start';
-    let controllerReady = (): boolean => false;
-    // Why the store cannot be trusted now: it refuses writes, or its SQLite file was deleted,
-    // replaced or overwritten (StoreReadiness; undefined: none).
-    let storeProblem = (): string | undefined => undefined;
-    const routes = opsRoutes({
-      registry: observability.registry,
-      ready: () => {
-        if (draining) return 'shutting down';
-        if (waitingFor !== undefined) return `waiting for ${waitingFor}`;
-        const problem = storeProblem();
-        if (problem !== undefined) return problem;
-        return controllerReady() ? true : 'AgentBackends and Bindings not listed yet';
-      },
-    });
+    const routes = opsRoutes({ registry: observability.registry, ready: () => startup.readiness() });
     const ops = await listen((req, res) => {
       if (!routes(req, res)) notFound(res);
     }, settings.metricsPort);
     broker.defer(() => ops.close());
-
-    const kubeConfig = options.kubeConfig ?? new KubeConfig();
-    if (options.kubeConfig === undefined) kubeConfig.loadFromDefault();
-    const registry = new LiveRegistry();
-    const triggerDirectory = new TriggerDirectory();
-    // Which call to Slack the start is waiting on: auth.test, then in Socket Mode the connection.
-    let slackStep = "Slack's Web API (auth.test)";
-    const socketMode =
-      slackRequested(options.env) && loadSlackConfig(options.env).connection.kind === 'socket';
-    if (slackRequested(options.env)) waitingFor = slackStep;
-    // Migrated once Slack answered, so /readyz can say the store is what it waits for.
-    const stores = createStore(config.store);
-    const web =
-      webchatSettings === undefined
-        ? undefined
-        : new ControllerWebChat(webchatSettings, stores.transcripts, registry, logger);
-    const core = await broker
-      .compose({
-        stores,
-        ...web?.composeOptions(),
-        registry,
-        triggerDirectory,
-        owner: config.replicaName ?? settings.podName,
-        draining: () => draining,
-        slackWait: {
-          ...(options.signal === undefined ? {} : { signal: options.signal }),
-          onUnreachable: (error) => {
-            waitingFor = `${slackStep.slice(0, -1)}: ${error.code})`;
-          },
-        },
-      })
-      .catch(async (error: unknown) => {
-        if (options.signal?.aborted !== true) throw error;
-        return undefined;
-      });
-    if (core === undefined) {
-      // SIGTERM while Slack could not be reached: nothing more to start.
-      await stop();
-      return { httpPort: 0, metricsPort: ops.port, stop };
-    }
-    const { slack, store } = core;
-    if (slack === undefined)
-      logger.warn('neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set: running without Slack');
-    waitingFor = 'the session store to be reachable';
-
-    const controller = new Controller({
-      kubeConfig,
-      registry,
-      logger,
-      identity: settings.podName,
-      leaseNamespace: settings.namespace,
-      leaseName: settings.leaseName,
-      watchNamespaces: settings.watchNamespaces,
-      secretAccess: settings.secretAccess,
-      telemetry: observability.controlPlane,
-      triggers: triggerDirectory,
-      triggerActivity: core.triggerStore,
-      ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
-    });
-    controllerReady = () => controller.ready;
-
-    // Q-5: every approval decision, from any surface, is audited as an Event on its Binding too.
-    observability.approvals.onDecision((audit) => {
-      void controller.recordBindingEvent(audit.binding, {
-        type: 'Normal',
-        reason: audit.decision === 'approved' ? 'ToolCallApproved' : 'ToolCallDenied',
-        note: `${audit.approver.name ?? audit.approver.id} ${audit.decision} ${audit.tool.name} (arguments sha256 ${audit.argumentsSha256.slice(0, 16)}…)`,
-      });
-    });
-
-    const abandon = (): void => void stop();
-    options.signal?.addEventListener('abort', abandon, { once: true });
-    // An unreachable store is waited for (not ready meanwhile); SIGTERM ends the wait.
-    const storeAbandoned = await migrateWhenReachable(store, {
-      logger,
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-    }).then(
-      () => false,
-      (error: unknown) => {
-        if (options.signal?.aborted === true) return true;
-        throw error;
-      },
-    );
-    if (!storeAbandoned) {
-      // From here on readiness also asks whether the store takes writes; pushed after the
-      // store's own stop, so it stops first and no probe reaches a closed store.
-      const storeHealth = new StoreReadiness(store, logger, sqliteFileOf(config.store));
-      broker.defer(async () => storeHealth.close());
-      storeProblem = () => storeHealth.problem();
-      // Its threads come back before the engine resumes their sessions.
-      await web?.restore();
-      waitingFor = 'the engine and the events port to start';
-    }
-    broker.defer(() => controller.stop());
-    if (!storeAbandoned) await controller.start();
-    options.signal?.removeEventListener('abort', abandon);
-    if (options.signal?.aborted) {
-      await stop();
-      return { httpPort: 0, metricsPort: ops.port, stop };
-    }
-    if (socketMode) {
-      slackStep = "Slack's Socket Mode connection (apps.connections.open)";
-      waitingFor = slackStep;
-    }
-    const served = await broker.serve(core).then(
-      () => true,
-      (error: unknown) => {
-        // SIGTERM while Socket Mode could not connect: a clean stop, as during auth.test.
-        if (options.signal?.aborted === true) return false;
-        throw error;
-      },
-    );
-    if (!served) {
-      await stop();
-      return { httpPort: 0, metricsPort: ops.port, stop };
-    }
-    const events = await listen(
-      eventsListener({
-        slack: () => slack?.requestListener,
-        triggers: core.triggers.routes,
-        draining: () => draining,
-      }),
-      config.httpPort,
-    );
-    broker.defer(() => events.close(EVENTS_CLOSE_GRACE_MS));
-    const chat = await web?.listen(core, registry, observability, options.webchatPageScript);
-    if (chat !== undefined) broker.defer(() => chat.close());
-    const webchatPort = chat === undefined ? undefined : Number(new URL(chat.url).port);
-    waitingFor = undefined;
-    options.out(
-      `Agent Kourier controller: Slack events and trigger webhooks on port ${events.port} ` +
-        '(POST /slack/events, POST /triggers/<namespace>/<binding>/<name>), ' +
-        `health and metrics on port ${ops.port} (/healthz, /readyz, /metrics)` +
-        // The token is never printed: whoever set it has it, and the page takes it after a #.
-        (chat === undefined ? '' : `, the web chat at ${chat.url} (bearer token required)`),
-    );
-    logger.info(
-      {
-        httpPort: events.port,
-        metricsPort: ops.port,
-        ...(webchatPort === undefined ? {} : { webchatPort }),
-        tracing: observability.tracing.describe,
-      },
-      'controller serving',
-    );
-    return {
-      httpPort: events.port,
+    const parts = new ControllerParts({
+      broker,
+      startup,
+      settings,
+      config,
+      webchat,
+      options,
       metricsPort: ops.port,
-      ...(webchatPort === undefined ? {} : { webchatPort }),
-      stop,
-    };
+    });
+    if ((await startup.run(parts.steps())) === 'abandoned') {
+      await stop();
+      return { httpPort: 0, metricsPort: ops.port, stop };
+    }
+    announce(options.out, logger, observability, parts.ports);
+    return { ...parts.ports, stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** The controller's settings, the broker's and the web chat's, with their ports apart. */
+function controllerSettings(env: Env): {
+  settings: ControllerSettings;
+  config: BrokerConfig;
+  webchat: WebChatSettings | undefined;
+} {
+  const settings = loadControllerSettings(env);
+  const config = loadBrokerConfig(env, {
+    store: { kind: 'sqlite', path: '/var/lib/agentkourier/state.db' },
+    httpPort: 8080,
+  });
+  if (config.httpPort === settings.metricsPort) {
+    throw new ControllerConfigError(
+      'AGENTKOURIER_METRICS_PORT',
+      `must differ from AGENTKOURIER_HTTP_PORT (both are ${config.httpPort})`,
+    );
+  }
+  const webchat = loadWebChatSettings(env);
+  if (webchat !== undefined && [config.httpPort, settings.metricsPort].includes(webchat.port)) {
+    throw new ControllerConfigError(
+      'AGENTKOURIER_WEBCHAT_PORT',
+      `must differ from AGENTKOURIER_HTTP_PORT and AGENTKOURIER_METRICS_PORT (${webchat.port} is taken)`,
+    );
+  }
+  return { settings, config, webchat };
+}
+
+/** What the controller serves, said once on stdout and in the log. */
+function announce(
+  out: (line: string) => void,
+  logger: Logger,
+  observability: Observability,
+  ports: ControllerPorts,
+): void {
+  out(
+    `Agent Kourier controller: Slack events and trigger webhooks on port ${ports.httpPort} ` +
+      '(POST /slack/events, POST /triggers/<namespace>/<binding>/<name>), ' +
+      `health and metrics on port ${ports.metricsPort} (/healthz, /readyz, /metrics)` +
+      // The token is never printed: whoever set it has it, and the page takes it after a #.
+      (ports.webchatUrl === undefined ? '' : `, the web chat at ${ports.webchatUrl} (bearer token required)`),
+  );
+  logger.info(
+    {
+      httpPort: ports.httpPort,
+      metricsPort: ports.metricsPort,
+      ...(ports.webchatPort === undefined ? {} : { webchatPort: ports.webchatPort }),
+      tracing: observability.tracing.describe,
+    },
+    'controller serving',
+  );
 }

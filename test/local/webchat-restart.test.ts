@@ -88,7 +88,7 @@ describe('local mode: web chat threads survive a restart', () => {
       { id: thread.id, binding: 'default/demo', title: before.title },
     ]);
     const bindings = (await (await fetch(`${url}api/bindings`)).json()) as {
-      bindings: Array<{ ref: string; threadCount: number; examples: string[] }>;
+      bindings: Array<{ ref: string; threadCount: number; examples: string[]; ready: boolean }>;
     };
     // With the demo agent's example requests from its card, which the page offers.
     expect(bindings.bindings).toEqual([
@@ -96,6 +96,7 @@ describe('local mode: web chat threads survive a restart', () => {
         ref: 'default/demo',
         threadCount: 1,
         examples: ['hello', 'ask me something', 'approve a deploy', 'fail please', 'a long answer'],
+        ready: true,
       },
     ]);
     const after = await read(url, thread.id);
