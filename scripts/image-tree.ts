@@ -1,3 +1,6 @@
+// Over our ~450-line rule as one piece: the Dockerfile's stages carried out and the checks of what
+// they ship read as one script from top to bottom (parse, build, check imports, run read-only);
+// split, the CLI (`npm run image-tree`) and its test would import the same steps from several files.
 /**
  * The container image's file tree, built without Docker: this reads the Dockerfile and carries
  * out its stages in temp dirs (COPY from the clone, RUN with the project's Node 24 in place of

@@ -1,3 +1,7 @@
+// Over our ~450-line rule as one piece: the fake's front door (its test-facing API and the one
+// request path every method goes through: body, faults, auth, rate limits, the method, the record).
+// What Slack checks per method already lives in modules of its own (./methods/, ./block-kit.ts,
+// ./rate-limits.ts, ./workspace.ts); splitting the front door would scatter one request's path.
 /**
  * A stand-in for Slack's Web API on loopback, for tests that drive the real `@slack/web-api` WebClient
  * (and Bolt, which uses it) against it, as the surface and Bolt both do:

@@ -1,3 +1,6 @@
+// Over our ~450-line rule as one piece: the one harness every Slack end-to-end test starts (a fake
+// Slack, the real Bolt and WebClient, an engine and its agents, and the helpers that read a
+// thread back); its options and its wiring are read together.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { A2AClient } from '../../../src/a2a/client.js';
