@@ -6,6 +6,7 @@ import type { CallReport } from '../../src/a2a/telemetry.js';
 import { MalformedResponseError } from '../../src/core/agent/errors.js';
 import type { StreamEvent } from '../../src/core/agent/model.js';
 import type { ReadyEvents } from '../../src/core/ports.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { answerText, collect } from '../helpers/stream.js';
 import {
   answer,
@@ -45,7 +46,10 @@ describe.each(['1.0', '0.3'] as const)('a streaming call as an async iterator (%
   it(`sends nothing before the first next(), and nothing at all when returned first (${version})`, async () => {
     const { agent, client, calls } = await setup();
     const stream = client.sendStreamingMessage({ messageId: 'm', text: 'hi' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await quietWindow(
+      50,
+      'a send begun when the stream was made would reach the agent on loopback within this',
+    );
     expect(agent.rpc(sendMethod)).toHaveLength(0);
     expect(await stream.return(undefined)).toEqual({ done: true, value: undefined });
     expect(await stream.next()).toEqual({ done: true, value: undefined });

@@ -4,6 +4,7 @@ import type { SessionStore } from '../../src/core/store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { queuedTurn } from '../../testkit/turns.js';
 import { sentMessages, startHarness, untilEvent } from '../helpers/engine-harness.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { answer } from '../peers/contract-agent/behaviours.js';
 
 /**
@@ -183,7 +184,10 @@ describe('reads a driver does without', () => {
     const first = await h.say('t1', '1.0', 'restart it');
     await h.engine.idle();
     await h.say('t1', '2.0', 'done, I signed in');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await quietWindow(
+      300,
+      'longer than a scan (200 ms): a session started over and over would have started again',
+    );
     await h.engine.idle();
     expect((await h.store.openTurns(first.sessionId)).map((t) => t.state)).toStrictEqual(['queued']);
     // That open turn was read: its release finds nothing newer. Passed as unread, every
@@ -208,7 +212,10 @@ describe('reads a driver does without', () => {
       }),
     );
     await h.say('t1', '1.0', 'hello');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await quietWindow(
+      300,
+      'scans are a minute apart here: a failed run started again at its lease release would have in this',
+    );
     await h.engine.idle();
     // One try: the release says the turn waits, but a run that failed is not started over (it
     // would fail again at once, against a store that is down).

@@ -6,6 +6,7 @@ import { a2aDialect } from '../../src/dialects/a2a.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { BINDING, FAST_TIMINGS, MapRegistry } from '../helpers/engine-harness.js';
 import { FakeSurface } from '../helpers/fake-surface.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
 /**
@@ -105,7 +106,12 @@ describe('SessionEngine.stop (SIGTERM drain)', () => {
     const sendsAtStop = agent.rpc('SendStreamingMessage').length;
     const second = await say(a, 't2', '2.0');
     expect(second.duplicate).toBe(false);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A stopped engine has no driver left: nothing it holds can send.
+    await a.idle();
+    await quietWindow(
+      300,
+      'longer than a scan would take to start a driver: a stopped engine must start none',
+    );
     expect(agent.rpc('SendStreamingMessage')).toHaveLength(sendsAtStop);
     expect((await store.getTurn(second.turnId))?.state).toBe('queued');
 

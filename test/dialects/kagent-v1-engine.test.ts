@@ -419,7 +419,8 @@ describe.each(['1.0', '0.3'] as const)('kagent-v1 dialect through the engine at 
     h.agent.enqueueFor(sendMethod, kagentApproval([{ id: 'c1', name: 'add_numbers', args: {} }]));
     const { sessionId, questionKey } = await paused(h, 't1');
     await h.say('t1', 'typed', 'and also this');
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The typed message is stored and its session driven until it waits: then nothing was sent.
+    await h.engine.idle();
     expect(sent(h)).toHaveLength(1);
     await h.answer('t1', questionKey, { type: 'tool_approval', decisions: [{ id: 'c1', approved: true }] });
     await h.surface.waitFor(

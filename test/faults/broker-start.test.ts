@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type RunningController, startController } from '../../src/app/controller.js';
 import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { startFakeSlack } from '../../testkit/slack/index.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually } from '../k8s/cluster-helpers.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
@@ -90,9 +91,9 @@ describe.skipIf(!HAS_GO)(
       }, 20_000);
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       // Still waiting, a few tries later: it neither exited nor gave up.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const tried = proxy.accepted;
+      await vi.waitFor(() => expect(proxy.accepted).toBeGreaterThan(tried + 1), { timeout: 20_000 });
       expect(settled).toBe(false);
-      expect(proxy.accepted).toBeGreaterThan(1);
 
       proxy.mode('pass');
       broker = await starting;
@@ -233,8 +234,10 @@ describe.skipIf(!HAS_GO)(
         expect(Date.now() - aborted).toBeLessThan(5_000);
         await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
         const calls = fake.callsOf('apps.connections.open').length;
-        // Longer than the next wait would have been (2 s): nothing is tried, nothing connects.
-        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        await quietWindow(
+          2_500,
+          'longer than the next wait would have been (2 s): nothing is tried, nothing connects',
+        );
         expect(fake.callsOf('apps.connections.open')).toHaveLength(calls);
         expect(fake.socketMode.connections).toHaveLength(0);
       } finally {

@@ -6,6 +6,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { FAST_TIMINGS, type Harness, startHarness } from '../helpers/engine-harness.js';
 import { FakeSurface } from '../helpers/fake-surface.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { answer, script } from '../peers/contract-agent/contract-agent.js';
 import { settledTurn } from './stages.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
@@ -175,7 +176,10 @@ describe('PostgreSQL faults under a live engine', () => {
     cleanups.push(() => reader.close());
     const before = await Promise.all(said.map((s) => reader.getSession(s.sessionId)));
     proxy.mode('pass');
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await quietWindow(
+      1_500,
+      'longer than a lease (600 ms) and a scan (100 ms): a replica that still wrote would have',
+    );
     const after = await Promise.all(said.map((s) => reader.getSession(s.sessionId)));
     expect(after.map((s) => s?.version)).toEqual(before.map((s) => s?.version));
     answeredOnce(a, said);

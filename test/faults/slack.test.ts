@@ -12,6 +12,7 @@ import {
 import { mentionEvent } from '../../testkit/slack/events.js';
 import { type FakeSlack, startFakeSlack } from '../../testkit/slack/index.js';
 import { IDLE_INBOUND, NO_BINDINGS } from '../helpers/idle-inbound.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { answer } from '../peers/contract-agent/contract-agent.js';
 import {
   type SlackHarness,
@@ -127,9 +128,9 @@ describe('Slack faults end to end', () => {
       connected = c;
       return c;
     });
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Tried again and again while Slack cannot be reached, and still waiting.
+    await vi.waitFor(() => expect(proxy.accepted).toBeGreaterThan(2), { timeout: 10_000 });
     expect(connected).toBeUndefined();
-    expect(proxy.accepted).toBeGreaterThan(1);
     proxy.mode('pass');
     const slack = await connecting;
     closers.push(() => slack.stop());
@@ -270,8 +271,10 @@ describe('Slack faults end to end', () => {
     expect(await listen).toBe(reason);
     const triedBefore = proxy.accepted;
     proxy.mode('pass');
-    // Longer than the longest backoff (300 ms): a retry still pending would have come by now.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await quietWindow(
+      1_000,
+      'longer than the longest backoff (300 ms): a retry still pending would have come',
+    );
     expect(proxy.accepted).toBe(triedBefore);
     expect(fake.callsOf('apps.connections.open')).toHaveLength(0);
     expect(fake.socketMode.connections).toHaveLength(0);
@@ -289,7 +292,10 @@ describe('Slack faults end to end', () => {
     expect(await listen).toBeInstanceOf(SlackStoppedError);
     const triedBefore = proxy.accepted;
     proxy.mode('pass');
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await quietWindow(
+      1_000,
+      'longer than the longest backoff (300 ms): a retry still pending would have come',
+    );
     expect(proxy.accepted).toBe(triedBefore);
     expect(fake.socketMode.connections).toHaveLength(0);
   });

@@ -3,6 +3,7 @@ import { LiveRegistry } from '../../src/core/registry.js';
 import { type DemoAgent, startDemoAgent } from '../../src/demo/demo-agent.js';
 import { Controller } from '../../src/k8s/controller.js';
 import { INVALID, VALID } from '../control/crd-fixtures.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, capturingLogger, eventually, refusal } from '../k8s/cluster-helpers.js';
 import { EXAMPLE_FILES, exampleDocuments } from '../k8s/examples.js';
@@ -154,7 +155,10 @@ describe.skipIf(!HAS_GO)(
 
         // Status is written only when it changed: its own write-back event does not write again.
         const settled = (await k8s.get('bindings', 'team-a', 'chat')).metadata.resourceVersion;
-        await new Promise((r) => setTimeout(r, 1500));
+        await quietWindow(
+          1_500,
+          'the write-back event comes back from the watch within a few hundred ms: a write on it would have',
+        );
         expect((await k8s.get('bindings', 'team-a', 'chat')).metadata.resourceVersion).toBe(settled);
 
         await eventually(async () => {

@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LiveRegistry } from '../../src/core/registry.js';
 import { Controller } from '../../src/k8s/controller.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { goAvailable, startCluster } from '../k8s/apiserver.js';
 import { Cluster, eventually } from '../k8s/cluster-helpers.js';
 import { type ContractAgent, startContractAgent } from '../peers/contract-agent/contract-agent.js';
@@ -104,7 +105,10 @@ describe.skipIf(!HAS_GO)(
         expect(registryB.forChannel('slack', 'C0ONE')?.ref).toBe('team-a/one');
       });
       // Over several renew periods, still exactly one leader, and only it wrote events.
-      await new Promise((r) => setTimeout(r, 2000));
+      await quietWindow(
+        2_000,
+        'six retry periods (300 ms): a second replica that could lead would have taken the Lease',
+      );
       expect([a.isLeader, b.isLeader]).toEqual([true, false]);
       expect(await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller')).toMatchObject({
         holder: 'replica-a',
@@ -135,7 +139,10 @@ describe.skipIf(!HAS_GO)(
       const before = await k8s.leaseHolder(LEASE_NS, 'agentkourier-controller');
       const survivor = replica('replica-survivor');
       await survivor.start();
-      await new Promise((r) => setTimeout(r, 1000));
+      await quietWindow(
+        1_000,
+        'three retry periods (300 ms): a survivor that did not respect the live Lease would have taken it',
+      );
       expect(survivor.isLeader).toBe(false);
 
       await kill(child);

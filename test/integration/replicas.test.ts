@@ -13,6 +13,7 @@ import {
 } from '../crash/children.js';
 import type { ChildConfig } from '../crash/engine-child.js';
 import { startHarness, untilEvent } from '../helpers/engine-harness.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import { answer } from '../peers/contract-agent/behaviours.js';
 import { startContractAgent } from '../peers/contract-agent/contract-agent.js';
 
@@ -58,7 +59,10 @@ describe('two replicas on one PostgreSQL', () => {
       }
       // Replica B starts while A holds every session's lease: it can take nothing yet.
       b = startChild({ ...base, owner: 'replica-b', messages: [] });
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await quietWindow(
+        1_000,
+        'B starts and scans several times (150 ms apart) while A holds every lease: it takes none',
+      );
       const sendsBeforeKill = agent.rpc('SendStreamingMessage').length;
       await kill(a);
       const deadline = Date.now() + 30_000;
@@ -69,7 +73,10 @@ describe('two replicas on one PostgreSQL', () => {
           throw new Error(`replica B did not finish: ${JSON.stringify(turns.map((t) => t?.state))}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await quietWindow(
+        400,
+        'two scans of replica B (150 ms apart): a settled turn run again would have been sent',
+      );
       for (const id of turnIds) {
         expect((await reader.getTurn(id))?.outcome).toBe('completed');
         expect(agent.runs.get(id)).toBe(1);

@@ -275,7 +275,9 @@ describe('Slack end to end: real Bolt, the session engine and the contract agent
       const again = await sendSlackEvent(h.appUrl, SECRET, event, { eventId: 'EvTWICE' });
       expect([first.status, retry.status, again.status]).toEqual([200, 200, 200]);
       await h.settled(1);
-      await new Promise((r) => setTimeout(r, 300));
+      // Every delivery was stored (or refused as a duplicate) before Slack got its 200: once the
+      // engine has nothing left to drive, nothing more can be sent.
+      await h.engine.idle();
       expect(h.agent.rpc(SEND)).toHaveLength(1);
       expect(h.botMessages(message.ts)).toHaveLength(1);
       // Both the retry (same event id) and the second delivery reach the engine, which takes
@@ -298,7 +300,8 @@ describe('Slack end to end: real Bolt, the session engine and the contract agent
       expect(forged.status).toBe(401);
       expect(stale.status).toBe(401);
       expect(ahead.status).toBe(401);
-      await new Promise((r) => setTimeout(r, 300));
+      // Refused before Bolt read them: nothing reached the engine, which has nothing to drive.
+      await h.engine.idle();
       expect(h.agent.rpc(SEND)).toHaveLength(0);
       expect(h.fake.calls.map((c) => c.method)).toEqual(['auth.test']);
     });

@@ -13,6 +13,7 @@ import {
 } from '@slack/web-api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from '../../testkit/slack/index.js';
+import { quietWindow } from '../helpers/quiet-window.js';
 import {
   blockActionsPayload,
   mentionEvent,
@@ -591,7 +592,10 @@ describe('signed inbound requests, verified by Bolt', () => {
     const replyTs = f.messages(CHANNEL, msg.ts)[1]?.ts ?? '';
     const own = messageEvent({ channel: CHANNEL, user: 'U0BOT', text: 'mine', ts: replyTs, botId: 'B0BOT' });
     expect((await sendSlackEvent(appUrl, secret, own, { eventId: 'Ev0OWN' })).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 50));
+    await quietWindow(
+      100,
+      "the listener of a delivered event runs within this on loopback: the bot's own message would be heard",
+    );
     expect(heard).toEqual(['thanks']);
 
     const click = blockActionsPayload({

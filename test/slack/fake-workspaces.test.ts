@@ -117,9 +117,12 @@ describe('the fake Slack, several workspaces', () => {
     expect(await error(client(fake, 'xoxb-a').auth.test())).toBe('token_revoked');
   });
   it('with token rotation: expiring tokens, each refresh token taken once, an expired token refused', async () => {
+    // The fake's time: real time, moved ahead when the first token's second has passed.
+    let ahead = 0;
     fake = await startFakeSlack({
       workspaces: [{ teamId: 'T0A', botToken: 'xoxb-a' }],
       oauth: { ...CLIENT, rotation: { lifetimesSec: [1, 43_200] } },
+      clock: () => Date.now() + ahead,
     });
     const web = client(fake);
     const creds = { client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret };
@@ -145,7 +148,7 @@ describe('the fake Slack, several workspaces', () => {
         web.oauth.v2.access({ ...creds, grant_type: 'refresh_token', refresh_token: first.refresh_token }),
       ),
     ).toBe('invalid_refresh_token');
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    ahead += 1_100;
     expect(await error(client(fake, first.access_token).auth.test())).toBe('token_expired');
     expect((await client(fake, next.access_token).auth.test()).team_id).toBe('T0A');
     fake.uninstall('T0A');

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { A2AClient } from '../../../src/a2a/client.js';
 import { gateInstalledWorkspaces } from '../../../src/app/slack-workspaces.js';
 import { loadSlackConfig } from '../../../src/config/slack.js';
+import { type Clock, systemClock } from '../../../src/core/clock.js';
 import type { EngineEvent } from '../../../src/core/events.js';
 import { LiveRegistry } from '../../../src/core/registry.js';
 import { WORKSPACE_REMOVED_REASON } from '../../../src/core/session/cancelling.js';
@@ -76,7 +77,12 @@ afterEach(async () => {
   rig = undefined;
 });
 
-async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?: FakeSlack): Promise<Rig> {
+async function start(
+  keys = `new:${KEY_NEW},old:${KEY_OLD}`,
+  dir?: string,
+  fake?: FakeSlack,
+  clock?: Clock,
+): Promise<Rig> {
   const fakeSlack =
     fake ??
     (await startFakeSlack({
@@ -129,6 +135,7 @@ async function start(keys = `new:${KEY_NEW},old:${KEY_OLD}`, dir?: string, fake?
     SLACK_API_URL: fakeSlack.url,
   });
   const slack = await SlackConnection.connect({
+    ...(clock === undefined ? {} : { clock }),
     config,
     logger,
     bindings: registry,
@@ -468,15 +475,20 @@ describe('several Slack workspaces through OAuth', () => {
     await waitFor('alpha answered', () => botReplies(r, ALPHA, m.ts).length > 0);
   });
   it('with token rotation on, an expired token is refreshed once for a burst of events, and every answer goes out with the new one', async () => {
+    // The time the fake Slack and the broker read: real time, moved ahead when the token's
+    // second has passed (rather than waiting for it).
+    let ahead = 0;
+    const clock: Clock = { now: () => Date.now() + ahead, sleep: systemClock.sleep };
     const fake = await startFakeSlack({
       workspaces: [ALPHA, BETA],
       // Alpha's first token lives one second; the refreshed ones twelve hours, as on Slack.
       oauth: { ...CLIENT, rotation: { lifetimesSec: [1, 43_200] } },
+      clock: () => clock.now(),
     });
-    rig = await start(undefined, undefined, fake);
+    rig = await start(undefined, undefined, fake, clock);
     const r = rig;
     expect((await install(r, ALPHA.teamId)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    ahead += 1_100;
     // Bolt authorizes each of these events, and the surface looks the token up for its calls:
     // all of them read the one expired token at the same moment.
     const said = await Promise.all(['one', 'two', 'three'].map((t) => mention(r, ALPHA, `rotate ${t}`)));

@@ -40,6 +40,10 @@ interface Rig {
   store: SqliteStore;
   dir: string;
   logs: string[];
+  /** The time the fake Slack and the replicas read: real time, moved ahead by `pass`. */
+  clock: Clock;
+  /** Moves the rig's time ahead (a token's lifetime passes without waiting for it). */
+  pass(ms: number): void;
 }
 let rig: Rig | undefined;
 
@@ -53,15 +57,27 @@ afterEach(async () => {
 
 /** The fake with rotation on, and the workspace installed: its first token lives `firstSec`. */
 async function installed(firstSec: number): Promise<{ r: Rig; installedToken: string }> {
+  let ahead = 0;
+  const clock: Clock = { now: () => Date.now() + ahead, sleep: systemClock.sleep };
   const fake = await startFakeSlack({
     workspaces: [TEAM],
     oauth: { ...CLIENT, rotation: { lifetimesSec: [firstSec, 43_200] } },
+    clock: () => clock.now(),
   });
   const dir = mkdtempSync(join(tmpdir(), 'kourier-rotation-'));
   const store = new SqliteStore(join(dir, 'store.db'));
   await store.migrate();
   const logs: string[] = [];
-  rig = { fake, store, dir, logs };
+  rig = {
+    fake,
+    store,
+    dir,
+    logs,
+    clock,
+    pass: (ms) => {
+      ahead += ms;
+    },
+  };
   // The install's exchange, as Bolt's redirect handler makes it, and the installation it stores.
   const web = new webApi.WebClient(undefined, { slackApiUrl: fake.url, retryConfig: { retries: 0 } });
   const code = fake.authorizeInstall(TEAM.teamId);
@@ -82,7 +98,7 @@ async function installed(firstSec: number): Promise<{ r: Rig; installedToken: st
     bot: {
       token: got.access_token,
       refreshToken: got.refresh_token,
-      expiresAt: Math.floor(Date.now() / 1000) + got.expires_in,
+      expiresAt: Math.floor(clock.now() / 1000) + got.expires_in,
       scopes: ['chat:write'],
       id: 'B0BOT',
       userId: TEAM.botUserId,
@@ -114,7 +130,7 @@ function replica(r: Rig, options: { rereadAttempts?: number } = {}): RotatingIns
   return new RotatingInstallationStore({
     store: sealed(r.store),
     refresh: refreshExchange(CLIENT, r.fake.url, logger),
-    clock: systemClock,
+    clock: r.clock,
     logger,
     reread: { attempts: options.rereadAttempts ?? 20, pauseMs: 25 },
   });
@@ -178,7 +194,8 @@ describe('Slack token rotation', () => {
 
   it('a token that expired, whose refresh Slack refuses, fails its calls with SlackTokenRefreshError and is not refreshed again at once', async () => {
     const { r, installedToken } = await installed(1);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // Its one second passes.
+    r.pass(1_100);
     expect(await works(r, installedToken)).toBe(false);
     // The app was removed without the broker hearing of it: Slack refuses the refresh token.
     r.fake.uninstall(TEAM.teamId);

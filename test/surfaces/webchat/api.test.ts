@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { argumentsHash } from '../../../src/core/approval-audit.js';
 import { InvalidConfigError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/observability/logging.js';
@@ -102,7 +102,12 @@ describe('web chat API', () => {
     const { thread } = res.json as { thread: ThreadSummary };
     const stream = await w.follow(thread.id);
     await w.waitForThread(thread.id, finalAnswer, 'the final answer');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The stream carries the final answer too (it follows the thread a moment behind the JSON).
+    await vi.waitFor(() =>
+      expect(
+        stream.events.some((e) => e.event === 'message' && e.data.kind === 'answer' && e.data.final === true),
+      ).toBe(true),
+    );
     stream.close();
     await stream.done;
 
