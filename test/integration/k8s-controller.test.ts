@@ -356,9 +356,10 @@ describe.skipIf(!HAS_GO)(
       it.each(EXAMPLE_FILES.map((f) => [f]))('%s becomes Ready against the demo agent', async (file) => {
         const docs = await exampleDocuments(file);
         for (const doc of docs) {
-          // The examples name the demo agent on its default port; this one listens elsewhere.
+          // The examples name the demo agent by its Service (examples/demo-agent.yaml); this one
+          // listens on loopback.
           const spec = JSON.parse(
-            JSON.stringify(doc.spec ?? null).replaceAll('http://127.0.0.1:8090', demo.url),
+            JSON.stringify(doc.spec ?? null).replaceAll('http://demo-agent.team-a.svc:8090', demo.url),
           );
           if (doc.kind === 'Secret') await k8s.secret('examples', doc.metadata.name, doc.stringData ?? {});
           else

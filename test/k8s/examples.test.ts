@@ -23,6 +23,15 @@ describe('examples', () => {
       expect(binding.safeParse(inNamespace(docs[2])).error?.issues ?? []).toEqual([]);
     },
   );
+
+  it.each(EXAMPLE_FILES.map((f) => [f]))(
+    "%s reaches its agent at a Service's address, never loopback (the controller's own pod in a cluster)",
+    async (file) => {
+      const backend = (await exampleDocuments(file)).find((d) => d.kind === 'AgentBackend');
+      const url = new URL(String((backend?.spec as { url?: unknown } | undefined)?.url));
+      expect(url.hostname).toMatch(/\.svc(\.cluster\.local)?$/);
+    },
+  );
 });
 
 /** The manifests docs/install.md and the chart's NOTES.txt tell people to paste (`<<'YAML'`). */
