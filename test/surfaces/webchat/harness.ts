@@ -12,6 +12,7 @@ import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { formOf, hitlRequestOf } from '../../../src/dialects/kagent-v1/index.js';
 import { toolStepsOf } from '../../../src/dialects/tool-steps.js';
 import { createLogger } from '../../../src/observability/logging.js';
+import { bundleOf } from '../../../src/store/open.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import {
   createWebChat,
@@ -115,20 +116,29 @@ export interface WebChatHarnessOptions {
   streamIdleMs?: number;
   answerIntervalMs?: number;
   bodyLimitBytes?: number;
+  /**
+   * A restart: the store (SQLite) in this file, the web chat's threads kept in it and read back,
+   * and this agent, kept running (the harness's close leaves it up).
+   */
+  restart?: { file: string; agent?: ContractAgent };
 }
 
 export async function startWebChatHarness(options: WebChatHarnessOptions = {}): Promise<WebChatHarness> {
-  const agent = await startContractAgent({ version: '1.0' });
+  const agent = options.restart?.agent ?? (await startContractAgent({ version: '1.0' }));
   const client = new A2AClient({
     endpoint: agent.endpoint,
     identity: { kind: 'bearer', token: 'binding-token' },
     timeouts: { headersMs: 2_000, streamIdleMs: options.streamIdleMs ?? 5_000 },
   });
-  const store = new SqliteStore(':memory:');
+  const store = new SqliteStore(options.restart?.file ?? ':memory:');
   await store.migrate();
-  const surface = new WebChatSurface(
-    options.answerIntervalMs === undefined ? {} : { answerIntervalMs: options.answerIntervalMs },
-  );
+  const surface = new WebChatSurface({
+    ...(options.answerIntervalMs === undefined ? {} : { answerIntervalMs: options.answerIntervalMs }),
+    ...(options.restart === undefined
+      ? {}
+      : { transcripts: bundleOf(store).transcripts, logger: createLogger({ level: 'silent' }) }),
+  });
+  if (options.restart !== undefined) await surface.restore();
   const answered: BuiltFor[] = [];
   const registry = new LiveRegistry();
   registry.upsert({
@@ -249,7 +259,8 @@ export async function startWebChatHarness(options: WebChatHarnessOptions = {}): 
     close: async () => {
       await chat.close();
       await engine.stop();
-      await agent.close();
+      await surface.close();
+      if (options.restart?.agent === undefined) await agent.close();
       await store.close();
     },
   };
