@@ -184,8 +184,8 @@ export function modalPlace(place: Place): Omit<ModalPlace, 'token'> {
 
 /**
  * What a press or a submitted modal does to a prompt's marks, the decisions collected until
- * every item has one. Pure over the prompt's state: the desk (desk.ts) says so in Slack
- * and sends the answer once the marks are complete.
+ * every item has one. Pure over the prompt's state: presses.ts says so in Slack and sends the
+ * answer once the marks are complete.
  */
 
 export type MarkOutcome =
