@@ -35,24 +35,32 @@ describe('local mode with an agent that cannot be reached', () => {
     return address.port;
   }
 
+  /** Local mode on `config` (with the demo agent or not), and the Bindings its API lists. */
+  async function started(config: string, demo: boolean): Promise<{ base: string; bindings: BindingView[] }> {
+    const started = await startLocal({
+      config,
+      host: '127.0.0.1',
+      port: 0,
+      demo,
+      demoPort: 0,
+      env: { AGENTKOURIER_STORE: `sqlite:${join(dir ?? '', 'state.db')}` },
+      out: () => undefined,
+      pageScript: buildPageScript,
+      logger: createLogger({ level: 'silent' }),
+    });
+    running = started;
+    const base = started.url.replace(/\/$/, '');
+    const { bindings } = (await (await fetch(`${base}/api/bindings`)).json()) as { bindings: BindingView[] };
+    return { base, bindings };
+  }
+
   it('says so in /api/bindings, in the page’s words, and in /readyz', async () => {
     dir = await mkdtemp(join(tmpdir(), 'ak-readiness-'));
     const manifest = join(dir, 'local.yaml');
     const example = await readFile('examples/local.yaml', 'utf8');
     const wrong = `http://127.0.0.1:${await deadPort()}`;
     await writeFile(manifest, example.replace(/url: \$\{DEMO_AGENT_URL\}/, `url: ${wrong}`));
-    running = await startLocal({
-      config: manifest,
-      host: '127.0.0.1',
-      port: 0,
-      demo: false,
-      env: { AGENTKOURIER_STORE: `sqlite:${join(dir, 'state.db')}` },
-      out: () => undefined,
-      pageScript: buildPageScript,
-      logger: createLogger({ level: 'silent' }),
-    });
-    const base = running.url.replace(/\/$/, '');
-    const { bindings } = (await (await fetch(`${base}/api/bindings`)).json()) as { bindings: BindingView[] };
+    const { base, bindings } = await started(manifest, false);
     expect(bindings).toHaveLength(1);
     expect(bindings[0]).toMatchObject({
       ref: 'default/demo',
@@ -71,19 +79,7 @@ describe('local mode with an agent that cannot be reached', () => {
 
   it('says ready when every Binding is', async () => {
     dir = await mkdtemp(join(tmpdir(), 'ak-readiness-'));
-    running = await startLocal({
-      config: 'examples/local.yaml',
-      host: '127.0.0.1',
-      port: 0,
-      demo: true,
-      demoPort: 0,
-      env: { AGENTKOURIER_STORE: `sqlite:${join(dir, 'state.db')}` },
-      out: () => undefined,
-      pageScript: buildPageScript,
-      logger: createLogger({ level: 'silent' }),
-    });
-    const base = running.url.replace(/\/$/, '');
-    const { bindings } = (await (await fetch(`${base}/api/bindings`)).json()) as { bindings: BindingView[] };
+    const { base, bindings } = await started('examples/local.yaml', true);
     expect(bindings[0]).toMatchObject({ ref: 'default/demo', ready: true });
     expect(bindings[0]?.problem).toBeUndefined();
     expect((await fetch(`${base}/readyz`)).status).toBe(200);

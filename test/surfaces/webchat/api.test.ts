@@ -450,6 +450,20 @@ describe('web chat API', () => {
   });
 });
 
+/** A web chat whose engine is never reached: for tests of its listener alone. */
+function noEngine() {
+  return {
+    engine: {
+      receive: () => Promise.reject(new Error('unused')),
+      cancel: () => Promise.reject(new Error('unused')),
+      answer: () => Promise.reject(new Error('unused')),
+      findSession: () => Promise.resolve(undefined),
+    },
+    surface: new WebChatSurface(),
+    registry: { list: () => [], get: () => undefined },
+  };
+}
+
 describe('web chat access', () => {
   it('needs the bearer token on every API call when one is configured, not for the page', async () => {
     const w = await harness({ token: TOKEN });
@@ -527,14 +541,7 @@ describe('web chat access', () => {
       return true;
     };
     const base = {
-      engine: {
-        receive: () => Promise.reject(new Error('unused')),
-        cancel: () => Promise.reject(new Error('unused')),
-        answer: () => Promise.reject(new Error('unused')),
-        findSession: () => Promise.resolve(undefined),
-      },
-      surface: new WebChatSurface(),
-      registry: { list: () => [], get: () => undefined },
+      ...noEngine(),
       port: 0,
       token: TOKEN,
       operations,
@@ -569,14 +576,7 @@ describe('web chat access', () => {
 
   it('will not listen beyond loopback without a token', async () => {
     const options = {
-      engine: {
-        receive: () => Promise.reject(new Error('unused')),
-        cancel: () => Promise.reject(new Error('unused')),
-        answer: () => Promise.reject(new Error('unused')),
-        findSession: () => Promise.resolve(undefined),
-      },
-      surface: new WebChatSurface(),
-      registry: { list: () => [], get: () => undefined },
+      ...noEngine(),
       host: '0.0.0.0',
       port: 0,
       logger: createLogger({ level: 'silent' }),
