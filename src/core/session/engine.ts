@@ -1,9 +1,8 @@
-// Over our ~400-line rule on purpose, as one piece: the engine's public face (start, receive,
-// answer, cancel, cancelWorkspace, stop, and the rest of ChatInbound) and the loop that schedules sessions (scan, kick, drive,
-// lease renewal, wake-ups) share one set of per-session maps and one stop signal; split, each half
-// would reach into the other's state. The work of a turn lives beside it: driver.ts and its
-// parts, cancelling.ts, failure-policy.ts; what needs none of that state does too (hand-over.ts,
-// answer-turn.ts).
+// Over our ~400-line rule on purpose, as one piece: the engine's public face (ChatInbound) and
+// the loop that schedules sessions (scan, kick, drive, leases, wake-ups) share one set of
+// per-session maps and one stop signal; split, each half would reach into the other's state.
+// The work of a turn lives beside it (driver.ts and its parts, cancelling.ts), as does what
+// needs none of that state (hand-over.ts, answer-turn.ts, engine-options.ts).
 import { hostname } from 'node:os';
 import { type Clock, systemClock } from '../clock.js';
 import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
@@ -31,7 +30,7 @@ import {
   type TurnRecord,
 } from '../store.js';
 import { cutText, textLength } from '../text.js';
-import { answerTurn } from './answer-turn.js';
+import { answerTurn, approvalDecided, closedMeanwhile } from './answer-turn.js';
 import {
   type CancelDeps,
   type CancelRequest,
@@ -41,23 +40,9 @@ import {
 } from './cancelling.js';
 import type { DriverDeps } from './context.js';
 import { type FirstLook, SessionDriver } from './driver.js';
+import type { EngineOptions } from './engine-options.js';
 import { handOverSession } from './hand-over.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
-
-export interface EngineOptions {
-  store: SessionStore;
-  registry: AgentRegistry;
-  surface: ChatSurface;
-  clock?: Clock;
-  events?: EventSink;
-  /** The spans of turns (observability's OpenTelemetry adapter); unset: turns are not traced. */
-  tracer?: TurnTracer;
-  timings?: Partial<EngineTimings>;
-  /** This replica's name in session leases: unique per replica, stable across its restarts. */
-  owner?: string;
-  /** Largest text accepted from a chat message, in characters (UTF-16 units, see core/text.ts). */
-  maxTextLength?: number;
-}
 
 const noEvents: EventSink = { emit: () => undefined };
 
@@ -289,14 +274,8 @@ export class SessionEngine implements ChatInbound {
     const sessionId = sessionIdOf(input.key);
     const session = await this.#store.getSession(sessionId);
     const question = session?.question;
-    if (
-      session === undefined ||
-      question === null ||
-      question === undefined ||
-      question.questionKey !== input.questionKey
-    ) {
+    if (session === undefined || !question || question.questionKey !== input.questionKey)
       return { status: 'stale', sessionId };
-    }
     if (question.closingAt !== undefined) return { status: 'closed', sessionId };
     // The question's dialect builds the agent's message from the person's reply; a reply that
     // does not fit the question is refused here (ReplyShapeError), before anything is stored.
@@ -320,7 +299,7 @@ export class SessionEngine implements ChatInbound {
       {},
     );
     if (!created) return { status: 'duplicate', sessionId, turnId: turn.id };
-    if (await this.#closedMeanwhile(sessionId, question.taskId, turn)) {
+    if (await closedMeanwhile(this.#store, this.#clock, sessionId, question.taskId, turn)) {
       if (traceContext !== null) this.#tracer?.discard(id);
       return { status: 'closed', sessionId };
     }
@@ -333,33 +312,10 @@ export class SessionEngine implements ChatInbound {
       kind: 'answer',
       queued: false,
     });
-    if (input.reply.type === 'tool_approval') {
-      const approved = input.reply.decisions.filter((d) => d.approved).length;
-      this.#emit({
-        sessionId,
-        binding: session.binding,
-        at: now,
-        type: 'approval.decided',
-        surface: input.key.surface,
-        approved,
-        denied: input.reply.decisions.length - approved,
-      });
-    }
+    const decided = approvalDecided(input, sessionId, session.binding, now);
+    if (decided !== undefined) this.#emit(decided);
     this.kick(sessionId);
     return { status: 'accepted', sessionId, turnId: turn.id };
-  }
-
-  /**
-   * A stop began closing the question between answer()'s read and its write: the decision it
-   * stored is settled unsent and refused, so no decision is ever accepted after a stop began.
-   * (One stored before the stop began is accepted; the stop then keeps it from being sent.)
-   */
-  async #closedMeanwhile(sessionId: string, taskId: string, turn: TurnRecord): Promise<boolean> {
-    const now = (await this.#store.getSession(sessionId))?.question;
-    if (now?.taskId !== taskId || now.closingAt === undefined) return false;
-    const settled: TurnRecord = { ...turn, state: 'settled', outcome: 'error:question_closed' };
-    await this.#store.commit({ turns: [settled], now: this.#clock.now() });
-    return true;
   }
 
   /**
