@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds the Helm CLI that the chart's integration tests run (helm lint, template, install,
-# upgrade, uninstall), from the tools-only Go module in tools/helm (pinned version, go.sum
-# committed), into a cache outside the clone:
+# Builds the Helm CLI that the chart's tests run (helm lint, template, install, upgrade,
+# uninstall), from a tools-only Go module (pinned version, go.sum committed) into a cache
+# outside the clone:
 #
+#   bash scripts/helm-bin.sh        Helm 3, from tools/helm   (the tests' helm)
+#   bash scripts/helm-bin.sh 4      Helm 4, from tools/helm4  (the cluster test installs with both)
 #   ${AGENTKOURIER_CACHE:-$HOME/.cache/agentkourier}/helm/<helm-version>/helm
 #
 # A second run with the binary present (and built from the same go.mod/go.sum/recipe) does not
@@ -13,14 +15,23 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-mod="$root/tools/helm"
+major=${1:-3}
+case "$major" in
+  3) mod="$root/tools/helm" ;;
+  4) mod="$root/tools/helm4" ;;
+  *)
+    echo "usage: $0 [3|4]" >&2
+    exit 2
+    ;;
+esac
+module="helm.sh/helm/v$major"
 
-# The pins, read from go.mod: `helm.sh/helm/v3 vX.Y.Z` and the client-go it builds with.
+# The pins, read from go.mod: `helm.sh/helm/vN vX.Y.Z` and the client-go it builds with.
 pin() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$mod/go.mod"; }
-helm_version=$(pin helm.sh/helm/v3)
+helm_version=$(pin "$module")
 client_go=$(pin k8s.io/client-go)
 if [ -z "$helm_version" ] || [ -z "$client_go" ]; then
-  echo "helm-bin: could not read the helm.sh/helm/v3 and k8s.io/client-go pins from $mod/go.mod" >&2
+  echo "helm-bin: could not read the $module and k8s.io/client-go pins from $mod/go.mod" >&2
   exit 1
 fi
 
@@ -61,11 +72,14 @@ fi
 k8s_minor=${client_go#v0.}
 k8s_minor=${k8s_minor%%.*}
 ldflags="-s -w"
-ldflags+=" -X helm.sh/helm/v3/internal/version.version=$helm_version"
-ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
-for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
-  ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
-done
+ldflags+=" -X $module/internal/version.version=$helm_version"
+ldflags+=" -X $module/internal/version.gitTreeState=clean"
+# Helm 4 reads its client-go's version from the binary's build information instead.
+if [ "$major" = 3 ]; then
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
+  done
+fi
 
 tmp=$(mktemp -d "$dir/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -74,7 +88,7 @@ echo "helm-bin: building helm $helm_version into $dir (cold, with downloads: ~4-
 start=$(date +%s)
 (
   cd "$mod"
-  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/helm" "$module/cmd/helm"
 ) >&2
 helm_says=$("$tmp/helm" version --short)
 if [ "${helm_says%%+*}" != "$helm_version" ]; then

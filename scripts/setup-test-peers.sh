@@ -23,8 +23,9 @@ bash scripts/python-peers.sh
 echo "== Kubernetes (kube-apiserver, etcd, the node's binaries, kubectl) from its Go modules (cached outside the clone)"
 bash scripts/kube-bins.sh
 
-echo "== helm from its Go module, for the chart's tests (cached outside the clone; shares Go's caches)"
+echo "== helm 3 and helm 4 from their Go modules, for the chart's tests (cached outside the clone; shares Go's caches)"
 bash scripts/helm-bin.sh
+bash scripts/helm-bin.sh 4
 
 echo "== actionlint from its Go module, for the workflows' test (cached outside the clone)"
 bash scripts/go-tool-bin.sh tools/actionlint github.com/rhysd/actionlint/cmd/actionlint
@@ -33,3 +34,7 @@ echo "== the cluster's registry, DNS and pod sandbox from their Go modules (cach
 bash scripts/go-tool-bin.sh tools/registry github.com/distribution/distribution/v3/cmd/registry registry
 bash scripts/go-tool-bin.sh tools/coredns . coredns
 bash scripts/go-tool-bin.sh tools/pause . pause
+
+echo "== cosign and syft from their Go modules, for the release test (cached outside the clone)"
+bash scripts/go-tool-bin.sh tools/cosign github.com/sigstore/cosign/v3/cmd/cosign cosign
+bash scripts/go-tool-bin.sh tools/syft github.com/anchore/syft/cmd/syft syft

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -158,9 +159,18 @@ export async function pauseImage(pauseBin: string): Promise<string> {
   return tag;
 }
 
-/** Pushes a local image to the plain-HTTP registry on loopback (a no-op for blobs it has). */
-export async function pushImage(local: string, remote: string): Promise<void> {
-  await run('buildah', ['push', '--quiet', '--tls-verify=false', local, `docker://${remote}`], {
-    env: buildahEnv(),
-  });
+/** Pushes a local image to the plain-HTTP registry on loopback (a no-op for blobs it has); its digest. */
+export async function pushImage(local: string, remote: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'ak-push-'));
+  try {
+    const file = join(dir, 'digest');
+    await run(
+      'buildah',
+      ['push', '--quiet', '--tls-verify=false', '--digestfile', file, local, `docker://${remote}`],
+      { env: buildahEnv() },
+    );
+    return readFileSync(file, 'utf8').trim();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

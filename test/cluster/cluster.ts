@@ -47,7 +47,7 @@ export interface ClusterParts {
   projectImage: string;
   /** The chart's appVersion: the project's image is pushed as ghcr.io/agentkourier/agentkourier:<it>. */
   appVersion: string;
-  push(local: string, remote: string): Promise<void>;
+  push(local: string, remote: string): Promise<unknown>;
 }
 
 export interface NodeCluster {

@@ -22,7 +22,11 @@ export interface ClusterInfo {
   registry: string;
   volumesDir: string;
   kubectl: string;
+  /** Helm 3 (tools/helm), the helm of every test unless one says otherwise. */
   helm: string;
+  /** Helm 4 (tools/helm4): a ClusterClient made with `withHelm4()` runs it as its helm. */
+  helm4: string;
+  cosign: string;
   /** The project's image in buildah's storage (the one the registry serves as ghcr.io's). */
   localImage: string;
   appVersion: string;
@@ -105,6 +109,11 @@ export class ClusterClient {
       HELM_CONFIG_HOME: '/tmp/ak-cluster-helm/config',
       HELM_DATA_HOME: '/tmp/ak-cluster-helm/data',
     };
+  }
+
+  /** The same cluster, with Helm 4 as this client's helm (helm, helmOk, shell). */
+  withHelm4(): ClusterClient {
+    return new ClusterClient({ ...this.info, helm: this.info.helm4 });
   }
 
   /** The environment the documented commands run in: kubectl and helm on PATH, the kubeconfig. */

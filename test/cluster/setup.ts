@@ -67,6 +67,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     (async () => {
       const kube = await kubeBins();
       const helm = await helmBinary();
+      const helm4 = await helmBinary(4);
       const registryBin = await goTool(
         'tools/registry',
         'github.com/distribution/distribution/v3/cmd/registry',
@@ -74,7 +75,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       );
       const corednsBin = await goTool('tools/coredns', '.', 'coredns');
       const pauseBin = await goTool('tools/pause', '.', 'pause');
-      return { kube, helm, registryBin, corednsBin, pause: await pauseImage(pauseBin) };
+      // What the release test signs, attests and verifies with (release.test.ts).
+      const cosign = await goTool('tools/cosign', 'github.com/sigstore/cosign/v3/cmd/cosign', 'cosign');
+      await goTool('tools/syft', 'github.com/anchore/syft/cmd/syft', 'syft');
+      return { kube, helm, helm4, cosign, registryBin, corednsBin, pause: await pauseImage(pauseBin) };
     })(),
   ]);
   process.stderr.write(`cluster: everything built in ${Math.round((Date.now() - started) / 1000)} s\n`);
@@ -97,6 +101,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     volumesDir: cluster.volumesDir,
     kubectl: join(bins.kube, 'kubectl'),
     helm: bins.helm,
+    helm4: bins.helm4,
+    cosign: bins.cosign,
     localImage: image,
     appVersion,
   });

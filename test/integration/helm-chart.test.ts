@@ -143,17 +143,21 @@ describe.skipIf(!HAS_GO)(
 
     it("refuses a cluster older than Chart.yaml's kubeVersion and accepts the minimum", async () => {
       const helm = await helmBinary();
-      expect(CHART_YAML.kubeVersion).toBe('>=1.25.0-0');
+      expect(CHART_YAML.kubeVersion).toBe('>=1.34.0-0');
+      // The claim is the tested Kubernetes: the minor tools/kube-bins builds (apiserver and kubelet).
+      const kubeBins = readFileSync(join(CHART, '../../tools/kube-bins/go.mod'), 'utf8');
+      const tested = /^\s*k8s\.io\/kubernetes v1\.(\d+)\./m.exec(kubeBins)?.[1];
+      expect(CHART_YAML.kubeVersion).toBe(`>=1.${tested}.0-0`);
       const render = (version: string) => runHelm(helm, ['template', 'ak', CHART, '--kube-version', version]);
-      for (const older of ['1.24.0', '1.24.17', '1.23.0']) {
+      for (const older of ['1.33.5', '1.30.0', '1.25.16']) {
         const refused = await render(older);
         expect(refused.code, older).not.toBe(0);
         expect(refused.stderr).toContain(
-          `chart requires kubeVersion: >=1.25.0-0 which is incompatible with Kubernetes v${older}`,
+          `chart requires kubeVersion: >=1.34.0-0 which is incompatible with Kubernetes v${older}`,
         );
       }
-      // The minimum, a managed cluster's pre-release suffix on it, and the version the tests run.
-      for (const version of ['1.25.0', '1.25.16-eks-3025e55', '1.34.4']) {
+      // The minimum, a managed cluster's pre-release suffix on it, the version the tests run, a newer one.
+      for (const version of ['1.34.0', '1.34.2-eks-3025e55', '1.34.4', '1.37.2']) {
         const accepted = await render(version);
         expect(accepted.stderr, version).toBe('');
         expect(accepted.code).toBe(0);

@@ -15,9 +15,15 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CHART = join(ROOT, 'charts/agentkourier');
 const HELM_BIN_SCRIPT = join(ROOT, 'scripts/helm-bin.sh');
 
-/** Builds helm once (a cold build takes minutes; progress on our stderr) and returns its path. */
-export async function helmBinary(): Promise<string> {
-  const child = spawn('bash', [HELM_BIN_SCRIPT], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Builds helm once (a cold build takes minutes; progress on our stderr) and returns its path:
+ * Helm 3, the tests' helm, or Helm 4 (tools/helm4), which the cluster test installs with too.
+ */
+export async function helmBinary(major: 3 | 4 = 3): Promise<string> {
+  const child = spawn('bash', [HELM_BIN_SCRIPT, String(major)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => {

@@ -75,13 +75,13 @@ interface Signing {
   digest: string | undefined;
 }
 
-/** Every `cosign sign` in the workflow, with the reference it signs taken apart. */
+/** Every `cosign sign` and `cosign attest` in the workflow, with the reference it signs taken apart. */
 function signings(wf: Workflow): Signing[] {
   const found: Signing[] = [];
   for (const [name, job] of Object.entries(wf.jobs)) {
     for (const step of job.steps) {
       for (const line of (step.run ?? '').split('\n')) {
-        if (!/\bcosign\s+sign\b/.test(line)) continue;
+        if (!/\bcosign\s+(sign|attest)\b/.test(line)) continue;
         const target = line.trim().split(/\s+/).at(-1)?.replace(/^"|"$/g, '') ?? '';
         // "${REF}@${DIGEST}": both shell variables, so the data below can say where they come from.
         const m = /^\$\{?(\w+)\}?@\$\{?(\w+)\}?$/.exec(target);
@@ -95,12 +95,12 @@ function signings(wf: Workflow): Signing[] {
   return found;
 }
 
-/** The jobs that sign something: cosign, or an attestation action (both need an OIDC token). */
+/** The jobs that sign something: cosign sign or attest, or an attestation action (all need an OIDC token). */
 function signingJobs(wf: Workflow): string[] {
   return Object.entries(wf.jobs)
     .filter(([, job]) =>
       job.steps.some(
-        (s) => /\bcosign\s+sign\b/.test(s.run ?? '') || (s.uses ?? '').startsWith('actions/attest'),
+        (s) => /\bcosign\s+(sign|attest)\b/.test(s.run ?? '') || (s.uses ?? '').startsWith('actions/attest'),
       ),
     )
     .map(([name]) => name)
@@ -160,7 +160,7 @@ describe('.github/workflows/release.yml', () => {
     expect(step.with?.labels).toBe(`\${{ steps.${meta?.id}.outputs.labels }}`);
   });
 
-  it('signs the image and the chart, each by the digest its push reported, never by a tag', () => {
+  it('signs the image and the chart and attests the SBOM, each by the digest its push reported, never by a tag', () => {
     const all = signings(wf);
     expect(all.length).toBeGreaterThan(0);
     for (const s of all) {
@@ -178,10 +178,24 @@ describe('.github/workflows/release.yml', () => {
     };
     const image = all.filter((s) => uses(pusherOf(s), 'docker/build-push-action'));
     const chart = all.filter((s) => /\bhelm"? push\b/.test(pusherOf(s).run ?? ''));
-    expect(image, 'the image is signed').toHaveLength(1);
+    expect(image, 'the image is signed, and its SBOM attested').toHaveLength(2);
     expect(chart, 'the chart is signed').toHaveLength(1);
     expect(image[0]?.ref).toMatch(/^ghcr\.io\/\$\{\{ needs\.version\.outputs\.owner \}\}\/agentkourier$/);
     expect(stepOutput(chart[0]?.ref)).toEqual([pusherOf(chart[0] as Signing).id, 'chart']);
+  });
+
+  it("attests syft's SPDX SBOM of the pushed image (syft from tools/syft) by the same digest", () => {
+    const job = wf.jobs.image as Job;
+    const sbom = job.steps.find((s) => /\bscan "registry:\$\{IMAGE\}@\$\{DIGEST\}"/.test(s.run ?? ''));
+    expect(sbom?.run).toContain(
+      'bash scripts/go-tool-bin.sh tools/syft github.com/anchore/syft/cmd/syft syft',
+    );
+    const file = /spdx-json=([^"\s]+)/.exec(sbom?.run ?? '')?.[1];
+    expect(file).toBe(`\${RUNNER_TEMP}/sbom.spdx.json`);
+    const attest = job.steps.find((s) => /\bcosign attest\b/.test(s.run ?? ''));
+    expect(attest?.run).toContain(`--type spdxjson --predicate "${file}"`);
+    expect(job.steps.indexOf(attest as Step)).toBeGreaterThan(job.steps.indexOf(sbom as Step));
+    expect(attest?.env?.DIGEST).toBe(sbom?.env?.DIGEST);
   });
 
   it('attests the image provenance by the same digest', () => {
