@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config/broker.js';
 import { loadSlackConfig, type SlackConfig, slackRequested } from '../config/slack.js';
+import { systemClock } from '../core/clock.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
 import type { ChatSurface, EventSink } from '../core/ports.js';
 import type { LiveRegistry } from '../core/registry.js';
+import { RetentionSweeper } from '../core/retention-sweeper.js';
 import { WORKSPACE_REMOVED_REASON } from '../core/session/cancelling.js';
 import { SessionEngine } from '../core/session/engine.js';
 import type { SessionStore } from '../core/store.js';
@@ -90,6 +92,8 @@ export interface BrokerCore {
   engine: SessionEngine;
   triggers: Triggers;
   registry: LiveRegistry;
+  /** Forgets threads idle longer than the retention setting, and measures the store. */
+  retention: RetentionSweeper;
 }
 
 export interface ServeOptions {
@@ -178,6 +182,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         }),
         events: obs.events(...sinks),
         tracer: obs.turns,
+        forgotten: o.stores.retention,
         ...(o.owner === undefined ? {} : { owner: o.owner }),
       });
       gated.follow(engine, WORKSPACE_REMOVED_REASON);
@@ -195,7 +200,22 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         observer: obs.metrics,
         ...(o.draining === undefined ? {} : { draining: o.draining }),
       });
+      const retention = new RetentionSweeper(
+        o.stores.retention,
+        { days: options.config.retentionDays },
+        systemClock,
+        {
+          ...obs.metrics.retention,
+          failed: (error) => {
+            obs.metrics.retention.failed(error);
+            // Only the error's class: a database error's words may hold its connection string.
+            const err = error instanceof Error ? error.name : typeof error;
+            logger.warn({ err }, 'the retention sweep failed; the next one tries again');
+          },
+        },
+      );
       return {
+        retention,
         store,
         triggerStore,
         feedbackRows: o.stores.feedback,
@@ -229,6 +249,8 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       });
       triggers.start();
       stops.push(() => triggers.stop());
+      core.retention.start();
+      stops.push(() => core.retention.stop());
     },
   };
 }

@@ -12,6 +12,7 @@ describe('broker configuration', () => {
       logFormat: 'json',
       httpPort: 8080,
       replicaName: undefined,
+      retentionDays: 90,
     });
   });
 
@@ -23,6 +24,7 @@ describe('broker configuration', () => {
         LOG_LEVEL: 'debug',
         LOG_FORMAT: 'pretty',
         POD_NAME: 'ak-0',
+        AGENTKOURIER_RETENTION_DAYS: '0',
       },
       defaults,
     );
@@ -32,6 +34,7 @@ describe('broker configuration', () => {
       logFormat: 'pretty',
       httpPort: 9000,
       replicaName: 'ak-0',
+      retentionDays: 0,
     });
     expect(loadBrokerConfig({ AGENTKOURIER_STORE: 'sqlite:/var/lib/ak.db' }, defaults).store).toEqual({
       kind: 'sqlite',
@@ -53,6 +56,10 @@ describe('broker configuration', () => {
       /AGENTKOURIER_HTTP_PORT/,
     );
     expect(() => loadBrokerConfig({ LOG_LEVEL: 'loud' }, defaults)).toThrow(/LOG_LEVEL/);
+    for (const days of ['-1', '30d', '1.5', '40000'])
+      expect(() => loadBrokerConfig({ AGENTKOURIER_RETENTION_DAYS: days }, defaults)).toThrow(
+        /^AGENTKOURIER_RETENTION_DAYS must be .*\(0 keeps every thread\)$/,
+      );
     expect(() => loadBrokerConfig({ LOG_FORMAT: 'xml' }, defaults)).toThrow(
       /^LOG_FORMAT must be json or pretty$/,
     );

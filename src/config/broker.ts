@@ -20,7 +20,15 @@ export interface BrokerConfig {
   httpPort: number;
   /** This replica's name in session leases (the pod name in a cluster). */
   replicaName: string | undefined;
+  /**
+   * AGENTKOURIER_RETENTION_DAYS: a thread idle longer than this many days is forgotten (its
+   * session, turns and feedback go); 0 keeps every thread forever.
+   */
+  retentionDays: number;
 }
+
+/** How long an idle thread is kept when AGENTKOURIER_RETENTION_DAYS is not set. */
+export const DEFAULT_RETENTION_DAYS = 90;
 
 const schema = z.object({
   AGENTKOURIER_STORE: z
@@ -44,6 +52,12 @@ const schema = z.object({
     .refine((n) => n > 0 && n < 65_536, 'must be a port number')
     .optional(),
   POD_NAME: z.string().min(1).max(253).optional(),
+  AGENTKOURIER_RETENTION_DAYS: z
+    .string()
+    .regex(/^\d{1,5}$/, 'must be a whole number of days (0 keeps every thread)')
+    .transform(Number)
+    .refine((n) => n <= 36_500, 'must be at most 36500 days (0 keeps every thread)')
+    .optional(),
 });
 
 export function loadBrokerConfig(
@@ -70,5 +84,6 @@ export function loadBrokerConfig(
     logFormat: e.LOG_FORMAT ?? defaults.logFormat ?? 'json',
     httpPort: e.AGENTKOURIER_HTTP_PORT ?? defaults.httpPort,
     replicaName: e.POD_NAME,
+    retentionDays: e.AGENTKOURIER_RETENTION_DAYS ?? DEFAULT_RETENTION_DAYS,
   };
 }

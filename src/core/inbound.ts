@@ -29,6 +29,11 @@ export interface ChatInbound {
   /** A turn, by its id. */
   findTurn(turnId: string): Promise<TurnRecord | undefined>;
   /**
+   * When the retention sweep forgot the thread a session stood for, if it did: a reply there,
+   * which would need a session, starts a new conversation instead (the engine says so in it).
+   */
+  forgottenAt?(sessionId: string): Promise<number | undefined>;
+  /**
    * Claims a platform event that is taken without a turn (a hint, a command, a press): false
    * when it was claimed before (a redelivery). A turn claims its event in its own write instead.
    */

@@ -258,6 +258,29 @@ export function defineMetrics(registry: Registry) {
       ['operation'],
       STORE_BUCKETS,
     ),
+
+    // ---- retention ------------------------------------------------------------------------------------
+
+    retentionForgotten: counter(
+      'agentkourier_retention_forgotten_total',
+      'Rows the retention sweep forgot, by kind (threads, turns, feedback, webchat_threads).',
+      ['kind'],
+    ),
+    retentionFailures: counter(
+      'agentkourier_retention_sweep_failures_total',
+      'Retention sweeps that failed (the next one tries again).',
+      [],
+    ),
+    storeThreads: new Gauge({
+      name: 'agentkourier_store_threads',
+      help: 'Threads (sessions) in the store, as the last retention sweep counted them.',
+      registers,
+    }),
+    storeBytes: new Gauge({
+      name: 'agentkourier_store_bytes',
+      help: "The store's size on disk in bytes, as the last retention sweep measured it (SQLite: the file's pages; PostgreSQL: the schema's tables with indexes).",
+      registers,
+    }),
   };
 }
 

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
 import type { CallReport } from '../a2a/telemetry.js';
 import type { EngineEvent } from '../core/events.js';
 import type { EventSink } from '../core/ports.js';
+import type { RetentionObserver } from '../core/retention-sweeper.js';
 import type { TriggerObserver } from '../core/triggers.js';
 import { defineMetrics, type MetricSet } from './metric-set.js';
 
@@ -82,6 +83,18 @@ export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver 
   countActiveSessions(read: () => number): void {
     this.#activeSessions = read;
   }
+
+  /** The retention sweep's rows and measures (core/retention-sweeper.ts). */
+  readonly retention: RetentionObserver = {
+    swept: (kind, rows) => {
+      if (rows > 0) this.m.retentionForgotten.inc({ kind }, rows);
+    },
+    measured: ({ threads, bytes }) => {
+      this.m.storeThreads.set(threads);
+      this.m.storeBytes.set(bytes);
+    },
+    failed: () => this.m.retentionFailures.inc(),
+  };
 
   emit(event: EngineEvent): void {
     const binding = event.binding;

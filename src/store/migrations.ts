@@ -228,6 +228,36 @@ export const migrations: readonly Migration[] = [
         FOR EACH ROW EXECUTE FUNCTION leases_expire_on_delete();
     `,
   },
+  {
+    version: 9,
+    // Retention (retention-queries.ts): a thread idle longer than the setting is forgotten,
+    // its session, turns, feedback and lease deleted, and only its key is remembered, with
+    // when, so a reply there is told that it starts a new conversation. The sweep finds idle
+    // sessions by updated_at. A forgotten session's lease row goes with it (a new session of
+    // the same thread takes its lease as a first): on PostgreSQL the trigger that kept lease
+    // rows for builds before version 8 goes (the build before this one never deletes them).
+    name: 'retention: forgotten threads',
+    sqlite: `
+      CREATE TABLE forgotten_threads (
+        session_id TEXT PRIMARY KEY,
+        forgotten_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX forgotten_threads_at ON forgotten_threads (forgotten_at);
+      CREATE INDEX sessions_updated_at ON sessions (updated_at);
+      CREATE INDEX transcript_threads_updated_at ON transcript_threads (updated_at);
+    `,
+    postgres: `
+      CREATE TABLE forgotten_threads (
+        session_id text PRIMARY KEY,
+        forgotten_at bigint NOT NULL
+      );
+      CREATE INDEX forgotten_threads_at ON forgotten_threads (forgotten_at);
+      CREATE INDEX sessions_updated_at ON sessions (updated_at);
+      CREATE INDEX transcript_threads_updated_at ON transcript_threads (updated_at);
+      DROP TRIGGER leases_kept ON leases;
+      DROP FUNCTION leases_expire_on_delete();
+    `,
+  },
 ];
 
 /**

@@ -6,6 +6,7 @@ import type { StoreConfig } from '../config/broker.js';
 import { backoffDelay } from '../core/backoff.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
 import type { InstallationRows } from '../core/installation-store.js';
+import type { RetentionStore } from '../core/retention-store.js';
 import type { SessionStore } from '../core/store.js';
 import type { TranscriptStore } from '../core/transcript-store.js';
 import type { TriggerStore } from '../core/trigger-store.js';
@@ -24,6 +25,7 @@ export interface StoreBundle {
   transcripts: TranscriptStore;
   installations: InstallationRows;
   feedback: FeedbackRows;
+  retention: RetentionStore;
 }
 
 /** The bundle over one database's store. */
@@ -34,6 +36,7 @@ export function bundleOf(store: SqliteStore | PostgresStore): StoreBundle {
     transcripts: store.transcripts(),
     installations: store.installations(),
     feedback: store.feedback(),
+    retention: store.retention(),
   };
 }
 

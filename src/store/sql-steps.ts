@@ -41,12 +41,25 @@ export const ROW_TABLES = {
   installations: 'slack_installations',
 } as const;
 
-const TABLES: Record<string, string> = { ...TRIGGER_TABLES, ...TRANSCRIPT_TABLES, ...ROW_TABLES };
+/** The session store's own tables, as the retention sweep and erasure (retention-queries.ts) read them. */
+export const SESSION_TABLES = {
+  sessions: 'sessions',
+  turns: 'turns',
+  leases: 'leases',
+  forgotten: 'forgotten_threads',
+} as const;
+
+const TABLES: Record<string, string> = {
+  ...TRIGGER_TABLES,
+  ...TRANSCRIPT_TABLES,
+  ...ROW_TABLES,
+  ...SESSION_TABLES,
+};
 
 /** Replaces @groups … with the dialect's table names and, for SQLite, $n with ?n. */
 export function render(sql: string, table: (name: string) => string, numbered: '$' | '?'): string {
   const withTables = sql.replace(
-    /@(groups|alerts|work|activity|schedules|tthreads|tmessages|feedback|installations)\b/g,
+    /@(groups|alerts|work|activity|schedules|tthreads|tmessages|feedback|installations|sessions|turns|leases|forgotten)\b/g,
     (_m, name: string) => table(TABLES[name] ?? name),
   );
   return numbered === '$' ? withTables : withTables.replace(/\$(\d+)/g, '?$1');

@@ -10,6 +10,7 @@ import type {
   Dialect,
   StructuredReply,
 } from '../../src/core/ports.js';
+import type { ForgottenMarks } from '../../src/core/retention-store.js';
 import { type Inbound, SessionEngine } from '../../src/core/session/engine.js';
 import type { EngineTimings } from '../../src/core/session/timings.js';
 import type { SessionKey, SessionStore } from '../../src/core/store.js';
@@ -108,6 +109,8 @@ export interface HarnessOptions {
   timings?: Partial<EngineTimings>;
   dialect?: Dialect;
   store?: SessionStore;
+  /** Threads the retention sweep forgot (the engine's `forgotten`). */
+  forgotten?: ForgottenMarks;
   /** This replica's name in session leases. */
   owner?: string;
   clock?: Clock;
@@ -148,6 +151,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     surface,
     events: { agentEvents: options.agentEvents ?? true, emit: (e) => events.push(e) },
     timings: { ...FAST_TIMINGS, ...options.timings },
+    ...(options.forgotten === undefined ? {} : { forgotten: options.forgotten }),
     ...(options.owner === undefined ? {} : { owner: options.owner }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });

@@ -20,6 +20,7 @@ export type NoticeKind =
   | 'context-changed'
   | 'session-gone'
   | 'session-gone-carried'
+  | 'thread-forgotten'
   | 'agent-busy'
   | 'agent-unreachable'
   | 'agent-refused'

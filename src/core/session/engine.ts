@@ -41,10 +41,9 @@ import {
 import type { DriverDeps } from './context.js';
 import { type FirstLook, SessionDriver } from './driver.js';
 import type { EngineOptions } from './engine-options.js';
+import { noticeIfForgotten } from './forgotten.js';
 import { handOverSession } from './hand-over.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
-
-const noEvents: EventSink = { emit: () => undefined };
 
 /** A session this process drives: its run, whether to run again, its stop, and its driver. */
 interface DriverEntry {
@@ -58,10 +57,8 @@ interface DriverEntry {
 const MAX_STORED_HERE = 50_000;
 
 /**
- * A scan starts at most this many sessions at once, then pauses SCAN_PAUSE_MS before the next
- * slice: after a restart with 10,000 turns in flight, every driver's first call is a request to
- * its agent, and 10,000 connections opened in the same millisecond overflow the agent's accept
- * queue (4,096 by default on Linux); the dropped ones are retried by TCP after 1 s, 3 s, 7 s.
+ * A scan starts at most this many sessions at once, then pauses: after a restart with many turns
+ * in flight, connections opened to an agent all in one moment overflow its accept queue.
  */
 const SCAN_SLICE = 500;
 const SCAN_PAUSE_MS = 50;
@@ -82,6 +79,7 @@ export class SessionEngine implements ChatInbound {
   readonly #clock: Clock;
   readonly #events: EventSink;
   readonly #tracer: TurnTracer | undefined;
+  readonly #forgotten: EngineOptions['forgotten'];
   readonly #firstText = new Set<string>();
   /** Turns stored by this process, newest last (bounded): their answers cannot exist yet. */
   readonly #storedHere = new Set<string>();
@@ -108,12 +106,12 @@ export class SessionEngine implements ChatInbound {
     this.#registry = options.registry;
     this.#surface = options.surface;
     this.#clock = options.clock ?? systemClock;
-    this.#events = options.events ?? noEvents;
+    this.#events = options.events ?? { emit: () => undefined };
+    this.#forgotten = options.forgotten;
     this.#tracer = options.tracer;
     this.#timings = { ...DEFAULT_TIMINGS, ...options.timings };
     // Stable across restarts by default, so a restarted broker takes its own sessions back at
-    // once instead of waiting for its old leases to expire. Several replicas must each pass a
-    // name of their own (the pod name).
+    // once; several replicas must each pass a name of their own (the pod name).
     this.#owner = options.owner ?? hostname();
     this.#maxTextLength = options.maxTextLength ?? 40_000;
     if (this.#timings.leaseTtlMs < 3 * 10)
@@ -183,11 +181,12 @@ export class SessionEngine implements ChatInbound {
       kind = 'trigger';
       text = composeTriggerText(this.#bounded(input.instruction), input.fields);
     }
-    // The turn's id and span come from the session as stored (a known thread keeps its
-    // binding), so the store builds the turn from it, in the same write that opens it.
+    // The store builds the turn from the session as stored, in the write that opens it.
     let begun: string | null = null;
     let markedSending = false;
+    let openedHere = false;
     const build = (session: SessionRecord, opened: boolean): NewTurn => {
+      openedHere = opened;
       const id = messageIdFor(session.id, input.chatMessageId, kind === 'trigger' ? 'trigger' : 'message');
       // A reply carried as context travels inside the next turn (S-7): it has no span of its own.
       const traceContext =
@@ -254,6 +253,8 @@ export class SessionEngine implements ChatInbound {
         kind,
         queued: session.task !== null || this.#drivers.has(session.id),
       });
+      if (openedHere && this.#forgotten !== undefined)
+        await noticeIfForgotten(this.#forgotten, this.#surface, (e) => this.#emit(e), session, turn.id, now);
       // A thread this write opened: a driver started now begins from the session and turn it
       // returned rather than reading both back, when nothing else can have driven them since:
       // on a store of one process, always; on a shared one, when its lease take is the
@@ -343,9 +344,8 @@ export class SessionEngine implements ChatInbound {
   }
 
   /**
-   * Cancels, through the agent, every task still running for the sessions of one workspace of a
-   * surface (a Slack workspace that removed the app): a turn already with its agent is stopped
-   * there rather than left to run with nowhere to answer. Resolves when every cancel was answered.
+   * Cancels, through its agent, every task still running in one workspace of a surface (a Slack
+   * workspace that removed the app). Resolves when every cancel was answered.
    */
   cancelWorkspace(surface: string, workspaceId: string, reason: string): Promise<CancelResult[]> {
     return cancelWorkspaceTasks(this.#cancelDeps(), surface, workspaceId, reason);
@@ -355,10 +355,7 @@ export class SessionEngine implements ChatInbound {
     return handOverSession(this.#store, key, binding, this.#clock.now());
   }
 
-  /**
-   * The session as stored, its question with its form: one stored by an earlier release, which
-   * kept only the dialect's data, gets its form from the dialect, so it is drawn and answered.
-   */
+  /** The session as stored; a question an earlier release stored without its form gets it. */
   async findSession(sessionId: string): Promise<SessionRecord | undefined> {
     const session = await this.#store.getSession(sessionId);
     const question = session?.question;
@@ -370,6 +367,10 @@ export class SessionEngine implements ChatInbound {
 
   findTurn(turnId: string): Promise<TurnRecord | undefined> {
     return this.#store.getTurn(turnId);
+  }
+
+  async forgottenAt(sessionId: string): Promise<number | undefined> {
+    return this.#forgotten?.forgottenAt(sessionId);
   }
 
   claimEvent(eventKey: string): Promise<boolean> {

@@ -10,6 +10,8 @@ const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string>
   'session-gone': 'The agent no longer has this session. Your next message starts a new conversation.',
   'session-gone-carried':
     'The agent no longer has this session (it may have restarted and forgotten it), so your message starts a new conversation.',
+  'thread-forgotten':
+    'This thread was idle longer than conversations are kept here, so it was forgotten: your message starts a new conversation with the agent.',
   'agent-busy': 'The agent is busy. Your message will be sent as soon as it accepts it.',
   'agent-unreachable': 'Your message was not delivered: the agent could not be reached.',
   'credentials-rejected':

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feedbackContract } from '../../../test/store/feedback-contract.js';
 import { installationContract } from '../../../test/store/installation-contract.js';
+import { retentionContract } from '../../../test/store/retention-contract.js';
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
@@ -45,6 +46,16 @@ storeContract(
 triggerStoreContract('postgres', async () => {
   const sessions = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
   return { sessions, triggers: sessions.triggers() };
+});
+
+retentionContract('postgres', async () => {
+  const sessions = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+  return {
+    sessions,
+    retention: sessions.retention(),
+    feedback: sessions.feedback(),
+    transcripts: sessions.transcripts(),
+  };
 });
 
 transcriptStoreContract('postgres', async () => {
@@ -258,23 +269,19 @@ describe('PostgresStore', () => {
   });
 
   describe("a lease's first take, across builds", () => {
-    it('a release by a build before migration 8 (a delete) keeps the lease on record: the next take is no first', async () => {
+    it("migration 9 lets a lease row go with its session: the thread's next session takes its lease as a first", async () => {
       const schema = freshSchema();
       const store = new PostgresStore({ connectionString: connectionString(), schema });
       await store.migrate();
       try {
         const s = await store.openSession({ key, binding: 'team-a/support', now: Date.now() });
         expect(await store.acquireLease(s.id, 'old', Date.now(), 30_000)).toBe('first');
-        // What an older replica's release sends during a rolling deploy.
+        // What the retention sweep does to a forgotten thread's lease (retention-queries.ts).
         const deleted = await withClient((client) =>
-          client.query(`DELETE FROM "${schema}".leases WHERE session_id = $1 AND owner = 'old'`, [s.id]),
+          client.query(`DELETE FROM "${schema}".leases WHERE session_id = $1`, [s.id]),
         );
-        expect(deleted.rowCount).toBe(0);
-        expect(await store.acquireLease(s.id, 'new', Date.now(), 30_000)).toBe('taken');
-        // Released all the same: the older replica's lease no longer fences its commits.
-        await expect(
-          store.commit({ session: { ...s, contextId: 'late' }, now: Date.now(), fence: { owner: 'old' } }),
-        ).rejects.toBeInstanceOf(LeaseLostError);
+        expect(deleted.rowCount).toBe(1);
+        expect(await store.acquireLease(s.id, 'new', Date.now(), 30_000)).toBe('first');
       } finally {
         await store.close();
       }
@@ -286,15 +293,16 @@ describe('PostgresStore', () => {
       await store.migrate();
       try {
         const before = await store.openSession({ key, binding: 'team-a/support', now: Date.now() });
-        // The schema as migration 7 left it, with that session's lease released (deleted) by
-        // the build of the time.
+        // The schema as migration 7 left it (8 and 9 undone), with that session's lease released
+        // (deleted) by the build of the time.
         await withClient((client) =>
           client.query(`
-            DROP TRIGGER leases_kept ON "${schema}".leases;
-            DROP FUNCTION "${schema}".leases_expire_on_delete();
+            DROP TABLE "${schema}".forgotten_threads;
+            DROP INDEX "${schema}".sessions_updated_at;
+            DROP INDEX "${schema}".transcript_threads_updated_at;
             DELETE FROM "${schema}".leases;
             ALTER TABLE "${schema}".leases DROP COLUMN takes;
-            DELETE FROM "${schema}".schema_migrations WHERE version = 8;
+            DELETE FROM "${schema}".schema_migrations WHERE version IN (8, 9);
           `),
         );
         await store.migrate();

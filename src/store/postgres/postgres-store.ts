@@ -2,6 +2,7 @@ import pg from 'pg';
 import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
 import type { InstallationRows } from '../../core/installation-store.js';
+import type { RetentionStore } from '../../core/retention-store.js';
 import {
   type AddTurnOptions,
   type Commit,
@@ -19,6 +20,7 @@ import type { TriggerStore } from '../../core/trigger-store.js';
 import { StepsFeedbackRows } from '../feedback-rows.js';
 import { StepsInstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
+import { StepsRetentionStore } from '../retention-queries.js';
 import { parsedJson, type Row, sessionFromRow, storeFailure, turnFromRow } from '../rows.js';
 import { StepsTranscriptStore } from '../transcript-queries.js';
 import { StepsTriggerStore } from '../trigger-store.js';
@@ -68,6 +70,7 @@ export class PostgresStore implements SessionStore {
   #claims = 0;
   #closed = false;
   #transcripts: TranscriptStore | undefined;
+  #retention: RetentionStore | undefined;
   #triggers: TriggerStore | undefined;
   #installations: InstallationRows | undefined;
   #feedback: FeedbackRows | undefined;
@@ -151,6 +154,23 @@ export class PostgresStore implements SessionStore {
   feedback(): FeedbackRows {
     this.#feedback ??= new StepsFeedbackRows(new PostgresSteps(this.#pool, this.#schema, 'feedback store'));
     return this.#feedback;
+  }
+
+  /** Retention and erasure in the same schema; its size is every table's, indexes and TOAST included. */
+  retention(): RetentionStore {
+    this.#retention ??= new StepsRetentionStore(
+      new PostgresSteps(this.#pool, this.#schema, 'retention'),
+      async () => {
+        const { rows } = await this.#pool.query<{ bytes: string }>(
+          `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::text AS bytes
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = $1 AND c.relkind = 'r'`,
+          [this.#schema],
+        );
+        return Number(rows[0]?.bytes ?? 0);
+      },
+    );
+    return this.#retention;
   }
 
   /** The web chat's transcripts on the same database (their tables come with migrate()). */

@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { feedbackContract } from '../../../test/store/feedback-contract.js';
 import { installationContract } from '../../../test/store/installation-contract.js';
+import { retentionContract } from '../../../test/store/retention-contract.js';
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
@@ -29,6 +30,16 @@ storeContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
 triggerStoreContract('sqlite file', async () => {
   const sessions = new SqliteStore(freshPath());
   return { sessions, triggers: sessions.triggers() };
+});
+
+retentionContract('sqlite file', async () => {
+  const sessions = new SqliteStore(freshPath());
+  return {
+    sessions,
+    retention: sessions.retention(),
+    feedback: sessions.feedback(),
+    transcripts: sessions.transcripts(),
+  };
 });
 
 transcriptStoreContract('sqlite file', async () => {
@@ -174,10 +185,13 @@ describe('SqliteStore', () => {
     const store = await migrated(path);
     const before = await store.openSession({ key, binding: 'ns/b', now: T0 });
     await store.close();
-    // The file as migration 7 left it, the session's lease released (deleted) by that build.
+    // The file as migration 7 left it (8 and 9 undone), the session's lease released (deleted)
+    // by that build.
     const older = new DatabaseSync(path);
     older.exec(`DELETE FROM leases; ALTER TABLE leases DROP COLUMN takes;
-      DELETE FROM schema_migrations WHERE version = 8;`);
+      DROP TABLE forgotten_threads; DROP INDEX sessions_updated_at;
+      DROP INDEX transcript_threads_updated_at;
+      DELETE FROM schema_migrations WHERE version IN (8, 9);`);
     older.close();
     const again = await migrated(path);
     expect(await again.acquireLease(before.id, 'me', T0, 60_000)).toBe('taken');

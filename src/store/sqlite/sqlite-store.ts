@@ -7,6 +7,7 @@ import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
 import type { InstallationRows } from '../../core/installation-store.js';
+import type { RetentionStore } from '../../core/retention-store.js';
 import {
   type AddTurnOptions,
   type Commit,
@@ -24,6 +25,7 @@ import type { TriggerStore } from '../../core/trigger-store.js';
 import { markTold, StepsFeedbackRows } from '../feedback-rows.js';
 import { StepsInstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
+import { StepsRetentionStore } from '../retention-queries.js';
 import {
   newSessionRecord,
   parseJsonText,
@@ -65,6 +67,7 @@ export class SqliteStore implements SessionStore {
   #feedback: FeedbackRows | undefined;
   /** The feedback store's runner: also runs a turn's markTold inside the turn's own write. */
   readonly #feedbackSteps: SqliteSteps;
+  #retention: RetentionStore | undefined;
 
   constructor(path: string) {
     const db = openDatabase(path);
@@ -116,6 +119,19 @@ export class SqliteStore implements SessionStore {
   feedback(): FeedbackRows {
     this.#feedback ??= new StepsFeedbackRows(this.#feedbackSteps);
     return this.#feedback;
+  }
+
+  /**
+   * Retention and erasure on the same database. Its size is the database file's pages (free
+   * pages included: SQLite reuses them before it grows the file; VACUUM gives them back).
+   */
+  retention(): RetentionStore {
+    this.#retention ??= new StepsRetentionStore(new SqliteSteps(this.#db, 'retention'), async () => {
+      const pages = this.#db.prepare('PRAGMA page_count').get() as { page_count: number };
+      const size = this.#db.prepare('PRAGMA page_size').get() as { page_size: number };
+      return Number(pages.page_count) * Number(size.page_size);
+    });
+    return this.#retention;
   }
 
   async close(): Promise<void> {

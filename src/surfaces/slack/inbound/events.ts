@@ -250,7 +250,7 @@ export interface FeedbackNoteSource {
 
 export interface InboundDeps {
   /** The engine's inbound port: the only way in (no store). */
-  inbound: Pick<ChatInbound, 'receive' | 'handOver' | 'findSession' | 'claimEvent'>;
+  inbound: Pick<ChatInbound, 'receive' | 'handOver' | 'findSession' | 'claimEvent' | 'forgottenAt'>;
   bindings: ChannelDirectory;
   people: People;
   api: SlackApi;
@@ -372,6 +372,12 @@ export class InboundRouter implements SlackListeners {
       let binding = turn.binding;
       if (turn.needsSession || turn.shared !== undefined) {
         const session = await inbound.findSession(sessionIdOf(turn.key));
+        // A reply in a thread the retention sweep forgot starts a new conversation there.
+        const forgotten =
+          session === undefined && turn.shared === undefined
+            ? await inbound.forgottenAt?.(sessionIdOf(turn.key))
+            : undefined;
+        if (forgotten !== undefined) turn = { ...turn, addressed: true, needsSession: false };
         if (session === undefined && turn.needsSession) {
           // A mention in a shared channel's thread that has no agent yet, naming none.
           if (turn.addressed && turn.shared !== undefined)

@@ -1,0 +1,107 @@
+import { setImmediate as yieldToTurns } from 'node:timers/promises';
+import type { Clock } from './clock.js';
+import type { Forgotten, RetentionStore } from './retention-store.js';
+
+/**
+ * The retention sweep: every `everyMs`, threads idle longer than `days` are forgotten, in
+ * batches of `batch` threads (one short transaction each, the event loop free between them, so a
+ * turn never waits behind the sweep), then web chat threads as long idle, then forgotten marks
+ * older than `days` again. Each replica sweeps; a thread is forgotten once whoever gets there
+ * first. With `days` 0 nothing is forgotten, and the store's size is still measured.
+ */
+
+export interface RetentionSettings {
+  days: number;
+  /** Threads per transaction. */
+  batch?: number;
+  everyMs?: number;
+  /** The first sweep, after the start (leave the start alone). */
+  firstAfterMs?: number;
+}
+
+/** What a sweep tells the metrics: rows forgotten, and the store's size after it. */
+export interface RetentionObserver {
+  swept(kind: 'threads' | 'turns' | 'feedback' | 'webchat_threads', rows: number): void;
+  measured(size: { threads: number; bytes: number }): void;
+  failed(error: unknown): void;
+}
+
+export interface SweepTotals extends Forgotten {
+  webchatThreads: number;
+  marksPruned: number;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export class RetentionSweeper {
+  readonly #store: RetentionStore;
+  readonly #days: number;
+  readonly #batch: number;
+  readonly #everyMs: number;
+  readonly #firstAfterMs: number;
+  readonly #clock: Clock;
+  readonly #observer: RetentionObserver;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> | undefined;
+  #stopped = false;
+
+  constructor(store: RetentionStore, settings: RetentionSettings, clock: Clock, observer: RetentionObserver) {
+    this.#store = store;
+    this.#days = settings.days;
+    this.#batch = settings.batch ?? 200;
+    this.#everyMs = settings.everyMs ?? 60 * 60 * 1000;
+    this.#firstAfterMs = settings.firstAfterMs ?? 60 * 1000;
+    this.#clock = clock;
+    this.#observer = observer;
+  }
+
+  start(): void {
+    const tick = () => {
+      this.#running = this.sweep().catch((error: unknown) => this.#observer.failed(error));
+    };
+    this.#timer = setTimeout(() => {
+      tick();
+      this.#timer = setInterval(tick, this.#everyMs);
+      this.#timer.unref();
+    }, this.#firstAfterMs);
+    this.#timer.unref();
+  }
+
+  /** Stops between two batches: a sweep under way finishes the batch it is in. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    clearInterval(this.#timer);
+    await this.#running;
+  }
+
+  /** One sweep, to the end (or the stop); what it forgot. */
+  async sweep(): Promise<SweepTotals> {
+    const totals: SweepTotals = { threads: 0, turns: 0, feedback: 0, webchatThreads: 0, marksPruned: 0 };
+    if (this.#days > 0) {
+      const now = this.#clock.now();
+      const before = now - this.#days * DAY_MS;
+      for (;;) {
+        const gone = await this.#store.forgetIdleThreads(before, this.#batch, now);
+        totals.threads += gone.threads;
+        totals.turns += gone.turns;
+        totals.feedback += gone.feedback;
+        this.#observer.swept('threads', gone.threads);
+        this.#observer.swept('turns', gone.turns);
+        this.#observer.swept('feedback', gone.feedback);
+        if (gone.threads < this.#batch || this.#stopped) break;
+        await yieldToTurns();
+      }
+      for (;;) {
+        const gone = await this.#store.forgetIdleTranscripts(before, this.#batch);
+        totals.webchatThreads += gone;
+        this.#observer.swept('webchat_threads', gone);
+        if (gone < this.#batch || this.#stopped) break;
+        await yieldToTurns();
+      }
+      totals.marksPruned = await this.#store.pruneForgotten(before);
+    }
+    this.#observer.measured(await this.#store.size());
+    return totals;
+  }
+}

@@ -1,0 +1,113 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Clock, systemClock } from '../../src/core/clock.js';
+import { type RetentionObserver, RetentionSweeper } from '../../src/core/retention-sweeper.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { type Harness, startHarness } from '../helpers/engine-harness.js';
+
+/**
+ * Retention end to end on the engine: the sweep forgets an idle thread (in batches, counted),
+ * and a message in that thread starts a new conversation, told so first.
+ */
+
+const DAY = 24 * 60 * 60 * 1000;
+
+/** A clock `days` ahead of now: everything written now is that old to the sweep. */
+const ahead = (days: number): Clock => ({ ...systemClock, now: () => Date.now() + days * DAY });
+
+function recorder() {
+  const swept: Record<string, number> = {};
+  const measured: { threads: number; bytes: number }[] = [];
+  const observer: RetentionObserver = {
+    swept: (kind, rows) => {
+      swept[kind] = (swept[kind] ?? 0) + rows;
+    },
+    measured: (size) => measured.push(size),
+    failed: (error) => {
+      throw error;
+    },
+  };
+  return { swept, measured, observer };
+}
+
+describe('retention', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  async function settled(turnId: string): Promise<void> {
+    const harness = h as Harness;
+    await harness.surface.waitFor(
+      () => harness.events.some((e) => e.type === 'turn.settled' && e.turnId === turnId),
+      8_000,
+      `turn ${turnId} to settle`,
+    );
+  }
+
+  it('forgets a thread idle past the setting; a message there starts a new conversation, told so first', async () => {
+    const store = new SqliteStore(':memory:');
+    h = await startHarness({
+      version: '1.0',
+      store,
+      forgotten: store.retention(),
+      agent: { defaultAnswer: { chunks: ['hello'] } },
+    });
+    const first = await h.say('t1', '1', 'first words');
+    await settled(first.turnId);
+    const { swept, measured, observer } = recorder();
+    const sweeper = new RetentionSweeper(store.retention(), { days: 30 }, ahead(31), observer);
+
+    const totals = await sweeper.sweep();
+    expect(totals).toMatchObject({ threads: 1, turns: 1 });
+    expect(swept).toMatchObject({ threads: 1, turns: 1 });
+    expect(measured.at(-1)?.threads).toBe(0);
+    expect(await h.engine.findSession(first.sessionId)).toBeUndefined();
+    expect(await h.engine.forgottenAt(first.sessionId)).toBeDefined();
+
+    const again = await h.say('t1', '2', 'are you still there?');
+    expect(again.sessionId).toBe(first.sessionId);
+    await settled(again.turnId);
+    expect(h.surface.notices(first.sessionId)).toEqual(['thread-forgotten']);
+    expect(await h.engine.forgottenAt(first.sessionId)).toBeUndefined();
+    // A new conversation: the agent got no context of the forgotten one.
+    const contexts = new Set([...h.agent.tasks.values()].map((t) => t.contextId));
+    expect(contexts.size).toBe(2);
+    expect(h.events.filter((e) => e.type === 'notice.posted').map((e) => e.kind)).toEqual([
+      'thread-forgotten',
+    ]);
+  });
+
+  it('keeps a thread idle for less than the setting, and a setting of 0 keeps every thread', async () => {
+    const store = new SqliteStore(':memory:');
+    h = await startHarness({ version: '1.0', store, forgotten: store.retention() });
+    const turn = await h.say('t1', '1', 'words');
+    await settled(turn.turnId);
+    const { measured, observer } = recorder();
+    expect(
+      (await new RetentionSweeper(store.retention(), { days: 30 }, ahead(29), observer).sweep()).threads,
+    ).toBe(0);
+    expect(
+      (await new RetentionSweeper(store.retention(), { days: 0 }, ahead(3650), observer).sweep()).threads,
+    ).toBe(0);
+    expect(await h.engine.findSession(turn.sessionId)).toBeDefined();
+    // Measured all the same.
+    expect(measured.map((m) => m.threads)).toEqual([1, 1]);
+  });
+
+  it('sweeps in batches until nothing idle is left', async () => {
+    const store = new SqliteStore(':memory:');
+    h = await startHarness({ version: '1.0', store, forgotten: store.retention() });
+    for (let i = 1; i <= 5; i++) await settled((await h.say(`t${i}`, '1', `thread ${i}`)).turnId);
+    const { swept, observer } = recorder();
+    const totals = await new RetentionSweeper(
+      store.retention(),
+      { days: 30, batch: 2 },
+      ahead(31),
+      observer,
+    ).sweep();
+    expect(totals.threads).toBe(5);
+    expect(swept.threads).toBe(5);
+    expect((await store.retention().size()).threads).toBe(0);
+  });
+});

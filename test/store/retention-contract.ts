@@ -1,0 +1,223 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ACTOR_METADATA_KEY } from '../../src/core/compose.js';
+import type { FeedbackRows } from '../../src/core/feedback-store.js';
+import type { RetentionStore } from '../../src/core/retention-store.js';
+import type { SessionStore } from '../../src/core/store.js';
+import type { TranscriptStore } from '../../src/core/transcript-store.js';
+import { queuedTurn } from '../../testkit/turns.js';
+import { DAY, key, T0 } from './session-contract/fixtures.js';
+
+/**
+ * What every RetentionStore must do, one suite both databases run: idle threads forgotten in
+ * bounded batches with nothing in flight touched, the forgotten mark, a person's erasure (their
+ * threads, their words in others' threads, their feedback), and the store's size.
+ */
+
+export interface OpenedRetention {
+  sessions: SessionStore;
+  retention: RetentionStore;
+  feedback: FeedbackRows;
+  transcripts: TranscriptStore;
+}
+
+const ADA = { id: 'U0ADA', name: 'Ada', email: 'ada@example.com' };
+const BOB = { id: 'U0BOB', name: 'Bob', email: 'bob@example.com' };
+const labelOf = (p: typeof ADA) => `[Slack: ${p.name} (${p.id}) <${p.email}>]`;
+
+export function retentionContract(name: string, open: () => Promise<OpenedRetention>): void {
+  describe(`RetentionStore contract: ${name}`, () => {
+    let s: OpenedRetention;
+
+    beforeEach(async () => {
+      s = await open();
+      await s.sessions.migrate();
+    });
+
+    afterEach(async () => {
+      await s.sessions.close();
+    });
+
+    /** A thread opened at `at` whose turns (by these people, settled unless said) were written then. */
+    async function thread(
+      threadId: string,
+      at: number,
+      turns: { by: typeof ADA; text: string; open?: boolean }[] = [],
+    ): Promise<string> {
+      const session = await s.sessions.openSession({
+        key: key(threadId),
+        binding: 'team-a/support',
+        now: at,
+      });
+      let n = 0;
+      for (const t of turns) {
+        n += 1;
+        await s.sessions.addTurn(
+          queuedTurn({
+            id: `${threadId}-t${n}`,
+            sessionId: session.id,
+            chatMessageId: `${threadId}.${n}`,
+            text: t.text,
+            label: labelOf(t.by),
+            metadata: { [ACTOR_METADATA_KEY]: { id: t.by.id, name: t.by.name, email: t.by.email } },
+            state: t.open === true ? 'queued' : 'settled',
+            now: at,
+          }),
+        );
+      }
+      return session.id;
+    }
+
+    it('forgets a thread idle since before the cut, with its turns and feedback, and marks it forgotten', async () => {
+      const old = await thread('1.1', T0, [{ by: ADA, text: 'an old question' }]);
+      const recent = await thread('2.2', T0 + 40 * DAY, [{ by: ADA, text: 'a recent one' }]);
+      await s.feedback.press({
+        sessionId: old,
+        turnId: '1.1-t1',
+        taskId: null,
+        actorId: ADA.id,
+        value: 'positive',
+        now: T0,
+      });
+      const now = T0 + 45 * DAY;
+      const gone = await s.retention.forgetIdleThreads(T0 + 30 * DAY, 100, now);
+      expect(gone).toEqual({ threads: 1, turns: 1, feedback: 1 });
+      expect(await s.sessions.getSession(old)).toBeUndefined();
+      expect(await s.sessions.getTurn('1.1-t1')).toBeUndefined();
+      expect(await s.sessions.getSession(recent)).toBeDefined();
+      expect(await s.retention.forgottenAt(old)).toBe(now);
+      expect(await s.retention.forgottenAt(recent)).toBeUndefined();
+      // Opened again: a new session of the same thread, whose lease is a first take again.
+      const again = await s.sessions.openSession({ key: key('1.1'), binding: 'team-a/support', now });
+      expect(await s.sessions.openTurns(again.id)).toEqual([]);
+      expect(await s.sessions.acquireLease(again.id, 'me', now, 60_000)).toBe('first');
+      await s.retention.clearForgotten(old);
+      expect(await s.retention.forgottenAt(old)).toBeUndefined();
+    });
+
+    it('keeps an old thread with anything in flight: a turn not settled, or one written since the cut', async () => {
+      const waiting = await thread('3.3', T0, [{ by: ADA, text: 'still queued', open: true }]);
+      const touched = await thread('4.4', T0, [{ by: ADA, text: 'old' }]);
+      await s.sessions.addTurn(
+        queuedTurn({
+          id: 'late',
+          sessionId: touched,
+          chatMessageId: '4.4.9',
+          text: 'a late reply',
+          state: 'settled',
+          now: T0 + 35 * DAY,
+        }),
+      );
+      const gone = await s.retention.forgetIdleThreads(T0 + 30 * DAY, 100, T0 + 45 * DAY);
+      expect(gone.threads).toBe(0);
+      expect(await s.sessions.getSession(waiting)).toBeDefined();
+      expect(await s.sessions.getSession(touched)).toBeDefined();
+    });
+
+    it('forgets in batches of at most the limit, oldest first', async () => {
+      const first = await thread('5.1', T0);
+      const second = await thread('5.2', T0 + DAY);
+      const third = await thread('5.3', T0 + 2 * DAY);
+      const cut = T0 + 30 * DAY;
+      expect((await s.retention.forgetIdleThreads(cut, 2, cut)).threads).toBe(2);
+      expect(await s.sessions.getSession(first)).toBeUndefined();
+      expect(await s.sessions.getSession(second)).toBeUndefined();
+      expect(await s.sessions.getSession(third)).toBeDefined();
+      expect((await s.retention.forgetIdleThreads(cut, 2, cut)).threads).toBe(1);
+      expect((await s.retention.forgetIdleThreads(cut, 2, cut)).threads).toBe(0);
+    });
+
+    it('drops forgotten marks older than asked', async () => {
+      const id = await thread('6.6', T0);
+      await s.retention.forgetIdleThreads(T0 + DAY, 10, T0 + 2 * DAY);
+      expect(await s.retention.pruneForgotten(T0 + 2 * DAY)).toBe(0);
+      expect(await s.retention.pruneForgotten(T0 + 3 * DAY)).toBe(1);
+      expect(await s.retention.forgottenAt(id)).toBeUndefined();
+    });
+
+    it('forgets web chat threads last written before the cut, with their messages', async () => {
+      const scope = { surface: 'webchat', workspaceId: 'local' };
+      const threadOf = (threadId: string, updatedAt: number) => ({
+        threadId,
+        binding: 'default/demo',
+        title: threadId,
+        createdAt: T0,
+        updatedAt,
+      });
+      await s.transcripts.saveTranscript({
+        scope,
+        threads: [threadOf('old', T0), threadOf('new', T0 + 40 * DAY)],
+        messages: [
+          { threadId: 'old', seq: 1, body: '{"text":"hi"}', updatedAt: T0 },
+          { threadId: 'new', seq: 1, body: '{"text":"hello"}', updatedAt: T0 + 40 * DAY },
+        ],
+        keepPerThread: 500,
+      });
+      expect(await s.retention.forgetIdleTranscripts(T0 + 30 * DAY, 10)).toBe(1);
+      const left = await s.transcripts.loadTranscripts(scope, { threads: 10, messagesPerThread: 10 });
+      expect(left.map((t) => t.thread.threadId)).toEqual(['new']);
+    });
+
+    it("erases a person: the threads they started entirely, their words in others' threads, their feedback", async () => {
+      const hers = await thread('7.1', T0, [
+        { by: ADA, text: 'my own thread' },
+        { by: BOB, text: 'Bob answers in it' },
+      ]);
+      const his = await thread('7.2', T0, [
+        { by: BOB, text: 'Bob starts' },
+        { by: ADA, text: 'Ada replies in his thread' },
+        { by: BOB, text: `his words\n\n${labelOf(ADA)}\na reply of hers he carried` },
+      ]);
+      await s.feedback.press({
+        sessionId: his,
+        turnId: '7.2-t1',
+        taskId: null,
+        actorId: ADA.id,
+        value: 'negative',
+        now: T0,
+      });
+      const erased = await s.retention.erasePerson({ userId: ADA.id });
+      expect(erased).toEqual({ threads: 1, turns: 2, feedback: 1, wordsCleared: 2 });
+      expect(await s.sessions.getSession(hers)).toBeUndefined();
+      expect(await s.retention.forgottenAt(hers)).toBeUndefined();
+      expect((await s.sessions.getTurn('7.2-t1'))?.text).toBe('Bob starts');
+      for (const id of ['7.2-t2', '7.2-t3']) {
+        const turn = await s.sessions.getTurn(id);
+        expect(turn?.text).toBe('');
+        expect(turn?.label).toBeNull();
+        expect(turn?.metadata).toBeNull();
+        expect(turn?.state).toBe('settled');
+      }
+      // Nothing of hers is left to find, by id or by email.
+      expect(await s.retention.erasePerson({ userId: ADA.id })).toEqual({
+        threads: 0,
+        turns: 0,
+        feedback: 0,
+        wordsCleared: 0,
+      });
+      expect((await s.retention.erasePerson({ email: 'ADA@example.com' })).wordsCleared).toBe(0);
+    });
+
+    it('erases by email, whatever its case', async () => {
+      const his = await thread('8.1', T0, [
+        { by: BOB, text: 'Bob starts' },
+        { by: ADA, text: 'Ada replies' },
+      ]);
+      expect(await s.retention.erasePerson({ email: 'Ada@Example.com' })).toEqual({
+        threads: 0,
+        turns: 0,
+        feedback: 0,
+        wordsCleared: 1,
+      });
+      expect((await s.sessions.getTurn('8.1-t2'))?.text).toBe('');
+      expect(await s.sessions.getSession(his)).toBeDefined();
+    });
+
+    it('says how many threads it holds and how many bytes the store takes', async () => {
+      await thread('9.1', T0);
+      await thread('9.2', T0);
+      const size = await s.retention.size();
+      expect(size.threads).toBe(2);
+      expect(size.bytes).toBeGreaterThan(0);
+    });
+  });
+}
