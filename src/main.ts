@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { CONTROLLER_HELP, startController } from './app/controller.js';
+import { FORGET_HELP, runForget } from './app/forget.js';
 import { startLocal } from './app/local.js';
 import { runCheck } from './check/index.js';
 import { KourierError } from './core/errors.js';
@@ -32,6 +33,7 @@ Commands:
                                      engine, /healthz /readyz /metrics (settings: environment)
   check <endpoint> [options]         check an agent against the agent contract (--help for options)
   demo-agent [--port N] [--host H]   run the built-in demo agent (A2A 1.0, streaming)
+  forget (--user ID | --email A)     erase a person's threads and words from the broker's store
   version                            print the version
   help                               print this help`;
 
@@ -175,6 +177,12 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         return await demoAgent(rest, io);
       case 'check':
         return await runCheck([...rest], io);
+      case 'forget':
+        if (asksHelp(rest)) {
+          io.out(FORGET_HELP);
+          return 0;
+        }
+        return await runForget(rest, process.env, io.out);
       case 'local':
         if (asksHelp(rest)) {
           io.out(LOCAL_HELP);

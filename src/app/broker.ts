@@ -5,6 +5,7 @@ import { systemClock } from '../core/clock.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
 import type { ChatSurface, EventSink } from '../core/ports.js';
 import type { LiveRegistry } from '../core/registry.js';
+import type { RetentionStore } from '../core/retention-store.js';
 import { RetentionSweeper } from '../core/retention-sweeper.js';
 import { WORKSPACE_REMOVED_REASON } from '../core/session/cancelling.js';
 import { SessionEngine } from '../core/session/engine.js';
@@ -94,6 +95,8 @@ export interface BrokerCore {
   registry: LiveRegistry;
   /** Forgets threads idle longer than the retention setting, and measures the store. */
   retention: RetentionSweeper;
+  /** Erases a person (Slack's deactivations). */
+  erasure: Pick<RetentionStore, 'erasePerson'>;
 }
 
 export interface ServeOptions {
@@ -216,6 +219,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       );
       return {
         retention,
+        erasure: o.stores.retention,
         store,
         triggerStore,
         feedbackRows: o.stores.feedback,
@@ -233,6 +237,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         await slack.listen({
           inbound: engine,
           feedbackRows: core.feedbackRows,
+          erasure: core.erasure,
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
           ...slackWait,

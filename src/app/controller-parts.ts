@@ -116,6 +116,8 @@ export class ControllerParts {
       },
     });
     this.#core = core;
+    const web = this.#web?.surface;
+    if (web !== undefined) core.retention.alongside((before) => web.threads.forgetIdle(before));
     if (core.slack === undefined)
       broker.logger.warn('neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set: running without Slack');
     const controller = controlPlane(

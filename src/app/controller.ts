@@ -44,6 +44,8 @@ Settings come from the environment; a bad value stops the start with a message n
   AGENTKOURIER_STORE               sqlite:<path> (default sqlite:/var/lib/agentkourier/state.db)
                                    or a postgres:// URL (several replicas)
   AGENTKOURIER_PG_SCHEMA           PostgreSQL schema (default agentkourier)
+  AGENTKOURIER_RETENTION_DAYS      a thread idle this many days is forgotten (default 90;
+                                   0 keeps every thread; docs/data.md)
   AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events, and the trigger webhooks,
                                    POST /triggers/<namespace>/<binding>/<name> (default 8080)
   AGENTKOURIER_METRICS_PORT        /healthz, /readyz, /metrics (default 9090)

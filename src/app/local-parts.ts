@@ -170,6 +170,7 @@ export class LocalParts {
       sinks: [web.activity],
       owner: this.#config.replicaName,
     });
+    this.#core.retention.alongside((before) => web.threads.forgetIdle(before));
     // Pushed after the store's own stop, so it stops first: no probe reaches a closed store.
     const storeHealth = new StoreReadiness(stores.sessions, logger, sqliteFileOf(this.#config.store));
     this.#broker.defer(async () => storeHealth.close());

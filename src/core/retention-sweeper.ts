@@ -41,6 +41,7 @@ export class RetentionSweeper {
   readonly #firstAfterMs: number;
   readonly #clock: Clock;
   readonly #observer: RetentionObserver;
+  readonly #alongside: Array<(before: number) => void> = [];
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
@@ -53,6 +54,14 @@ export class RetentionSweeper {
     this.#firstAfterMs = settings.firstAfterMs ?? 60 * 1000;
     this.#clock = clock;
     this.#observer = observer;
+  }
+
+  /**
+   * Runs `forget` with each sweep's cut (not with 0 days): what a surface holds in memory of the
+   * threads the sweep forgets (the web chat's page) goes with them.
+   */
+  alongside(forget: (before: number) => void): void {
+    this.#alongside.push(forget);
   }
 
   start(): void {
@@ -100,6 +109,7 @@ export class RetentionSweeper {
         await yieldToTurns();
       }
       totals.marksPruned = await this.#store.pruneForgotten(before);
+      for (const forget of this.#alongside) forget(before);
     }
     this.#observer.measured(await this.#store.size());
     return totals;

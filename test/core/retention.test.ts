@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Clock, systemClock } from '../../src/core/clock.js';
 import { type RetentionObserver, RetentionSweeper } from '../../src/core/retention-sweeper.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { ThreadBook } from '../../src/surfaces/webchat/threads.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
 
 /**
@@ -100,14 +101,26 @@ describe('retention', () => {
     h = await startHarness({ version: '1.0', store, forgotten: store.retention() });
     for (let i = 1; i <= 5; i++) await settled((await h.say(`t${i}`, '1', `thread ${i}`)).turnId);
     const { swept, observer } = recorder();
-    const totals = await new RetentionSweeper(
-      store.retention(),
-      { days: 30, batch: 2 },
-      ahead(31),
-      observer,
-    ).sweep();
+    const sweeper = new RetentionSweeper(store.retention(), { days: 30, batch: 2 }, ahead(31), observer);
+    const cuts: number[] = [];
+    sweeper.alongside((before) => cuts.push(before));
+    const totals = await sweeper.sweep();
+    // What a surface holds in memory goes with the same cut: now, a day ahead (31 − 30 days).
+    expect(cuts).toHaveLength(1);
+    expect(Math.abs((cuts[0] ?? 0) - (Date.now() + DAY))).toBeLessThan(60_000);
     expect(totals.threads).toBe(5);
     expect(swept.threads).toBe(5);
     expect((await store.retention().size()).threads).toBe(0);
+  });
+
+  it("the web chat's page drops the threads idle since the cut, and keeps the others", () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const book = new ThreadBook(() => now);
+    const old = book.create('default/demo');
+    now += 40 * DAY;
+    const recent = book.create('default/demo');
+    expect(book.forgetIdle(now - 30 * DAY)).toBe(1);
+    expect(book.get(old.id)).toBeUndefined();
+    expect(book.get(recent.id)).toBe(recent);
   });
 });

@@ -19,6 +19,7 @@ import { type DescribeAgent, SuggestedPrompts } from './agent-app/suggested-prom
 import type { AnswerSettings } from './answer/slack-answer.js';
 import { SlackSurface } from './answer/surface.js';
 import { SlackTriggerThreads } from './answer/trigger-threads.js';
+import { Departures, type PersonErasure } from './inbound/departures.js';
 import { InboundRouter } from './inbound/events.js';
 import { People, type PeopleOptions } from './inbound/people.js';
 import { refusingFutureRequests } from './inbound/request-time.js';
@@ -116,6 +117,11 @@ export interface ListenOptions {
    * store/open.ts feedbackRowsOf). Unset: presses are logged, never counted nor told.
    */
   feedbackRows?: FeedbackRows;
+  /**
+   * Erases a person Slack deactivated (`user_change`, inbound/departures.ts). Unset: a
+   * deactivation changes nothing here; retention forgets their threads in time.
+   */
+  erasure?: PersonErasure;
   /**
    * HTTP mode: the port to listen on (0 picks one). Leave it out to mount `requestListener` on
    * the broker's own HTTP server instead.
@@ -355,6 +361,8 @@ export class SlackConnection {
       }),
     ];
     if (this.workspaces !== undefined) parts.push(this.workspaces);
+    if (options.erasure !== undefined)
+      parts.push(new Departures({ erasure: options.erasure, logger: this.#logger }));
     return parts;
   }
 

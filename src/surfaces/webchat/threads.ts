@@ -263,6 +263,21 @@ export class ThreadBook {
       .sort((a, b) => b.summary().updatedAt.localeCompare(a.summary().updatedAt));
   }
 
+  /**
+   * Drops the threads with nothing new since `before` (the retention sweep's cut, which forgot
+   * their sessions and stored rows): a thread the page still held would otherwise be shown, and
+   * written back to the store at its next change. How many went.
+   */
+  forgetIdle(before: number): number {
+    let gone = 0;
+    for (const [id, thread] of this.#threads)
+      if (Date.parse(thread.summary().updatedAt) < before) {
+        this.#threads.delete(id);
+        gone++;
+      }
+    return gone;
+  }
+
   countFor(binding: string): number {
     let n = 0;
     for (const thread of this.#threads.values()) if (thread.binding === binding) n++;

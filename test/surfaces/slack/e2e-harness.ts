@@ -263,6 +263,8 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
       },
     },
     timings: { ...FAST_TIMINGS, ...options.timings },
+    // A store of the broker's own remembers the threads its retention forgot.
+    ...(store instanceof SqliteStore ? { forgotten: store.retention() } : {}),
   });
   await engine.start();
   // A store of the broker's own keeps feedback on the same database; a test's wrapper keeps none.
@@ -270,6 +272,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
   const { port } = await slack.listen({
     inbound: engine,
     ...(feedbackRows === undefined ? {} : { feedbackRows }),
+    ...(store instanceof SqliteStore ? { erasure: store.retention() } : {}),
     describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),
     ...(mode === 'http' ? { port: 0, host: '127.0.0.1' } : {}),
   });

@@ -56,6 +56,8 @@ export const EVENT_SCOPES: Readonly<Record<string, string | null>> = {
   agent_session_stopped: 'chat:write',
   // A person opened the app's Messages tab: the DM's suggested prompts.
   app_home_opened: null,
+  // A person deactivated in the workspace: their data is erased (inbound/departures.ts).
+  user_change: 'users:read',
 };
 
 /**
