@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { CONTROLLER_HELP, startController } from './app/controller.js';
 import { FORGET_HELP, runForget } from './app/forget.js';
+import { IDENTITY_KEY_HELP, runIdentityKey } from './app/identity-key.js';
 import { startLocal } from './app/local.js';
 import { runCheck } from './check/index.js';
 import { KourierError } from './core/errors.js';
@@ -34,6 +35,7 @@ Commands:
   check <endpoint> [options]         check an agent against the agent contract (--help for options)
   demo-agent [--port N] [--host H]   run the built-in demo agent (A2A 1.0, streaming)
   forget (--user ID | --email A)     erase a person's threads and words from the broker's store
+  identity-key [--add F | --retire F]  print a per-person identity key file, or rotate one
   version                            print the version
   help                               print this help`;
 
@@ -177,6 +179,12 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         return await demoAgent(rest, io);
       case 'check':
         return await runCheck([...rest], io);
+      case 'identity-key':
+        if (asksHelp(rest)) {
+          io.out(IDENTITY_KEY_HELP);
+          return 0;
+        }
+        return await runIdentityKey(rest, io.out);
       case 'forget':
         if (asksHelp(rest)) {
           io.out(FORGET_HELP);

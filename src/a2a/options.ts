@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import { InvalidConfigError } from '../core/errors.js';
+import type { Caller } from '../core/ports.js';
 
 /**
  * The client's settings, validated once at construction so that a bad header or URL fails at
@@ -8,7 +9,33 @@ import { InvalidConfigError } from '../core/errors.js';
  * never echoed in these messages.
  */
 
-export type Identity = { kind: 'bearer'; token: string } | { kind: 'user-id'; userId: string };
+export type Identity =
+  | { kind: 'bearer'; token: string }
+  | { kind: 'user-id'; userId: string }
+  | PersonIdentity;
+
+/**
+ * A per-person identity (docs/identity.md): every call carries an assertion the broker signs for
+ * whom it is made, for `audience`, in `header` (Authorization: as a bearer token); with
+ * `userIdHeader`, X-User-Id names the person too (kagent keeps sessions per user id).
+ */
+export interface PersonIdentity {
+  kind: 'person';
+  audience: string;
+  header: string;
+  userIdHeader: boolean;
+}
+
+/** An assertion for a caller and an audience, and the subject it names. */
+export interface Assertion {
+  token: string;
+  subject: string;
+  /** What X-User-Id carries: the person's email, else the subject. */
+  userId: string;
+}
+
+/** Signs the assertion of a call (the broker's identity layer, src/identity/). */
+export type AssertionSource = (caller: Caller | undefined, audience: string) => Promise<Assertion>;
 
 /** A W3C trace context as sent to the agent (a call's span's, see telemetry.ts). */
 export interface TraceHeaders {
@@ -20,6 +47,8 @@ export interface A2AClientOptions {
   /** The agent endpoint (DT-2, DT-7): the card is read below it and every call goes to it. */
   endpoint: string;
   identity: Identity;
+  /** Signs a per-person identity's assertions; required with one. */
+  assertions?: AssertionSource;
   /** The AgentBackend's static headers, already resolved from Secrets. */
   headers?: Record<string, string>;
   /** Extension URIs the dialect speaks: asked for when the card lists them (S-8, DT-4). */
@@ -121,7 +150,17 @@ const schema = z.object({
   identity: z.discriminatedUnion('kind', [
     z.object({ kind: z.literal('bearer'), token: headerValue.min(1, 'is empty') }),
     z.object({ kind: z.literal('user-id'), userId: headerValue.min(1, 'is empty') }),
+    z.object({
+      kind: z.literal('person'),
+      audience: z.string().min(1, 'is empty'),
+      header: headerName.refine(
+        (h) => !RESERVED_HEADERS.has(h.toLowerCase()) || h.toLowerCase() === 'authorization',
+        'may not be a header the client sets itself (other than Authorization)',
+      ),
+      userIdHeader: z.boolean(),
+    }),
   ]),
+  assertions: z.custom<AssertionSource>((v) => typeof v === 'function', 'must be a function').optional(),
   headers: z
     .record(headerName, headerValue)
     .optional()
@@ -159,6 +198,7 @@ const schema = z.object({
 export interface ResolvedOptions {
   endpoint: string;
   identity: Identity;
+  assertions: AssertionSource | undefined;
   headers: Record<string, string>;
   extensions: readonly string[];
   polling: boolean;
@@ -182,6 +222,7 @@ export function resolveOptions(options: A2AClientOptions): ResolvedOptions {
   return {
     endpoint: options.endpoint,
     identity: options.identity,
+    assertions: options.assertions,
     headers: options.headers ?? {},
     extensions: options.extensions ?? [],
     polling: options.polling ?? false,

@@ -265,6 +265,7 @@ class StreamCall implements AsyncGenerator<StreamEvent>, ReadyEvents {
         codec,
         'text/event-stream, application/json',
         headersOf(this.#span, this.#options.trace),
+        this.#options.caller,
       ),
       body: encodeRequest(this.#id, this.#method, this.#params),
       headersTimeoutMs: o.timeouts.headersMs,

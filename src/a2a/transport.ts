@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { type Span, trace } from '@opentelemetry/api';
 import { AgentCallError } from '../core/agent/errors.js';
+import type { Caller } from '../core/ports.js';
 import type { AgentCardInfo } from './card.js';
 import { discard, type HttpResponse, header, readBounded, send } from './http.js';
-import { identityHeaders } from './identity.js';
+import { identityHeaders, personHeaders } from './identity.js';
 import {
   type CallKind,
   decodeResponse,
@@ -52,6 +53,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** The turn's W3C trace context: the call's span is its child, and the agent gets the span's. */
   trace?: TraceHeaders;
+  /** Whom the call is for: a per-person identity signs its assertion for them. */
+  caller?: Caller;
 }
 
 /** The A2A 1.0 names of the operations, the same label whatever the wire version. */
@@ -118,12 +121,15 @@ export class Transport {
     codec: WireCodec,
     accept: string,
     trace: TraceHeaders | undefined,
+    caller?: Caller,
   ): Promise<Record<string, string>> {
     const card = await this.#card();
     const listed = new Set(card.extensions.map((e) => e.uri));
     const wanted = this.options.extensions.filter((uri) => listed.has(uri));
+    const { identity, assertions } = this.options;
     return {
       ...this.baseHeaders(trace),
+      ...(identity.kind === 'person' ? await personHeaders(identity, assertions, caller) : {}),
       ...codec.versionHeaders(),
       ...codec.extensionHeaders(wanted),
       'content-type': 'application/json',
@@ -178,7 +184,12 @@ export class Transport {
       const res = await send({
         url: o.endpoint,
         method: 'POST',
-        headers: await this.rpcHeaders(codec, 'application/json', headersOf(span, options.trace)),
+        headers: await this.rpcHeaders(
+          codec,
+          'application/json',
+          headersOf(span, options.trace),
+          options.caller,
+        ),
         body: encodeRequest(id, method, params),
         headersTimeoutMs: o.timeouts.headersMs,
         bodyIdleMs: o.timeouts.bodyIdleMs,

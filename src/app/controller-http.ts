@@ -70,9 +70,12 @@ export function eventsListener(options: {
   slack: () => RequestListener | undefined;
   /** The trigger routes: true when they took the request (they answer 503 while draining). */
   triggers?: (req: IncomingMessage, res: ServerResponse) => boolean;
+  /** The broker's public keys (src/identity/well-known.ts), for agents that verify its assertions. */
+  wellKnown?: (req: IncomingMessage, res: ServerResponse) => boolean;
   draining: () => boolean;
 }): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
+    if (options.wellKnown?.(req, res) === true) return;
     if (options.triggers?.(req, res) === true) return;
     const path = (req.url ?? '').split('?')[0];
     const slack = options.slack();

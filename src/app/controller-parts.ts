@@ -3,6 +3,12 @@ import type { BrokerConfig } from '../config/broker.js';
 import type { WebChatSettings } from '../config/webchat.js';
 import { LiveRegistry } from '../core/registry.js';
 import { TriggerDirectory } from '../core/triggers.js';
+import {
+  type AssertionSigner,
+  identitySigner,
+  loadIdentitySettings,
+  wellKnownRoutes,
+} from '../identity/index.js';
 import { Controller, type ControllerSettings } from '../k8s/index.js';
 import { createStore, migrateWhenReachable } from '../store/open.js';
 import { StoreReadiness, sqliteFileOf } from '../store/readiness.js';
@@ -27,6 +33,8 @@ export interface ControllerPartsOptions {
   config: BrokerConfig;
   webchat: WebChatSettings | undefined;
   options: {
+    /** The environment (the identity layer reads its settings from it). */
+    env: Readonly<Record<string, string | undefined>>;
     /** SIGTERM during the start: the waits end, and the start is abandoned. */
     signal?: AbortSignal | undefined;
     /** Tests pass their own; in a pod it is loaded from the service account. */
@@ -56,6 +64,7 @@ export class ControllerParts {
   readonly #triggers = new TriggerDirectory();
   readonly #stores: ReturnType<typeof createStore>;
   readonly #web: ControllerWebChat | undefined;
+  #signer: AssertionSigner | undefined;
   #core: BrokerCore | undefined;
   #controller: Controller | undefined;
 
@@ -116,6 +125,15 @@ export class ControllerParts {
       },
     });
     this.#core = core;
+    // The keys per-person Bindings sign with; their public half is served on the events port.
+    const identity = await identitySigner(loadIdentitySettings(options.env), {
+      issuer: `http://127.0.0.1:${config.httpPort}`,
+    });
+    if (identity.ephemeral)
+      broker.logger.warn(
+        'AGENTKOURIER_IDENTITY_KEYS is not set: per-person identities sign with a key made at this start (one replica only; docs/identity.md)',
+      );
+    this.#signer = identity.signer;
     const web = this.#web?.surface;
     if (web !== undefined) core.retention.alongside((before) => web.threads.forgetIdle(before));
     if (core.slack === undefined)
@@ -127,6 +145,7 @@ export class ControllerParts {
       this.#triggers,
       settings,
       options.kubeConfig,
+      identity.signer,
     );
     this.#controller = controller;
     startup.check(() => (controller.ready ? undefined : 'AgentBackends and Bindings not listed yet'));
@@ -157,6 +176,7 @@ export class ControllerParts {
       eventsListener({
         slack: () => core.slack?.requestListener,
         triggers: core.triggers.routes,
+        wellKnown: wellKnownRoutes(this.#needed(this.#signer)),
         draining: () => startup.draining,
       }),
       config.httpPort,
@@ -194,6 +214,7 @@ function controlPlane(
   triggers: TriggerDirectory,
   settings: ControllerSettings,
   given: KubeConfig | undefined,
+  signer: AssertionSigner,
 ): Controller {
   const kubeConfig = given ?? new KubeConfig();
   if (given === undefined) kubeConfig.loadFromDefault();
@@ -209,6 +230,7 @@ function controlPlane(
     telemetry: broker.observability.controlPlane,
     triggers,
     triggerActivity: core.triggerStore,
+    assertions: (ref) => signer.sourceFor(ref),
     ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
   });
   broker.observability.approvals.onDecision((audit) => {

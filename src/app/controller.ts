@@ -46,6 +46,10 @@ Settings come from the environment; a bad value stops the start with a message n
   AGENTKOURIER_PG_SCHEMA           PostgreSQL schema (default agentkourier)
   AGENTKOURIER_RETENTION_DAYS      a thread idle this many days is forgotten (default 90;
                                    0 keeps every thread; docs/data.md)
+  AGENTKOURIER_IDENTITY_ISSUER     per-person identity: the assertions' issuer URL, where agents
+                                   read /.well-known/jwks.json (served on the HTTP port)
+  AGENTKOURIER_IDENTITY_KEYS       its key file (agentkourier identity-key); unset: a key made
+                                   at each start (one replica only; docs/identity.md)
   AGENTKOURIER_HTTP_PORT           Slack's events, POST /slack/events, and the trigger webhooks,
                                    POST /triggers/<namespace>/<binding>/<name> (default 8080)
   AGENTKOURIER_METRICS_PORT        /healthz, /readyz, /metrics (default 9090)

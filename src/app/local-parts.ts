@@ -3,6 +3,12 @@ import type { BrokerConfig } from '../config/broker.js';
 import { LiveRegistry } from '../core/registry.js';
 import { TriggerDirectory } from '../core/triggers.js';
 import { type DemoAgent, startDemoAgent } from '../demo/demo-agent.js';
+import {
+  type AssertionSigner,
+  identitySigner,
+  loadIdentitySettings,
+  wellKnownRoutes,
+} from '../identity/index.js';
 import { type LocalBindingStatus, type LocalManifestsHandle, startLocalManifests } from '../local/index.js';
 import { opsRoutes } from '../observability/index.js';
 import { openStore } from '../store/open.js';
@@ -82,6 +88,7 @@ export class LocalParts {
     const steps: StartStep[] = [];
     if (this.#options.demo) steps.push({ waitingFor: 'the demo agent to start', start: () => this.#demo() });
     steps.push(
+      { waitingFor: 'the identity keys to be read', start: () => this.#identity() },
       { waitingFor: 'the Bindings file to be read', start: () => this.#readManifests() },
       { waitingFor: 'the store to open', start: () => this.#compose() },
       { waitingFor: 'the web chat to listen', start: () => this.#listen() },
@@ -129,11 +136,27 @@ export class LocalParts {
     this.demoUrl = demo.url;
   }
 
+  /**
+   * The keys per-person Bindings sign with: local mode keeps its own under .agentkourier/ (or
+   * AGENTKOURIER_IDENTITY_KEYS), and serves their public half beside the web chat.
+   */
+  async #identity(): Promise<void> {
+    const { signer } = await identitySigner(loadIdentitySettings(this.#options.env), {
+      issuer: () => this.chatUrl,
+      keyFile: '.agentkourier/identity-keys.json',
+    });
+    this.#signer = signer;
+  }
+
+  #signer: AssertionSigner | undefined;
+
   async #readManifests(): Promise<void> {
+    const signer = this.#needed(this.#signer);
     const manifests = await startLocalManifests({
       file: this.#options.config,
       registry: this.#registry,
       triggers: this.#triggers,
+      assertions: (ref) => signer.sourceFor(ref),
       logger: this.#broker.logger,
       telemetry: this.#broker.observability.controlPlane,
       ...(this.demoUrl === undefined ? {} : { demoAgentUrl: this.demoUrl }),
@@ -185,13 +208,14 @@ export class LocalParts {
     const manifests = this.#needed(this.#manifests);
     const { observability, logger } = this.#broker;
     const options = this.#options;
+    const wellKnown = wellKnownRoutes(this.#needed(this.#signer));
     const chat = await createWebChat({
       engine,
       surface: this.#needed(this.#web),
       registry: this.#registry,
       readiness: (ref) => manifests.bindings().find((b) => b.ref === ref),
       audit: observability.approvals,
-      routes: (req, res) => triggers.routes(req, res),
+      routes: (req, res) => wellKnown(req, res) || triggers.routes(req, res),
       operations: opsRoutes({ registry: observability.registry, ready: () => this.#startup.readiness() }),
       host: options.host,
       port: options.port,

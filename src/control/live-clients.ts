@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { A2AClient } from '../a2a/client.js';
-import type { A2AClientOptions } from '../a2a/options.js';
+import type { A2AClientOptions, AssertionSource } from '../a2a/options.js';
 import type { ClientTelemetry } from '../a2a/telemetry.js';
 import type { LiveRegistry } from '../core/registry.js';
 import { dialectSpec } from '../dialects/index.js';
@@ -41,14 +41,19 @@ export function clientFactory(telemetry?: (binding: string) => ClientTelemetry):
   return (options, binding) => new A2AClient(options, telemetry?.(binding));
 }
 
+/** The signer of a Binding's per-person assertions (src/identity/), by the Binding's ref. */
+export type AssertionsFor = (binding: string) => AssertionSource;
+
 export class LiveClients {
   readonly #registry: LiveRegistry;
   readonly #factory: ClientFactory;
+  readonly #assertions: AssertionsFor | undefined;
   readonly #entries = new Map<string, LiveClient & { registration: string }>();
 
-  constructor(registry: LiveRegistry, factory: ClientFactory = clientFactory()) {
+  constructor(registry: LiveRegistry, factory: ClientFactory = clientFactory(), assertions?: AssertionsFor) {
     this.#registry = registry;
     this.#factory = factory;
+    this.#assertions = assertions;
   }
 
   /** Creates or updates the Binding's client and its registry entry; returns the client. */
@@ -56,12 +61,17 @@ export class LiveClients {
     const fingerprint = clientFingerprint(spec.client);
     const registration = registrationOf(spec);
     const existing = this.#entries.get(spec.ref);
+    // A per-person identity signs with the broker's keys; without them, its calls are refused.
+    const options =
+      spec.client.identity.kind === 'person' && this.#assertions !== undefined
+        ? { ...spec.client, assertions: this.#assertions(spec.ref) }
+        : spec.client;
     let client: A2AClient;
     if (existing === undefined) {
-      client = this.#factory(spec.client, spec.ref);
+      client = this.#factory(options, spec.ref);
     } else {
       client = existing.client;
-      if (existing.fingerprint !== fingerprint) client.reconfigure(spec.client);
+      if (existing.fingerprint !== fingerprint) client.reconfigure(options);
     }
     if (existing === undefined || existing.registration !== registration) {
       this.#registry.upsert({

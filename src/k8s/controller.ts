@@ -6,7 +6,7 @@ import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../control/
 import { CardCheckPool, DEFAULT_CARD_POOL } from '../control/card-pool.js';
 import type { NamespaceChannels } from '../control/channels.js';
 import { namespaceName } from '../control/crds/common.js';
-import { clientFactory, LiveClients } from '../control/live-clients.js';
+import { type AssertionsFor, clientFactory, LiveClients } from '../control/live-clients.js';
 import { KeyedQueue } from '../control/queue.js';
 import type { Transition } from '../control/status.js';
 import type { ControlPlaneObserver, ControlPlaneTelemetry } from '../control/telemetry.js';
@@ -82,6 +82,8 @@ export interface ControllerOptions {
   concurrency?: number;
   /** Metrics and spans of reconciles, leadership and card reads; the clients' telemetry. */
   telemetry?: ControlPlaneTelemetry;
+  /** Signs per-person Bindings' assertions (src/identity/). */
+  assertions?: AssertionsFor;
   /**
    * Who the controller is and which ClusterRole reads Secrets, so a Secret it may not read gets a
    * status saying what to grant (./secret-access.ts); unknown parts are left out of the message.
@@ -213,7 +215,11 @@ export class Controller {
       backends: this.#backends,
       bindings: this.#bindings,
       secrets: this.#secrets,
-      clients: new LiveClients(options.registry, clientFactory(options.telemetry?.client)),
+      clients: new LiveClients(
+        options.registry,
+        clientFactory(options.telemetry?.client),
+        options.assertions,
+      ),
       cards,
       cardPool: this.#cardPool,
       registry: options.registry,

@@ -3,7 +3,13 @@ import { CardChecker, type CardTimings, DEFAULT_CARD_TIMINGS } from '../control/
 import { CardCheckPool, DEFAULT_CARD_POOL } from '../control/card-pool.js';
 import { type ClaimConflict, conflictsByBinding } from '../control/channels.js';
 import type { Binding, BindingStatus } from '../control/crds/binding.js';
-import { type ClientFactory, clientFactory, type LiveClient, LiveClients } from '../control/live-clients.js';
+import {
+  type AssertionsFor,
+  type ClientFactory,
+  clientFactory,
+  type LiveClient,
+  LiveClients,
+} from '../control/live-clients.js';
 import { KeyedQueue } from '../control/queue.js';
 import { type BindingPlan, bindingRef, bindingStatus, planBinding } from '../control/reconcile/binding.js';
 import { Reasons, readyTransition } from '../control/status.js';
@@ -32,6 +38,8 @@ export interface LocalBindingsOptions {
   now?: () => Date;
   /** Each Binding's triggers go here (the trigger routes and the scheduler read it). */
   triggers?: TriggerDirectory;
+  /** Signs per-person Bindings' assertions (src/identity/). */
+  assertions?: AssertionsFor;
 }
 
 interface Entry {
@@ -64,6 +72,7 @@ export class LocalBindings {
     this.#clients = new LiveClients(
       options.registry,
       options.clientFactory ?? clientFactory(options.telemetry?.client),
+      options.assertions,
     );
     this.#cards = new CardChecker(
       { ...DEFAULT_CARD_TIMINGS, ...options.cardTimings },

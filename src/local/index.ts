@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { CardTimings } from '../control/card-check.js';
-import type { ClientFactory } from '../control/live-clients.js';
+import type { AssertionsFor, ClientFactory } from '../control/live-clients.js';
 import type { ControlPlaneTelemetry } from '../control/telemetry.js';
 import type { LiveRegistry } from '../core/registry.js';
 import type { TriggerDirectory } from '../core/triggers.js';
@@ -61,6 +61,8 @@ export interface LocalManifestsOptions {
   onReload?: (outcome: ReloadOutcome) => void;
   /** Each Binding's triggers go here (the trigger routes and the scheduler read it). */
   triggers?: TriggerDirectory;
+  /** Signs per-person Bindings' assertions (src/identity/). */
+  assertions?: AssertionsFor;
 }
 
 export interface LocalManifestsHandle {
@@ -106,6 +108,7 @@ export async function startLocalManifests(options: LocalManifestsOptions): Promi
     ...(options.clientFactory === undefined ? {} : { clientFactory: options.clientFactory }),
     ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
     ...(options.triggers === undefined ? {} : { triggers: options.triggers }),
+    ...(options.assertions === undefined ? {} : { assertions: options.assertions }),
   });
   const validate = { demoAgentUrl: options.demoAgentUrl };
   let lastText: string | undefined;

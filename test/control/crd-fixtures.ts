@@ -164,13 +164,25 @@ export const INVALID: Fixture[] = [
     title: 'both tokenSecretRef and userId',
     kind: 'Binding',
     spec: binding({ identity: { userId: 'U1', tokenSecretRef: { name: 't', key: 'token' } } }),
-    refusedWith: 'exactly one of tokenSecretRef and userId',
+    refusedWith: 'exactly one of tokenSecretRef, userId and perPerson',
   },
   {
     title: 'neither tokenSecretRef nor userId',
     kind: 'Binding',
     spec: binding({ identity: {} }),
-    refusedWith: 'exactly one of tokenSecretRef and userId',
+    refusedWith: 'exactly one of tokenSecretRef, userId and perPerson',
+  },
+  {
+    title: 'perPerson beside userId',
+    kind: 'Binding',
+    spec: binding({ identity: { userId: 'U1', perPerson: {} } }),
+    refusedWith: 'exactly one of tokenSecretRef, userId and perPerson',
+  },
+  {
+    title: 'perPerson with a header name that is not one',
+    kind: 'Binding',
+    spec: binding({ identity: { perPerson: { header: 'X Agent Identity' } } }),
+    refusedWith: 'must be an HTTP header name',
   },
   {
     title: 'a question timeout beyond a week',

@@ -1,3 +1,4 @@
+import type { AssertionSource, Identity } from '../../src/a2a/options.js';
 import { dialectSpec } from '../../src/dialects/index.js';
 import { APPROVER, type Harness, type HarnessOptions, startHarness } from '../helpers/engine-harness.js';
 import type { CardOptions, WireVersion } from '../peers/contract-agent/contract-agent.js';
@@ -18,6 +19,9 @@ export type KagentHarness = Harness;
 export interface KagentHarnessOptions extends Pick<HarnessOptions, 'settings' | 'timings'> {
   version: WireVersion;
   card?: CardOptions;
+  /** The Binding's identity (default X-User-Id ada@example.com), and its signer when per-person. */
+  identity?: Identity;
+  assertions?: AssertionSource;
 }
 
 export function startKagentHarness(options: KagentHarnessOptions): Promise<KagentHarness> {
@@ -27,7 +31,8 @@ export function startKagentHarness(options: KagentHarnessOptions): Promise<Kagen
     agent: { path: AGENT_PATH, card: options.card ?? { extensions: [{ uri: spec.extensions[0] ?? '' }] } },
     client: {
       endpoint: (agent) => spec.endpoint(agent.origin, AGENT),
-      identity: { kind: 'user-id', userId: 'ada@example.com' },
+      identity: options.identity ?? { kind: 'user-id', userId: 'ada@example.com' },
+      ...(options.assertions === undefined ? {} : { assertions: options.assertions }),
       extensions: spec.extensions,
     },
     dialect: spec.dialect,

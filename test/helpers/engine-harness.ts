@@ -1,5 +1,5 @@
 import { A2AClient } from '../../src/a2a/client.js';
-import type { Identity, Limits, Timeouts } from '../../src/a2a/options.js';
+import type { AssertionSource, Identity, Limits, Timeouts } from '../../src/a2a/options.js';
 import type { Clock } from '../../src/core/clock.js';
 import type { Actor } from '../../src/core/compose.js';
 import type { EngineEvent } from '../../src/core/events.js';
@@ -73,7 +73,7 @@ export interface Harness {
     thread: string,
     ts: string,
     text: string,
-    options?: { addressed?: boolean },
+    options?: { addressed?: boolean; actor?: Actor },
   ): Promise<{ sessionId: string; turnId: string; duplicate: boolean }>;
   /** Answers the thread's pending question with a person's reply (default actor: APPROVER). */
   answer(
@@ -92,6 +92,8 @@ export interface HarnessClientOptions {
   endpoint?: string | ((agent: ContractAgent) => string);
   /** Default: a bearer token. */
   identity?: Identity;
+  /** Signs a per-person identity's assertions. */
+  assertions?: AssertionSource;
   extensions?: readonly string[];
   /** Over the harness's 2 s header and stream idle bounds (body idle, call totals: slow agents). */
   timeouts?: Partial<Timeouts>;
@@ -131,6 +133,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     endpoint: typeof c.endpoint === 'function' ? c.endpoint(agent) : (c.endpoint ?? agent.endpoint),
     ...(c.limits === undefined ? {} : { limits: c.limits }),
     identity: c.identity ?? { kind: 'bearer', token: 'binding-token' },
+    ...(c.assertions === undefined ? {} : { assertions: c.assertions }),
     ...(c.extensions === undefined ? {} : { extensions: c.extensions }),
     ...((c.polling ?? options.settings?.polling !== undefined) ? { polling: true } : {}),
     timeouts: { headersMs: 2_000, streamIdleMs: 2_000, ...c.timeouts },
@@ -177,7 +180,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         key: key(thread),
         binding: BINDING,
         chatMessageId: ts,
-        actor: {
+        actor: o.actor ?? {
           id: 'U123',
           name: 'Ada',
           email: 'ada@example.com',

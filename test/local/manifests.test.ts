@@ -81,14 +81,14 @@ describe('local manifests: parsing and validation', () => {
     const spec = '  identity:\n    userId: U1\n    tokenSecretRef:\n      name: tok\n      key: token\n';
     const { error, lines } = problemsOf(`${BACKEND}---\n${binding(spec)}`);
     expect(lines).toEqual([
-      'test.yaml: document 2 (Binding default/chat): spec.identity: exactly one of tokenSecretRef and userId must be set',
+      'test.yaml: document 2 (Binding default/chat): spec.identity: exactly one of tokenSecretRef, userId and perPerson must be set',
     ]);
     expect(error.problems).toEqual([
       {
         document: 2,
         object: 'Binding default/chat',
         path: 'spec.identity',
-        message: 'exactly one of tokenSecretRef and userId must be set',
+        message: 'exactly one of tokenSecretRef, userId and perPerson must be set',
       },
     ]);
     expect(error.code).toBe('local_manifest_invalid');

@@ -79,13 +79,33 @@ const identity = withRules(
         .regex(/^[^\r\n\x00]+$/, 'must not contain a line break or NUL')
         .optional()
         .meta({ description: 'Sent as X-User-Id: <userId> (kagent’s identity header).' }),
+      perPerson: z
+        .object({
+          header: z
+            .string()
+            .max(64)
+            .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
+            .optional()
+            .meta({
+              description:
+                'The header the assertion goes in (default Authorization, as a bearer token); name another when the agent uses Authorization for something else.',
+            }),
+          audience: z.string().min(1).max(512).optional().meta({
+            description: 'The assertion’s aud claim (default: the AgentBackend’s url).',
+          }),
+        })
+        .meta({
+          description:
+            'Every call carries a short JWT the broker signs naming the person who asks (docs/identity.md); with the kagent-v1 dialect, X-User-Id names them too.',
+        })
+        .optional(),
     })
-    .meta({ description: 'The one identity every request to the agent carries.' }),
+    .meta({ description: 'The identity every request to the agent carries.' }),
   [
     {
-      cel: 'has(self.tokenSecretRef) != has(self.userId)',
-      message: 'exactly one of tokenSecretRef and userId must be set',
-      check: (i) => (i.tokenSecretRef === undefined) !== (i.userId === undefined),
+      cel: '(has(self.tokenSecretRef) ? 1 : 0) + (has(self.userId) ? 1 : 0) + (has(self.perPerson) ? 1 : 0) == 1',
+      message: 'exactly one of tokenSecretRef, userId and perPerson must be set',
+      check: (i) => [i.tokenSecretRef, i.userId, i.perPerson].filter((v) => v !== undefined).length === 1,
     },
   ],
 );

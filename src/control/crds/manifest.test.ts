@@ -42,7 +42,9 @@ describe('CRDs generated from the zod schemas', () => {
     const text = JSON.stringify(backend);
     expect(text).toContain('has(self.value) != has(self.valueFrom)');
     const binding = JSON.stringify(crdManifest(CRD_DEFINITIONS[1]));
-    expect(binding).toContain('has(self.tokenSecretRef) != has(self.userId)');
+    expect(binding).toContain(
+      '(has(self.tokenSecretRef) ? 1 : 0) + (has(self.userId) ? 1 : 0) + (has(self.perPerson) ? 1 : 0) == 1',
+    );
     expect(binding).toContain("duration(self) >= duration('1s')");
   });
 

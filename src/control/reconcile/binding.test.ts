@@ -61,6 +61,38 @@ describe('planBinding', () => {
     expect(plan.live?.dialect).toBe('kagent-v1');
   });
 
+  it('[S-8] a per-person Binding: its assertions are for the AgentBackend (its url by default), in the header it names', () => {
+    const plan = planBinding({
+      binding: bindingObject({ identity: { perPerson: {} } }),
+      backend: backendObject(),
+      secrets: secrets({}),
+      allowedChannels: undefined,
+    });
+    expect(plan.live?.client.identity).toEqual({
+      kind: 'person',
+      audience: 'http://agent.example/a2a',
+      header: 'Authorization',
+      userIdHeader: false,
+    });
+    expect(plan.credentialsCondition.status).toBe('True');
+    // On kagent-v1, X-User-Id names the person too; an audience and a header of its own.
+    const kagent = planBinding({
+      binding: bindingObject({
+        agent: { namespace: 'kagent', name: 'k8s-agent' },
+        identity: { perPerson: { audience: 'urn:kagent:k8s-agent', header: 'X-Agent-Identity' } },
+      }),
+      backend: backendObject({ dialect: 'kagent-v1', url: 'http://kagent.example/api/a2a/' }),
+      secrets: secrets({}),
+      allowedChannels: undefined,
+    });
+    expect(kagent.live?.client.identity).toEqual({
+      kind: 'person',
+      audience: 'urn:kagent:k8s-agent',
+      header: 'X-Agent-Identity',
+      userIdHeader: true,
+    });
+  });
+
   it('refuses a kagent-v1 Binding without spec.agent as InvalidSpec (a rule CEL cannot check)', () => {
     const plan = planBinding({
       binding: bindingObject(),

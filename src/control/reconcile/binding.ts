@@ -83,7 +83,18 @@ function identityOf(
   binding: Binding,
   secrets: SecretLookup,
 ): { ok: true; identity: Identity } | { ok: false; condition: ConditionState } {
-  const { tokenSecretRef, userId } = binding.spec.identity;
+  const { tokenSecretRef, userId, perPerson } = binding.spec.identity;
+  if (perPerson !== undefined)
+    return {
+      ok: true,
+      // The audience and X-User-Id are the backend's to fill in (planClient).
+      identity: {
+        kind: 'person',
+        audience: perPerson.audience ?? '',
+        header: perPerson.header ?? 'Authorization',
+        userIdHeader: false,
+      },
+    };
   if (tokenSecretRef !== undefined) {
     const token = resolveSecretKey(secrets, tokenSecretRef, 'identity.tokenSecretRef');
     if (!token.ok)
@@ -100,7 +111,7 @@ function identityOf(
     condition: falseCondition(
       ConditionTypes.CredentialsResolved,
       Reasons.InvalidSpec,
-      'exactly one of identity.tokenSecretRef and identity.userId must be set',
+      'exactly one of identity.tokenSecretRef, identity.userId and identity.perPerson must be set',
     ),
   };
 }
@@ -232,9 +243,18 @@ function planClient(observed: BindingObservation): BindingPlan {
   if (!backend.ok || !identity.ok || !headers.ok) return plan;
 
   const spec = dialectSpec(backend.resolved.dialect);
+  const given = identity.identity;
   const client: A2AClientOptions = {
     endpoint: backend.resolved.endpoint,
-    identity: identity.identity,
+    identity:
+      given.kind === 'person'
+        ? {
+            ...given,
+            audience: given.audience === '' ? backend.resolved.endpoint : given.audience,
+            // kagent keeps its sessions per user id: each person gets their own.
+            userIdHeader: backend.resolved.dialect === 'kagent-v1',
+          }
+        : given,
     headers: headers.headers,
     extensions: spec.extensions,
   };

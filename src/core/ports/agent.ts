@@ -12,10 +12,30 @@ import type { TraceContext } from '../trace.js';
 
 /** The agent's side of the engine's ports: the agent client, the dialect that reads it, the routes to it. */
 
+/**
+ * Whom a call to an agent is made for: the person whose turn it is (the approver, for a
+ * decision), or a trigger when no person asked. The agent client turns it into credentials when
+ * its Binding asks for a per-person identity (docs/identity.md), and ignores it otherwise.
+ */
+export type Caller =
+  | ({ kind: 'person'; id: string; name?: string; email?: string } & CallerPlace)
+  | ({ kind: 'trigger' } & CallerPlace);
+
+export interface CallerPlace {
+  surface: string;
+  workspaceId: string;
+  channelId: string;
+  sessionId: string;
+  /** 'namespace/name' of the Binding. */
+  binding: string;
+}
+
 export interface AgentCallOptions {
   signal?: AbortSignal;
   /** The turn's trace context: the call's span is its child (the agent gets it as traceparent). */
   trace?: TraceContext;
+  /** Whom the call is for (per-person identity). */
+  caller?: Caller;
 }
 
 /** One thing an agent's card says it can do, with example requests. */

@@ -1,10 +1,11 @@
 import type { Task } from '../agent/model.js';
 import type { Clock } from '../clock.js';
-import { actorIdOf } from '../compose.js';
+import { ACTOR_METADATA_KEY, actorIdOf } from '../compose.js';
 import type { EngineEvent } from '../events.js';
 import type {
   AgentCallOptions,
   AgentRoute,
+  Caller,
   ChatSurface,
   ChatTarget,
   EventSink,
@@ -133,6 +134,7 @@ export class DriverContext {
       run.turnId = turn.id;
       run.receivedAt = turn.createdAt;
       run.trace = this.traceOf(session, turn);
+      run.caller = callerOf(session, turn);
     }
     if (turn !== null && turn.kind !== 'context') {
       const unsaved = this.deps.unsavedRefs.get(turn.id);
@@ -367,6 +369,34 @@ export class DriverContext {
   }
 }
 
-export function callOptions(signal: AbortSignal, trace: TraceContext | undefined): AgentCallOptions {
-  return trace === undefined ? { signal } : { signal, trace };
+export function callOptions(
+  signal: AbortSignal,
+  trace: TraceContext | undefined,
+  caller?: Caller,
+): AgentCallOptions {
+  return { signal, ...(trace === undefined ? {} : { trace }), ...(caller === undefined ? {} : { caller }) };
+}
+
+/** Whom a turn's calls are for: its person (S-5's actor), or the trigger that started it. */
+export function callerOf(session: SessionRecord, turn: TurnRecord | null): Caller | undefined {
+  if (turn === null) return undefined;
+  const place = {
+    surface: session.key.surface,
+    workspaceId: session.key.workspaceId,
+    channelId: session.key.channelId,
+    sessionId: session.id,
+    binding: session.binding,
+  };
+  if (turn.kind === 'trigger') return { kind: 'trigger', ...place };
+  const actor = turn.metadata?.[ACTOR_METADATA_KEY] as
+    | { id?: unknown; name?: unknown; email?: unknown }
+    | undefined;
+  if (typeof actor?.id !== 'string') return undefined;
+  return {
+    kind: 'person',
+    id: actor.id,
+    ...(typeof actor.name === 'string' ? { name: actor.name } : {}),
+    ...(typeof actor.email === 'string' ? { email: actor.email } : {}),
+    ...place,
+  };
 }

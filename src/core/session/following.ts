@@ -131,7 +131,7 @@ export async function followTask(
           route,
           turn,
           run,
-          (signal) => route.client.subscribeToTask(taskId, callOptions(signal, run.trace)),
+          (signal) => route.client.subscribeToTask(taskId, callOptions(signal, run.trace, run.caller)),
           clock.now(),
         );
         if (run.settledTask !== null) {
@@ -179,7 +179,7 @@ async function cancelAndSettle(
   taskId: string,
   reason: 'no-sign-of-life' | 'poll-timeout',
 ): Promise<void> {
-  await cancelTask(ctx, session, route, taskId, reason, run.trace);
+  await cancelTask(ctx, session, route, taskId, reason, run.trace, run.caller);
   // After a poll timeout the task is read once: an agent whose GetTask keeps failing is not
   // waited for again.
   const after =
@@ -227,7 +227,7 @@ export async function readTask(
   for (let attempt = 0; ; attempt++) {
     ctx.checkStop();
     try {
-      const task = await route.client.getTask(taskId, callOptions(ctx.signal, run.trace));
+      const task = await route.client.getTask(taskId, callOptions(ctx.signal, run.trace, run.caller));
       run.takeTask(task, clock.now());
       ctx.noteText(session, run);
       return task;

@@ -30,7 +30,7 @@ export async function sendPolled(
 ): Promise<boolean> {
   const { clock } = ctx.deps;
   run.resetStream();
-  const reply = await route.client.sendMessage(message, callOptions(ctx.signal, run.trace));
+  const reply = await route.client.sendMessage(message, callOptions(ctx.signal, run.trace, run.caller));
   ctx.checkStop();
   ctx.emitAgentEvent(session, turn.id, reply.kind, clock.now());
   if (reply.kind === 'message') {

@@ -3,7 +3,7 @@ import type { Artifact } from '../agent/model.js';
 import { labelled, withCarried } from '../compose.js';
 import type { AgentRoute } from '../ports.js';
 import type { SessionRecord, TurnRecord } from '../store.js';
-import { type AnswerTarget, callOptions, type DriverContext } from './context.js';
+import { type AnswerTarget, callerOf, callOptions, type DriverContext } from './context.js';
 import {
   afterLookupFailure,
   afterSendFailure,
@@ -150,7 +150,7 @@ export async function attemptSend(
         route,
         turn,
         run,
-        (signal) => route.client.sendStreamingMessage(message, callOptions(signal, run.trace)),
+        (signal) => route.client.sendStreamingMessage(message, callOptions(signal, run.trace, run.caller)),
         started,
       );
     }
@@ -361,7 +361,7 @@ export async function resolveUnknown(
         found = await route.client.findTaskByMessageId(
           session.contextId,
           turn.id,
-          callOptions(ctx.signal, ctx.traceOf(session, turn)),
+          callOptions(ctx.signal, ctx.traceOf(session, turn), callerOf(session, turn)),
         );
         ctx.emit(session, {
           type: 'turn.lookup',

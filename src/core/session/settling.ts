@@ -1,6 +1,6 @@
 import { isInterrupted, isTerminal, type Task, type TaskStatus } from '../agent/model.js';
 import { type FailureCategory, failureCategory } from '../failure.js';
-import type { AgentRoute, Notice } from '../ports.js';
+import type { AgentRoute, Caller, Notice } from '../ports.js';
 import { isApproval } from '../question.js';
 import type { PendingQuestion, SessionRecord, TurnRecord } from '../store.js';
 import type { TraceContext } from '../trace.js';
@@ -108,7 +108,7 @@ export async function pause(
   if (refusal !== undefined) {
     await ctx.commit({ ...session, task: { ...task, state: status.state } }, turns);
     if (turn !== null) settledEvent(ctx, session, turn, status.state, run);
-    await cancelTask(ctx, session, route, taskId, refusal, run.trace);
+    await cancelTask(ctx, session, route, taskId, refusal, run.trace, run.caller);
     await ctx.commit({ ...(await ctx.reload(session.id)), task: null, question: null }, []);
     await ctx.notice(session, notice(refusal, turn?.id));
     return;
@@ -169,12 +169,13 @@ export async function cancelTask(
   taskId: string,
   reason: string,
   trace?: TraceContext,
+  caller?: Caller,
 ): Promise<CancelOutcome> {
   const { timings } = ctx.deps;
   for (let attempt = 0; attempt < timings.cancelAttempts; attempt++) {
     ctx.checkStop();
     try {
-      const task = await route.client.cancelTask(taskId, callOptions(ctx.signal, trace));
+      const task = await route.client.cancelTask(taskId, callOptions(ctx.signal, trace, caller));
       ctx.emit(session, { type: 'task.cancel', taskId, reason, ok: true });
       return { ended: true, task };
     } catch (error) {
@@ -193,7 +194,7 @@ export async function cancelTask(
     }
   }
   try {
-    const task = await route.client.getTask(taskId, callOptions(ctx.signal, trace));
+    const task = await route.client.getTask(taskId, callOptions(ctx.signal, trace, caller));
     if (isTerminal(task.status.state)) {
       ctx.emit(session, { type: 'task.cancel', taskId, reason, ok: true });
       return { ended: true, task };

@@ -1,6 +1,6 @@
 import type { Task, TaskState, TaskStatus } from '../agent/model.js';
 import { AnswerBuffer } from '../answer.js';
-import type { AnswerSink } from '../ports.js';
+import type { AnswerSink, Caller } from '../ports.js';
 import type { TraceContext } from '../trace.js';
 
 /**
@@ -29,6 +29,8 @@ export class TurnRun {
   receivedAt = 0;
   /** The turn's trace context, passed with every agent call of the run. */
   trace: TraceContext | undefined;
+  /** Whom the run's agent calls are for (its turn's person, or its trigger). */
+  caller: Caller | undefined;
   /** Some answer text has been seen (the first-text time is counted once). */
   textSeen = false;
   /**
