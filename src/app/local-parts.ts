@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config/broker.js';
 import { LiveRegistry } from '../core/registry.js';
@@ -141,9 +142,15 @@ export class LocalParts {
    * AGENTKOURIER_IDENTITY_KEYS), and serves their public half beside the web chat.
    */
   async #identity(): Promise<void> {
+    // Beside the SQLite file (by default .agentkourier/), so each local store keeps its own keys.
+    const store = this.#config.store;
+    const keyFile = join(
+      store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : '.agentkourier',
+      'identity-keys.json',
+    );
     const { signer } = await identitySigner(loadIdentitySettings(this.#options.env), {
       issuer: () => this.chatUrl,
-      keyFile: '.agentkourier/identity-keys.json',
+      keyFile,
     });
     this.#signer = signer;
   }
