@@ -20,6 +20,12 @@ Options:
   --token <token>           call with Authorization: Bearer <token>
   --user-id <id>            call with X-User-Id: <id> (default: agentkourier-check)
   --header 'Name: value'    a static header for every call (repeatable)
+  --identity-keys <file>    call as a per-person Binding does (docs/identity.md): every call
+                            carries an assertion signed with this key file, and the checker
+                            sends the agent a bad, an expired and a wrong-audience one too
+  --issuer <url>            the broker's issuer URL the agent verifies against (with --identity-keys)
+  --audience <aud>          the assertions' aud (default: the endpoint, as a Binding's default)
+  --identity-header <name>  the header the assertion goes in (default Authorization)
   --timeout <duration>      bound for each call, e.g. 30s, 2m (default 60s)
   --polling                 check the agent as a backend with spec.polling would reach it: a card
                             without streaming is then sent turns with SendMessage and GetTask
@@ -42,6 +48,8 @@ export interface CheckOptions {
   /** Extension URIs the dialect speaks (DT-4). */
   speaks: readonly string[];
   identity: Identity;
+  /** With a per-person identity: the key file its assertions are signed with, and the issuer. */
+  signing?: { keyFile: string; issuer: string };
   headers: Record<string, string>;
   json: boolean;
   timeoutMs: number;
@@ -68,8 +76,28 @@ const optionsSchema = z
     json: z.boolean().default(false),
     polling: z.boolean().default(false),
     timeout: z.string().optional(),
+    identityKeys: z.string().min(1, '--identity-keys is empty').optional(),
+    issuer: z
+      .url('--issuer must be an http or https URL')
+      .refine((u) => /^https?:\/\//.test(u), '--issuer must be an http or https URL')
+      .optional(),
+    audience: z.string().min(1, '--audience is empty').optional(),
+    identityHeader: z
+      .string()
+      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, '--identity-header must be an HTTP header name')
+      .optional(),
   })
   .superRefine((o, ctx) => {
+    const person = o.identityKeys !== undefined;
+    if (person && o.issuer === undefined)
+      ctx.addIssue({ code: 'custom', message: '--identity-keys needs --issuer <url>' });
+    if (!person && (o.issuer ?? o.audience ?? o.identityHeader) !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: '--issuer, --audience and --identity-header go with --identity-keys',
+      });
+    if (person && (o.token !== undefined || o.userId !== undefined))
+      ctx.addIssue({ code: 'custom', message: 'give --identity-keys or --token or --user-id, one of them' });
     if (o.dialect === 'kagent-v1' && o.agent === undefined) {
       ctx.addIssue({ code: 'custom', message: '--dialect kagent-v1 needs --agent <namespace>/<name>' });
     }
@@ -102,22 +130,37 @@ export function parseCheckArgs(argv: readonly string[]): ParsedArgs {
     json: raw.values.json,
     polling: raw.values.polling,
     timeout: raw.values.timeout,
+    identityKeys: raw.values['identity-keys'],
+    issuer: raw.values.issuer,
+    audience: raw.values.audience,
+    identityHeader: raw.values['identity-header'],
   });
   if (!parsed.success) {
     throw new CheckArgumentError(parsed.error.issues[0]?.message ?? 'invalid arguments');
   }
   const o = parsed.data;
   const spec = dialectSpec(o.dialect);
+  const endpoint = spec.endpoint(o.endpoint, agentRef(o.agent));
   return {
     help: false,
     options: {
-      endpoint: spec.endpoint(o.endpoint, agentRef(o.agent)),
+      endpoint,
       dialect: o.dialect,
       speaks: spec.extensions,
       identity:
-        o.token !== undefined
-          ? { kind: 'bearer', token: o.token }
-          : { kind: 'user-id', userId: o.userId ?? DEFAULT_USER_ID },
+        o.identityKeys !== undefined
+          ? {
+              kind: 'person',
+              audience: o.audience ?? endpoint,
+              header: o.identityHeader ?? 'Authorization',
+              userIdHeader: o.dialect === 'kagent-v1',
+            }
+          : o.token !== undefined
+            ? { kind: 'bearer', token: o.token }
+            : { kind: 'user-id', userId: o.userId ?? DEFAULT_USER_ID },
+      ...(o.identityKeys === undefined || o.issuer === undefined
+        ? {}
+        : { signing: { keyFile: o.identityKeys, issuer: o.issuer } }),
       headers: parseHeaders(o.header),
       json: o.json,
       polling: o.polling,
@@ -136,6 +179,10 @@ function split(argv: readonly string[]) {
       agent: { type: 'string' },
       token: { type: 'string' },
       'user-id': { type: 'string' },
+      'identity-keys': { type: 'string' },
+      issuer: { type: 'string' },
+      audience: { type: 'string' },
+      'identity-header': { type: 'string' },
       header: { type: 'string', multiple: true },
       json: { type: 'boolean' },
       polling: { type: 'boolean' },

@@ -47,6 +47,17 @@ export interface UnsupportedMethodProbe {
   rpcMessage: string;
 }
 
+/**
+ * With --identity-keys: a GetTask for no task, sent four times with an assertion that is good,
+ * signed by another key under the same key id, expired, and for another audience.
+ */
+export interface IdentityProbes {
+  good: HttpProbe;
+  badSignature: HttpProbe;
+  expired: HttpProbe;
+  otherAudience: HttpProbe;
+}
+
 export interface TurnObservation {
   /** What was sent: a probe text, a fixed messageId, and the context (undefined on a first turn). */
   messageId: string;
@@ -103,6 +114,8 @@ export interface Observations {
   headersLimitMs: number;
   card: CardObservation | undefined;
   unsupported: UnsupportedMethodProbe | undefined;
+  /** Only with --identity-keys. */
+  identity: IdentityProbes | undefined;
   firstTurn: TurnObservation | undefined;
   secondTurn: TurnObservation | undefined;
   /** The first turn's messageId sent again, with no context, as the broker resends. */

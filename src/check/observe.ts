@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { identityHeaders } from '../a2a/identity.js';
+import { identityHeaders, personHeaders } from '../a2a/identity.js';
 import { type A2AClient, type AgentCardInfo, cardUrl, isTerminal, type Task } from '../a2a/index.js';
 import { decodeResponse } from '../a2a/jsonrpc.js';
+import type { PersonIdentity } from '../a2a/options.js';
 import { v0_3 } from '../a2a/wire/v0_3/codec.js';
 import { v1_0 } from '../a2a/wire/v1_0/codec.js';
 import { untilAborted } from '../core/until-aborted.js';
+import { MAX_TTL_SECONDS } from '../identity/assertions.js';
+import { AssertionSigner, KeyRing, newKeyEntry } from '../identity/index.js';
 import type { CheckOptions } from './args.js';
 import { attempt, type Budget, RUN_BUDGET_CALLS } from './calls.js';
 import { describeError } from './describe.js';
 import type {
   CardObservation,
+  HttpProbe,
+  IdentityProbes,
   ListObservation,
   Observations,
   Outcome,
@@ -48,9 +53,14 @@ export const SECOND_TURN_TEXT =
 /** A method name no A2A agent has, so the only right answer is -32601 (method not found). */
 export const UNSUPPORTED_METHOD = 'agentkourier/check-unsupported-method';
 
+/** The Binding a checker's assertions name (their sub is broker:<it>: no person asks). */
+export const CHECK_BINDING = 'agentkourier-check';
+
 export interface CheckSession {
   options: CheckOptions;
   client: A2AClient;
+  /** With --identity-keys: signs the assertions every call carries. */
+  signer?: AssertionSigner;
   /** Reports clean-up problems (stderr); never part of the verdicts. */
   note(line: string): void;
 }
@@ -67,6 +77,7 @@ export async function observe(session: CheckSession): Promise<Observations> {
     headersLimitMs: Math.min(options.timeoutMs, 30_000),
     card: undefined,
     unsupported: undefined,
+    identity: undefined,
     firstTurn: undefined,
     secondTurn: undefined,
     repeat: undefined,
@@ -95,6 +106,14 @@ export async function observe(session: CheckSession): Promise<Observations> {
     return obs;
   }
   obs.unsupported = await probeUnsupported(session, card.value, obs.headersLimitMs);
+  if (session.signer !== undefined && options.identity.kind === 'person')
+    obs.identity = await probeIdentity(
+      session,
+      session.signer,
+      options.identity,
+      card.value,
+      obs.headersLimitMs,
+    );
   obs.polled = options.polling && !card.value.streaming;
   const sendTurn = obs.polled ? sendPolledTurn : sendStreamedTurn;
 
@@ -180,6 +199,9 @@ async function probeUnsupported(
     method: 'POST',
     headers: {
       ...identityHeaders(options.identity, options.headers),
+      ...(session.signer !== undefined && options.identity.kind === 'person'
+        ? await personHeaders(options.identity, session.signer.sourceFor(CHECK_BINDING), undefined)
+        : {}),
       ...codec.versionHeaders(),
       'content-type': 'application/json',
       accept: 'application/json',
@@ -261,4 +283,63 @@ async function findTurn(
     if (out.found === undefined && task.history.some((m) => m.messageId === messageId)) out.found = task;
   }
   return out;
+}
+
+/**
+ * Step 2b, with --identity-keys: GetTask for a task that does not exist, four times, each with
+ * one assertion: a good one (the agent answers, typically task not found), and three it must
+ * refuse with 401 or 403 — signed by another key under the good key's id, expired five minutes
+ * ago, and for another audience.
+ */
+async function probeIdentity(
+  session: CheckSession,
+  signer: AssertionSigner,
+  identity: PersonIdentity,
+  card: AgentCardInfo,
+  headersLimitMs: number,
+): Promise<IdentityProbes> {
+  const { options } = session;
+  const codec = card.protocolVersion === '1.0' ? v1_0 : v0_3;
+  const header = identity.header.toLowerCase();
+  const send = async (token: string): Promise<HttpProbe> => {
+    const id = randomUUID();
+    return probe({
+      url: options.endpoint,
+      method: 'POST',
+      headers: {
+        ...options.headers,
+        [header]: header === 'authorization' ? `Bearer ${token}` : token,
+        ...codec.versionHeaders(),
+        'content-type': 'application/json',
+        accept: 'application/json',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: codec.methods.get,
+        params: { id: `agentkourier-check-${id}` },
+      }),
+      headersTimeoutMs: headersLimitMs,
+      maxBodyBytes: 64 * 1024,
+    });
+  };
+  const { audience } = identity;
+  const kid = signer.signingKid();
+  const forged = new AssertionSigner({
+    issuer: signer.issuer,
+    keys: await KeyRing.of([{ ...(await newKeyEntry('ES256', new Date(0))), kid }]),
+  });
+  const late = new AssertionSigner({
+    issuer: signer.issuer,
+    keys: signer.keyRing,
+    now: () => Date.now() - 2 * MAX_TTL_SECONDS * 1000,
+  });
+  return {
+    good: await send((await signer.sign(undefined, audience, CHECK_BINDING)).token),
+    badSignature: await send((await forged.sign(undefined, audience, CHECK_BINDING)).token),
+    expired: await send((await late.sign(undefined, audience, CHECK_BINDING)).token),
+    otherAudience: await send(
+      (await signer.sign(undefined, `${audience}#another-agent`, CHECK_BINDING)).token,
+    ),
+  };
 }

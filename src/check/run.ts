@@ -1,8 +1,9 @@
 import { A2AClient } from '../a2a/index.js';
 import { InvalidConfigError } from '../core/errors.js';
+import { AssertionSigner, KeyRing } from '../identity/index.js';
 import { type CheckOptions, parseCheckArgs, USAGE } from './args.js';
 import { CheckArgumentError } from './errors.js';
-import { observe } from './observe.js';
+import { CHECK_BINDING, observe } from './observe.js';
 import { jsonReport, textReport } from './report.js';
 import { judgeAll, type RuleResult } from './rules/index.js';
 
@@ -23,6 +24,7 @@ export const EXIT_UNUSABLE = 2;
 export async function runCheck(argv: string[], io: CheckIo): Promise<number> {
   let options: CheckOptions;
   let client: A2AClient;
+  let signer: AssertionSigner | undefined;
   try {
     const parsed = parseCheckArgs(argv);
     if (parsed.help) {
@@ -30,9 +32,16 @@ export async function runCheck(argv: string[], io: CheckIo): Promise<number> {
       return EXIT_OK;
     }
     options = parsed.options;
+    // A per-person identity: every call signed as a Binding's would be, with the given keys.
+    if (options.signing !== undefined)
+      signer = new AssertionSigner({
+        issuer: options.signing.issuer,
+        keys: await KeyRing.fromFile(options.signing.keyFile),
+      });
     client = new A2AClient({
       endpoint: options.endpoint,
       identity: options.identity,
+      ...(signer === undefined ? {} : { assertions: signer.sourceFor(CHECK_BINDING) }),
       headers: options.headers,
       extensions: options.speaks,
       ...(options.polling ? { polling: true } : {}),
@@ -57,7 +66,12 @@ export async function runCheck(argv: string[], io: CheckIo): Promise<number> {
     }
     throw error;
   }
-  const obs = await observe({ options, client, note: (line) => io.err(`agentkourier check: ${line}`) });
+  const obs = await observe({
+    options,
+    client,
+    ...(signer === undefined ? {} : { signer }),
+    note: (line) => io.err(`agentkourier check: ${line}`),
+  });
   const rules = judgeAll(obs);
   if (options.json) io.out(jsonReport(obs, rules));
   else for (const line of textReport(obs, rules)) io.out(line);

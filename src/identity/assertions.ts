@@ -53,6 +53,16 @@ export class AssertionSigner {
     return this.#issuer();
   }
 
+  /** The key ring it signs from (the checker signs late ones with it). */
+  get keyRing(): KeyRing {
+    return this.#keys;
+  }
+
+  /** The id of the key that signs now. */
+  signingKid(): string {
+    return this.#keys.signing(this.#now()).kid;
+  }
+
   /** The assertion source of every per-person client of a Binding (`binding` names calls for nobody). */
   sourceFor(binding: string): (caller: Caller | undefined, audience: string) => Promise<Assertion> {
     return (caller, audience) => this.sign(caller, audience, binding);

@@ -136,6 +136,11 @@ export class KeyRing {
     return new KeyRing(await readKeyFile(path), path);
   }
 
+  /** Keys held in memory only (the checker's forged ones). */
+  static async of(entries: KeyFile['keys']): Promise<KeyRing> {
+    return new KeyRing(await keysOf({ keys: entries }, 'the given keys'), undefined);
+  }
+
   static async ephemeral(): Promise<KeyRing> {
     const entry = await newKeyEntry('ES256', new Date(0));
     return new KeyRing(await keysOf({ keys: [entry] }, 'the ephemeral key'), undefined);

@@ -15,6 +15,7 @@ function nothingTried(stopped: string): Observations {
     headersLimitMs: 30_000,
     card: undefined,
     unsupported: undefined,
+    identity: undefined,
     firstTurn: undefined,
     secondTurn: undefined,
     repeat: undefined,

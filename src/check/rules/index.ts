@@ -1,6 +1,7 @@
 import type { Observations } from '../observations.js';
 import { cardRules } from './card.js';
 import { errorRules } from './errors.js';
+import { identityRules } from './identity.js';
 import { methodRules } from './methods.js';
 import { pollingRules } from './polling.js';
 import { replyRules } from './reply.js';
@@ -16,6 +17,7 @@ export const RULES: readonly Rule[] = [
   ...replyRules,
   ...methodRules,
   ...errorRules,
+  ...identityRules,
   ...pollingRules,
 ];
 

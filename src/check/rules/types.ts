@@ -21,6 +21,7 @@ export const RULE_IDS = [
   'method.cancel',
   'method.list-tasks',
   'errors.busy-code',
+  'identity.verified',
   'poll.progress',
 ] as const;
 export type RuleId = (typeof RULE_IDS)[number];

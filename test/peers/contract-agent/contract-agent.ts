@@ -20,6 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import type { AnswerOptions, Behaviour } from './behaviours.js';
 import { buildCard, type CardOptions } from './card.js';
 import {
@@ -90,6 +91,11 @@ export interface ContractAgentOptions {
   /** The answer a send gets when no behaviour is queued (default: the echo answer). */
   defaultAnswer?: AnswerOptions;
   /**
+   * Verify the broker's per-person assertion on every JSON-RPC call, with jose against the JWKS
+   * at the issuer (as an agent author would, docs/identity.md); refused with 401 otherwise.
+   */
+  verifyIdentity?: { issuer: string; audience: string; header?: string };
+  /**
    * Keep working on a task after its client went away, as agents built on the SDKs do (default
    * false: the task stays where the stream stopped, so tests can script what follows).
    */
@@ -109,6 +115,8 @@ export interface RecordedRequest {
   rpcMethod?: string;
   /** The parsed JSON body, or the raw text when it was not JSON. */
   body?: unknown;
+  /** verifyIdentity refused its assertion (401). */
+  identityRefused?: boolean;
 }
 
 export interface ContractAgent {
@@ -249,6 +257,7 @@ class Agent implements ContractAgent {
     private readonly dedupe: boolean,
     private readonly defaultAnswer: AnswerOptions,
     private readonly workOn: boolean,
+    private readonly verify: ContractAgentOptions['verifyIdentity'],
   ) {
     this.card = card;
     this.store = new TaskStore(version, this.tasks);
@@ -342,6 +351,12 @@ class Agent implements ContractAgent {
       res.end('not found');
       return;
     }
+    if (this.verify !== undefined && !(await this.identityVerified(req))) {
+      rec.identityRefused = true;
+      res.writeHead(401, { 'Content-Type': 'text/plain', 'WWW-Authenticate': 'Bearer' });
+      res.end('the assertion was refused');
+      return;
+    }
     const body = rec.body;
     const invalid = !isRecord(body) || body.jsonrpc !== '2.0' || typeof body.method !== 'string';
     const call: Call = {
@@ -355,6 +370,28 @@ class Agent implements ContractAgent {
     };
     if (call.method !== undefined) rec.rpcMethod = call.method;
     await this.run(call, this.take(call.method));
+  }
+
+  #jwks: ReturnType<typeof createRemoteJWKSet> | undefined;
+
+  private async identityVerified(req: IncomingMessage): Promise<boolean> {
+    const v = this.verify;
+    if (v === undefined) return true;
+    this.#jwks ??= createRemoteJWKSet(new URL(`${v.issuer}/.well-known/jwks.json`));
+    const header = (v.header ?? 'authorization').toLowerCase();
+    const raw = req.headers[header];
+    const value = typeof raw === 'string' ? raw : '';
+    const token = header === 'authorization' ? value.replace(/^Bearer /, '') : value;
+    try {
+      await jwtVerify(token, this.#jwks, {
+        issuer: v.issuer,
+        audience: v.audience,
+        algorithms: ['ES256', 'EdDSA'],
+      });
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private async serveCard(res: ServerResponse): Promise<void> {
@@ -875,6 +912,7 @@ export async function startContractAgent(o: ContractAgentOptions): Promise<Contr
     o.dedupe ?? true,
     o.defaultAnswer ?? {},
     o.workOn ?? false,
+    o.verifyIdentity,
   );
   await agent.listen(o.host);
   return agent;
