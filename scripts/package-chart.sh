@@ -13,6 +13,9 @@
 #                       the packaged values.yaml as `image.repository`.
 #   [out-dir]           where the .tgz goes (created if missing); default: a new temporary
 #                       directory. An existing package of the same name there is replaced.
+#   IMAGE_DIGEST        (environment, optional) the image's digest, sha256:<hex>: Chart.yaml's
+#                       artifacthub.io/images then names <image-repository>:<version>@<digest>
+#                       (without it, <image-repository>:<version>).
 #
 # The last line of stdout is the absolute path of the .tgz (<out-dir>/agentkourier-<version>.tgz);
 # everything else goes to stderr. The chart in the clone is not touched: it is copied to a
@@ -72,6 +75,9 @@ trap 'rm -rf "$work"' EXIT
 cp -R "$chart" "$work/agentkourier"
 
 "$node" "$root/scripts/chart-values.ts" "$work/agentkourier/values.yaml" "image.repository=$repository" >&2
+# Artifact Hub's image list names the published image, by digest when IMAGE_DIGEST gives it.
+"$node" "$root/scripts/chart-images.ts" "$work/agentkourier/Chart.yaml" \
+  "$repository:$version${IMAGE_DIGEST:+@$IMAGE_DIGEST}" >&2
 # The copy is what gets published: lint it as it is, so a values edit that the schema refuses
 # fails here and not at a user's `helm install`.
 "$helm" lint "$work/agentkourier" >&2

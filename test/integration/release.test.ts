@@ -130,14 +130,17 @@ describe.skipIf(!HAS_GO)(
       if (scratch !== '') rmSync(scratch, { recursive: true, force: true });
     });
 
-    const packageChart = (args: string[]) =>
-      run('bash', ['scripts/package-chart.sh', ...args], { HELM: helm, NODE: process.execPath });
+    const packageChart = (args: string[], env: Record<string, string> = {}) =>
+      run('bash', ['scripts/package-chart.sh', ...args], { HELM: helm, NODE: process.execPath, ...env });
 
     it('packages the version and appVersion given, with the image repository in values.yaml, and leaves the clone alone', async () => {
       const valuesBefore = readFileSync(join(CHART, 'values.yaml'), 'utf8');
       const chartBefore = readFileSync(join(CHART, 'Chart.yaml'), 'utf8');
       const out = join(scratch, 'out');
-      const packaged = await packageChart(['1.2.3-rc.1', 'ghcr.io/acme/agentkourier', out]);
+      const digest = `sha256:${'ab'.repeat(32)}`;
+      const packaged = await packageChart(['1.2.3-rc.1', 'ghcr.io/acme/agentkourier', out], {
+        IMAGE_DIGEST: digest,
+      });
       expect(packaged.code, packaged.stderr).toBe(0);
       const tgz = lastLine(packaged.stdout);
       expect(tgz).toBe(join(out, 'agentkourier-1.2.3-rc.1.tgz'));
@@ -150,6 +153,11 @@ describe.skipIf(!HAS_GO)(
         version: '1.2.3-rc.1',
         appVersion: '1.2.3-rc.1',
       });
+      // Artifact Hub's image list: the published image, by version and digest.
+      const annotations = (parse(chart.stdout) as { annotations: Record<string, string> }).annotations;
+      expect(parse(annotations['artifacthub.io/images'] ?? '')).toEqual([
+        { name: 'agentkourier', image: `ghcr.io/acme/agentkourier:1.2.3-rc.1@${digest}` },
+      ]);
 
       const values = await runHelm(helm, ['show', 'values', tgz]);
       expect(values.code, values.stderr).toBe(0);
