@@ -7,7 +7,7 @@ import type { StructuredReply } from '../../src/core/ports.js';
 import { AssertionSigner, CLAIMS_NAMESPACE, KeyRing, wellKnownRoutes } from '../../src/identity/index.js';
 import { APPROVER, startKagentHarness } from '../dialects/kagent-harness.js';
 import { BINDING, type Harness, startHarness } from '../helpers/engine-harness.js';
-import { kagentApproval } from '../peers/contract-agent/contract-agent.js';
+import { answer, kagentApproval } from '../peers/contract-agent/contract-agent.js';
 
 /**
  * A per-person Binding end to end: the engine, the real A2A client and the contract agent, which
@@ -171,5 +171,35 @@ describe('a per-person identity, verified by the agent', () => {
     expect(sends[1]?.userId).toBe(APPROVER.email);
     // The assertion went in the header the Binding named; Authorization carries nothing.
     expect(h.agent.requests.every((r) => r.headers.authorization === undefined)).toBe(true);
+  });
+
+  it("a person's Stop is their own call: the CancelTask carries their assertion", async () => {
+    const { signer, jwks, issuer } = await servedSigner();
+    const identity: PersonIdentity = {
+      kind: 'person',
+      audience: 'urn:test:agent',
+      header: 'Authorization',
+      userIdHeader: false,
+    };
+    const h = await startHarness({
+      version: '1.0',
+      client: { identity, assertions: signer.sourceFor(BINDING) },
+    });
+    harnesses.push(h);
+    h.agent.enqueueFor(
+      'SendStreamingMessage',
+      answer({ chunks: Array.from({ length: 40 }, (_, i) => `part ${i} `), chunkDelayMs: 100 }),
+    );
+    const { turnId } = await h.say('t1', '1', 'a long job');
+    await h.surface.waitFor(
+      () => h.events.some((e) => e.type === 'turn.accepted'),
+      5_000,
+      'the task accepted',
+    );
+    expect((await h.engine.cancel(h.key('t1'), { actor: { id: BOB.id }, turnId })).status).toBe('canceled');
+    await h.engine.idle();
+    const calls = await verifiedCalls(h, jwks, issuer, 'urn:test:agent');
+    expect(calls.find((c) => c.method === 'SendStreamingMessage')?.payload.sub).toBe('test:T1:U123');
+    expect(calls.find((c) => c.method === 'CancelTask')?.payload.sub).toBe('test:T1:U0BOB');
   });
 });

@@ -1,7 +1,7 @@
 import { isTerminal, type Task } from '../agent/model.js';
 import type { Actor } from '../compose.js';
 import { StaleWriteError } from '../errors.js';
-import type { AgentRoute } from '../ports.js';
+import type { AgentRoute, Caller } from '../ports.js';
 import type { PendingQuestion, SessionKey, SessionRecord } from '../store.js';
 import { DriverContext, type DriverDeps } from './context.js';
 import { notice } from './notices.js';
@@ -94,7 +94,25 @@ export async function cancelRunning(
   if (paused) deps.closing.add(sessionId);
   try {
     if (paused) await markClosing(ctx, taskId, true);
-    const outcome = await cancelTask(ctx, session, route, taskId, request.reason ?? STOP_REASON);
+    // The cancel is the stopper's call: a per-person identity names them (only their id is known).
+    const stopper: Caller = {
+      kind: 'person',
+      id: request.actor.id,
+      surface: session.key.surface,
+      workspaceId: session.key.workspaceId,
+      channelId: session.key.channelId,
+      sessionId,
+      binding: session.binding,
+    };
+    const outcome = await cancelTask(
+      ctx,
+      session,
+      route,
+      taskId,
+      request.reason ?? STOP_REASON,
+      undefined,
+      stopper,
+    );
     if (!outcome.ended) {
       if (paused) await markClosing(ctx, taskId, false);
       return { status: 'failed', sessionId, taskId, code: 'agent-refused' };
