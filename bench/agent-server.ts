@@ -47,7 +47,12 @@ export interface AgentServer {
   /** Every task not paused on a question is completed now; held streams are finished too. */
   completeAll(): void;
   /** Every task so far: its id, the text of the message that started it, and its state. */
-  tasks(): Array<{ id: string; text: string; state: 'working' | 'input-required' | 'completed' }>;
+  tasks(): Array<{
+    id: string;
+    contextId: string;
+    text: string;
+    state: 'working' | 'input-required' | 'completed';
+  }>;
   /** Requests served so far, by JSON-RPC method. */
   readonly calls: Record<string, number>;
   close(): Promise<void>;
@@ -453,6 +458,7 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
     tasks: () =>
       [...tasks.values()].map((t) => ({
         id: t.id,
+        contextId: t.contextId,
         text: t.text,
         state: t.asked ? 'input-required' : t.completed ? 'completed' : 'working',
       })),

@@ -9,10 +9,6 @@
  * resume modes print `{"type":"accepted"}` / `{"type":"settled"}` when they get there.
  *
  * Modes:
- * - tracing <endpoint> <sessions> <chunks> <rounds>: SessionEngine with no tracing code at all
- *   against the same with the OpenTelemetry API and no SDK (what runs when OTEL_* is unset).
- * - pg <endpoint> <connection> <sessions> <chunks> <rounds>: bare A2AClient against two
- *   SessionEngines (two replicas: two stores, two lease owners) sharing one PostgreSQL.
  * - latency <endpoint> <sessions> <samples>: from the agent's first artifact event written to
  *   the socket to the surface's update call, per turn (`{"type":"release-stamped"}` asks the
  *   parent to send the stamped first chunks).
@@ -23,13 +19,12 @@
  * - recover <endpoint> <db> <expect> [owner]: engine.start() on the file; report when all settled.
  *   `owner` is the engine's lease owner name (default: a new random one per process).
  *
- * The modes live beside it: tracing and replicas in engine-throughput.ts, memory in
- * engine-memory.ts, the rig they share in engine-rig.ts; latency and resume stay here.
+ * The memory mode lives beside it in engine-memory.ts, the rig the modes share in engine-rig.ts;
+ * latency and resume stay here.
  */
 import { DatabaseSync } from 'node:sqlite';
 import { memoryBare, memoryEngine, waitUntil } from './engine-memory.js';
 import { countingStore, receiveAll, rig, say, tempDb } from './engine-rig.js';
-import { pgThroughput, tracingCost } from './engine-throughput.js';
 
 /** When this script started running, in ms since the process started (module loading included). */
 const scriptStartedAt = performance.now();
@@ -172,12 +167,6 @@ const [mode, endpoint = '', ...args] = process.argv.slice(2);
 const num = (i: number): number => Number(args[i]);
 try {
   switch (mode) {
-    case 'tracing':
-      await tracingCost(endpoint, num(0), num(1), num(2));
-      break;
-    case 'pg':
-      await pgThroughput(endpoint, args[0] ?? '', num(1), num(2), num(3));
-      break;
     case 'latency':
       await latency(endpoint, num(0), num(1));
       break;

@@ -103,11 +103,4 @@ export function runChild(
 }
 
 export const fmt = (n: number): string => Math.round(n).toLocaleString('en');
-export const median = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 export const kib = (bytes: number): string => (bytes / 1024).toFixed(1);

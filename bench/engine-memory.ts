@@ -5,8 +5,28 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { getHeapSpaceStatistics } from 'node:v8';
+import type { A2AClient } from '../src/a2a/client.js';
+import { answerAsked } from './agent-server.js';
 import { EventCounter, gc, newClient, receiveAll, rig, say, tempDb } from './engine-rig.js';
-import { bareRound } from './engine-throughput.js';
+
+/** `n` turns of `chunks` chunks read by the bare client at once; the events it saw. */
+async function bareRound(client: A2AClient, n: number, chunks: number): Promise<number> {
+  let events = 0;
+  const streams: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    streams.push(
+      (async () => {
+        for await (const _ of client.sendStreamingMessage({
+          messageId: randomUUID(),
+          text: answerAsked(chunks),
+        }))
+          events++;
+      })(),
+    );
+  }
+  await Promise.all(streams);
+  return events;
+}
 
 // ---- 2. memory ----------------------------------------------------------------------------------
 

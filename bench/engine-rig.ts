@@ -25,22 +25,9 @@ import { type Inbound, SessionEngine } from '../src/core/session/engine.js';
 import type { SessionStore } from '../src/core/store.js';
 import { a2aDialect } from '../src/dialects/a2a.js';
 import { OtelTurnTracer } from '../src/observability/turn-tracer.js';
-import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { fullText } from './agent-server.js';
 
 export const BINDING = 'bench/agent';
-
-/**
- * Throws unless every turn of a round showed the agent's whole answer (the engine may stop
- * reading a stream after its terminal status and take the final Task from GetTask: what must
- * be whole is the answer).
- */
-export function checkAnswers(who: string, answerChars: number, n: number, chunks: number): void {
-  const expected = n * fullText(chunks).length;
-  if (answerChars !== expected)
-    throw new Error(`${who}' answers held ${answerChars} characters, expected ${expected}`);
-}
 
 export function say(message: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -177,16 +164,10 @@ export function countingStore(store: SessionStore, calls: Map<string, number>): 
   });
 }
 
-/** 'api': the OpenTelemetry API with no SDK (the default); 'none': no tracing code runs at all. */
-export type Tracing = 'api' | 'none';
-
-export function newClient(endpoint: string, tracing: Tracing = 'api'): A2AClient {
+export function newClient(endpoint: string): A2AClient {
   // undici's global dispatcher: an Agent with no connection cap per origin (1,000 streams need
   // 1,000 sockets), as the broker runs in production.
-  return new A2AClient(
-    { endpoint, identity: { kind: 'user-id', userId: 'bench' } },
-    tracing === 'none' ? { tracer: false } : {},
-  );
+  return new A2AClient({ endpoint, identity: { kind: 'user-id', userId: 'bench' } });
 }
 
 export interface Rig {
@@ -203,15 +184,12 @@ export async function rig(
   options: {
     wrap?: (s: SessionStore) => SessionStore;
     owner?: string;
-    tracing?: Tracing;
-    /** A PostgreSQL store instead of SQLite at dbPath (the replicas' shared database). */
-    postgres?: { connectionString: string; schema: string };
     events?: EventCounter;
   } = {},
 ): Promise<Rig> {
-  const { wrap, owner, tracing = 'api', postgres } = options;
-  const client = newClient(endpoint, tracing);
-  const base: SessionStore = postgres === undefined ? new SqliteStore(dbPath) : new PostgresStore(postgres);
+  const { wrap, owner } = options;
+  const client = newClient(endpoint);
+  const base: SessionStore = new SqliteStore(dbPath);
   const store = wrap === undefined ? base : wrap(base);
   await store.migrate();
   const surface = new NullSurface();
@@ -225,7 +203,7 @@ export async function rig(
     events,
     ...(owner === undefined ? {} : { owner }),
     // As the composition root wires it; no SDK is registered here, so the API is its no-op.
-    ...(tracing === 'api' ? { tracer: new OtelTurnTracer(trace.getTracer('agentkourier.engine')) } : {}),
+    tracer: new OtelTurnTracer(trace.getTracer('agentkourier.engine')),
   });
   return { engine, store, surface, events, client };
 }
@@ -257,10 +235,4 @@ export async function receiveAll(
 export function tempDb(): { path: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'ak-bench-'));
   return { path: join(dir, 'sessions.db'), remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-/** This process's CPU time since `start`, in ms: on a shared machine, steadier than wall time. */
-export function cpuSince(start: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(start);
-  return (used.user + used.system) / 1000;
 }

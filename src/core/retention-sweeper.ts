@@ -1,13 +1,15 @@
-import { setImmediate as yieldToTurns } from 'node:timers/promises';
+import { setTimeout as rest } from 'node:timers/promises';
 import type { Clock } from './clock.js';
 import type { Forgotten, RetentionStore } from './retention-store.js';
 
 /**
  * The retention sweep: every `everyMs`, threads idle longer than `days` are forgotten, in
- * batches of `batch` threads (one short transaction each, the event loop free between them, so a
- * turn never waits behind the sweep), then web chat threads as long idle, then forgotten marks
- * older than `days` again. Each replica sweeps; a thread is forgotten once whoever gets there
- * first. With `days` 0 nothing is forgotten, and the store's size is still measured.
+ * batches of `batch` threads (one short transaction each), then web chat threads as long idle,
+ * then forgotten marks older than `days` again. After each batch the sweep rests as long as the
+ * batch took, so however many threads a sweep forgets, turns have the event loop (and SQLite's
+ * one writer) at least half the time, and never wait behind more than one batch. Each replica
+ * sweeps; a thread is forgotten once whoever gets there first. With `days` 0 nothing is
+ * forgotten, and the store's size is still measured.
  */
 
 export interface RetentionSettings {
@@ -32,6 +34,13 @@ export interface SweepTotals extends Forgotten {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** The longest rest between two batches (a batch slowed by a busy database does not stall the sweep). */
+const MAX_REST_MS = 1_000;
+
+/** Rests as long as the batch begun at `started` took. */
+function restAfter(started: number): Promise<void> {
+  return rest(Math.min(MAX_REST_MS, performance.now() - started));
+}
 
 export class RetentionSweeper {
   readonly #store: RetentionStore;
@@ -91,6 +100,7 @@ export class RetentionSweeper {
       const now = this.#clock.now();
       const before = now - this.#days * DAY_MS;
       for (;;) {
+        const started = performance.now();
         const gone = await this.#store.forgetIdleThreads(before, this.#batch, now);
         totals.threads += gone.threads;
         totals.turns += gone.turns;
@@ -99,14 +109,15 @@ export class RetentionSweeper {
         this.#observer.swept('turns', gone.turns);
         this.#observer.swept('feedback', gone.feedback);
         if (gone.threads < this.#batch || this.#stopped) break;
-        await yieldToTurns();
+        await restAfter(started);
       }
       for (;;) {
+        const started = performance.now();
         const gone = await this.#store.forgetIdleTranscripts(before, this.#batch);
         totals.webchatThreads += gone;
         this.#observer.swept('webchat_threads', gone);
         if (gone < this.#batch || this.#stopped) break;
-        await yieldToTurns();
+        await restAfter(started);
       }
       totals.marksPruned = await this.#store.pruneForgotten(before);
       for (const forget of this.#alongside) forget(before);

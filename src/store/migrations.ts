@@ -233,9 +233,11 @@ export const migrations: readonly Migration[] = [
     // Retention (retention-queries.ts): a thread idle longer than the setting is forgotten,
     // its session, turns, feedback and lease deleted, and only its key is remembered, with
     // when, so a reply there is told that it starts a new conversation. The sweep finds idle
-    // sessions by updated_at. A forgotten session's lease row goes with it (a new session of
-    // the same thread takes its lease as a first): on PostgreSQL the trigger that kept lease
-    // rows for builds before version 8 goes (the build before this one never deletes them).
+    // sessions by updated_at, and a batch's feedback by session (the feedback table's own
+    // index holds only the presses not yet told). A forgotten session's lease row goes with
+    // it (a new session of the same thread takes its lease as a first): on PostgreSQL the
+    // trigger that kept lease rows for builds before version 8 goes (the build before this
+    // one never deletes them).
     name: 'retention: forgotten threads',
     sqlite: `
       CREATE TABLE forgotten_threads (
@@ -245,6 +247,7 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX forgotten_threads_at ON forgotten_threads (forgotten_at);
       CREATE INDEX sessions_updated_at ON sessions (updated_at);
       CREATE INDEX transcript_threads_updated_at ON transcript_threads (updated_at);
+      CREATE INDEX answer_feedback_session ON answer_feedback (session_id);
     `,
     postgres: `
       CREATE TABLE forgotten_threads (
@@ -254,6 +257,7 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX forgotten_threads_at ON forgotten_threads (forgotten_at);
       CREATE INDEX sessions_updated_at ON sessions (updated_at);
       CREATE INDEX transcript_threads_updated_at ON transcript_threads (updated_at);
+      CREATE INDEX answer_feedback_session ON answer_feedback (session_id);
       DROP TRIGGER leases_kept ON leases;
       DROP FUNCTION leases_expire_on_delete();
     `,

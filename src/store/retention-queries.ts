@@ -53,14 +53,15 @@ function* deleteSessions(ids: string[]): Steps<Forgotten> {
 export function* forgetIdleThreads(before: number, limit: number, now: number): Steps<Forgotten> {
   const ids = yield* idleSessions(before, limit);
   const gone = yield* deleteSessions(ids);
-  for (const id of ids) {
-    yield q(
-      `INSERT INTO @forgotten (session_id, forgotten_at) VALUES ($1, $2)
-       ON CONFLICT (session_id) DO UPDATE SET forgotten_at = excluded.forgotten_at`,
-      id,
-      now,
-    );
-  }
+  if (ids.length === 0) return gone;
+  // One statement for the batch's marks: on PostgreSQL one round trip, not one per thread.
+  yield q(
+    `INSERT INTO @forgotten (session_id, forgotten_at)
+     VALUES ${ids.map((_, i) => `($${i + 2}, $1)`).join(', ')}
+     ON CONFLICT (session_id) DO UPDATE SET forgotten_at = excluded.forgotten_at`,
+    now,
+    ...ids,
+  );
   return gone;
 }
 

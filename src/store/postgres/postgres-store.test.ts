@@ -300,6 +300,7 @@ describe('PostgresStore', () => {
             DROP TABLE "${schema}".forgotten_threads;
             DROP INDEX "${schema}".sessions_updated_at;
             DROP INDEX "${schema}".transcript_threads_updated_at;
+            DROP INDEX "${schema}".answer_feedback_session;
             DELETE FROM "${schema}".leases;
             ALTER TABLE "${schema}".leases DROP COLUMN takes;
             DELETE FROM "${schema}".schema_migrations WHERE version IN (8, 9);
