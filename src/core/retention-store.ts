@@ -35,6 +35,11 @@ export interface RetentionStore {
   forgottenAt(sessionId: string): Promise<number | undefined>;
   /** Clears the forgotten mark of a thread opened again (its notice was given). */
   clearForgotten(sessionId: string): Promise<void>;
+  /**
+   * Clears the words of up to `limit` settled turns last written before `before` (their text,
+   * label and actor; ids and states stay, which is all a redelivery or a restart needs); how many.
+   */
+  clearSettledWords(before: number, limit: number): Promise<number>;
   /** Drops forgotten marks older than `before`; how many. */
   pruneForgotten(before: number): Promise<number>;
   /**

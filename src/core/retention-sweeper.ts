@@ -5,7 +5,8 @@ import type { Forgotten, RetentionStore } from './retention-store.js';
 /**
  * The retention sweep: every `everyMs`, threads idle longer than `days` are forgotten, in
  * batches of `batch` threads (one short transaction each), then web chat threads as long idle,
- * then forgotten marks older than `days` again. After each batch the sweep rests as long as the
+ * then the words of settled turns older than an hour (WORDS_KEPT_MS) are cleared, then forgotten
+ * marks older than `days` go. After each batch the sweep rests as long as the
  * batch took, so however many threads a sweep forgets, turns have the event loop (and SQLite's
  * one writer) at least half the time, and never wait behind more than one batch. Each replica
  * sweeps; a thread is forgotten once whoever gets there first. With `days` 0 nothing is
@@ -23,17 +24,24 @@ export interface RetentionSettings {
 
 /** What a sweep tells the metrics: rows forgotten, and the store's size after it. */
 export interface RetentionObserver {
-  swept(kind: 'threads' | 'turns' | 'feedback' | 'webchat_threads', rows: number): void;
+  swept(kind: 'threads' | 'turns' | 'feedback' | 'webchat_threads' | 'words', rows: number): void;
   measured(size: { threads: number; bytes: number }): void;
   failed(error: unknown): void;
 }
 
 export interface SweepTotals extends Forgotten {
   webchatThreads: number;
+  /** Settled turns whose words were cleared. */
+  words: number;
   marksPruned: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a settled turn keeps its words: past the moments a person may still act on its
+ * answer (a second press on a decided approval names who decided from it), nothing reads them.
+ */
+export const WORDS_KEPT_MS = 60 * 60 * 1000;
 /** The longest rest between two batches (a batch slowed by a busy database does not stall the sweep). */
 const MAX_REST_MS = 1_000;
 
@@ -58,7 +66,9 @@ export class RetentionSweeper {
   constructor(store: RetentionStore, settings: RetentionSettings, clock: Clock, observer: RetentionObserver) {
     this.#store = store;
     this.#days = settings.days;
-    this.#batch = settings.batch ?? 200;
+    // Small batches: on a million-thread SQLite file, 50 threads a batch held the event loop a
+    // fraction of what 200 did, at the same cost per thread (docs/performance.md, "A year").
+    this.#batch = settings.batch ?? 50;
     this.#everyMs = settings.everyMs ?? 60 * 60 * 1000;
     this.#firstAfterMs = settings.firstAfterMs ?? 60 * 1000;
     this.#clock = clock;
@@ -95,7 +105,14 @@ export class RetentionSweeper {
 
   /** One sweep, to the end (or the stop); what it forgot. */
   async sweep(): Promise<SweepTotals> {
-    const totals: SweepTotals = { threads: 0, turns: 0, feedback: 0, webchatThreads: 0, marksPruned: 0 };
+    const totals: SweepTotals = {
+      threads: 0,
+      turns: 0,
+      feedback: 0,
+      webchatThreads: 0,
+      words: 0,
+      marksPruned: 0,
+    };
     if (this.#days > 0) {
       const now = this.#clock.now();
       const before = now - this.#days * DAY_MS;
@@ -117,6 +134,16 @@ export class RetentionSweeper {
         totals.webchatThreads += gone;
         this.#observer.swept('webchat_threads', gone);
         if (gone < this.#batch || this.#stopped) break;
+        await restAfter(started);
+      }
+      // The words of the turns that stay: cleared once their turn has been settled a while.
+      const wordsBefore = now - WORDS_KEPT_MS;
+      for (;;) {
+        const started = performance.now();
+        const cleared = await this.#store.clearSettledWords(wordsBefore, this.#batch);
+        totals.words += cleared;
+        this.#observer.swept('words', cleared);
+        if (cleared < this.#batch || this.#stopped) break;
         await restAfter(started);
       }
       totals.marksPruned = await this.#store.pruneForgotten(before);

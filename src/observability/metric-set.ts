@@ -263,7 +263,7 @@ export function defineMetrics(registry: Registry) {
 
     retentionForgotten: counter(
       'agentkourier_retention_forgotten_total',
-      'Rows the retention sweep forgot, by kind (threads, turns, feedback, webchat_threads).',
+      'Rows the retention sweep forgot, by kind (threads, turns, feedback, webchat_threads; words: settled turns whose words it cleared).',
       ['kind'],
     ),
     retentionFailures: counter(

@@ -238,6 +238,8 @@ export const migrations: readonly Migration[] = [
     // it (a new session of the same thread takes its lease as a first): on PostgreSQL the
     // trigger that kept lease rows for builds before version 8 goes (the build before this
     // one never deletes them).
+    // The words of a settled turn are cleared an hour after it settled: the partial index holds
+    // only the turns still to clear.
     name: 'retention: forgotten threads',
     sqlite: `
       CREATE TABLE forgotten_threads (
@@ -248,6 +250,7 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX sessions_updated_at ON sessions (updated_at);
       CREATE INDEX transcript_threads_updated_at ON transcript_threads (updated_at);
       CREATE INDEX answer_feedback_session ON answer_feedback (session_id);
+      CREATE INDEX turns_words ON turns (updated_at) WHERE state = 'settled' AND text <> '';
     `,
     postgres: `
       CREATE TABLE forgotten_threads (
@@ -258,6 +261,7 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX sessions_updated_at ON sessions (updated_at);
       CREATE INDEX transcript_threads_updated_at ON transcript_threads (updated_at);
       CREATE INDEX answer_feedback_session ON answer_feedback (session_id);
+      CREATE INDEX turns_words ON turns (updated_at) WHERE state = 'settled' AND text <> '';
       DROP TRIGGER leases_kept ON leases;
       DROP FUNCTION leases_expire_on_delete();
     `,

@@ -162,6 +162,26 @@ export function* threadCount(): Steps<number> {
   return row === undefined ? 0 : integer(row, 'n');
 }
 
+/**
+ * A settled turn's words are needed no more: a redelivery is recognised by its ids, a resend
+ * only ever sends a turn not settled (a reply carried into another turn travels in that turn's
+ * own text). The partial index turns_words (migration 9) holds only the turns still to clear.
+ */
+export function* clearSettledWords(before: number, limit: number): Steps<number> {
+  const rows = yield q(
+    `UPDATE @turns SET text = '', label = NULL, metadata = NULL
+     WHERE id IN (
+       SELECT id FROM @turns
+       WHERE state = 'settled' AND text <> '' AND updated_at < $1
+       ORDER BY updated_at
+       LIMIT $2)
+     RETURNING id`,
+    before,
+    limit,
+  );
+  return rows.length;
+}
+
 export class StepsRetentionStore implements RetentionStore {
   readonly #runner: StepsRunner;
   readonly #bytes: () => Promise<number>;
@@ -186,6 +206,10 @@ export class StepsRetentionStore implements RetentionStore {
 
   clearForgotten(sessionId: string): Promise<void> {
     return this.#runner.run('clearForgotten', clearForgotten(sessionId), { write: true });
+  }
+
+  clearSettledWords(before: number, limit: number): Promise<number> {
+    return this.#runner.run('clearSettledWords', clearSettledWords(before, limit), { write: true });
   }
 
   pruneForgotten(before: number): Promise<number> {

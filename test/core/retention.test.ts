@@ -79,6 +79,36 @@ describe('retention', () => {
     ]);
   });
 
+  it("clears a settled turn's words an hour on, and the thread carries on in the same conversation", async () => {
+    const store = new SqliteStore(':memory:');
+    h = await startHarness({
+      version: '1.0',
+      store,
+      forgotten: store.retention(),
+      agent: { defaultAnswer: { chunks: ['noted'] } },
+    });
+    const first = await h.say('t1', '1', 'my words about the outage');
+    await settled(first.turnId);
+    const { swept, observer } = recorder();
+    // Two hours on, thirty days kept: the thread stays, its settled turn's words go.
+    const totals = await new RetentionSweeper(
+      store.retention(),
+      { days: 30 },
+      ahead(2 / 24),
+      observer,
+    ).sweep();
+    expect(totals).toMatchObject({ threads: 0, words: 1 });
+    expect(swept.words).toBe(1);
+    expect((await store.getTurn(first.turnId))?.text).toBe('');
+    const next = await h.say('t1', '2', 'and now?');
+    await settled(next.turnId);
+    const contexts = new Set([...h.agent.tasks.values()].map((t) => t.contextId));
+    expect(contexts.size).toBe(1);
+    // The words of the turn just sent are kept: it settled within the hour.
+    expect((await store.getTurn(next.turnId))?.text).toContain('and now?');
+    expect(h.surface.notices(first.sessionId)).toEqual([]);
+  });
+
   it('keeps a thread idle for less than the setting, and a setting of 0 keeps every thread', async () => {
     const store = new SqliteStore(':memory:');
     h = await startHarness({ version: '1.0', store, forgotten: store.retention() });

@@ -212,6 +212,31 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
       expect(await s.sessions.getSession(his)).toBeDefined();
     });
 
+    it('clears the words of settled turns written before the cut, in batches; keeps ids, states and open turns', async () => {
+      const id = await thread('10.1', T0, [
+        { by: ADA, text: 'settled words one' },
+        { by: ADA, text: 'settled words two' },
+        { by: ADA, text: 'still waiting', open: true },
+      ]);
+      await thread('10.2', T0 + 2 * DAY, [{ by: ADA, text: 'too recent to clear' }]);
+      expect(await s.retention.clearSettledWords(T0 + DAY, 1)).toBe(1);
+      expect(await s.retention.clearSettledWords(T0 + DAY, 10)).toBe(1);
+      expect(await s.retention.clearSettledWords(T0 + DAY, 10)).toBe(0);
+      for (const t of ['10.1-t1', '10.1-t2']) {
+        const turn = await s.sessions.getTurn(t);
+        expect(turn).toMatchObject({
+          text: '',
+          label: null,
+          metadata: null,
+          state: 'settled',
+          chatMessageId: `10.1.${t.at(-1)}`,
+        });
+      }
+      expect((await s.sessions.getTurn('10.1-t3'))?.text).toBe('still waiting');
+      expect((await s.sessions.getTurn('10.2-t1'))?.text).toBe('too recent to clear');
+      expect(await s.sessions.getSession(id)).toBeDefined();
+    });
+
     it('says how many threads it holds and how many bytes the store takes', async () => {
       await thread('9.1', T0);
       await thread('9.2', T0);

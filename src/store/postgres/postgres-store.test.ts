@@ -301,6 +301,7 @@ describe('PostgresStore', () => {
             DROP INDEX "${schema}".sessions_updated_at;
             DROP INDEX "${schema}".transcript_threads_updated_at;
             DROP INDEX "${schema}".answer_feedback_session;
+            DROP INDEX "${schema}".turns_words;
             DELETE FROM "${schema}".leases;
             ALTER TABLE "${schema}".leases DROP COLUMN takes;
             DELETE FROM "${schema}".schema_migrations WHERE version IN (8, 9);

@@ -190,7 +190,7 @@ describe('SqliteStore', () => {
     const older = new DatabaseSync(path);
     older.exec(`DELETE FROM leases; ALTER TABLE leases DROP COLUMN takes;
       DROP TABLE forgotten_threads; DROP INDEX sessions_updated_at;
-      DROP INDEX transcript_threads_updated_at; DROP INDEX answer_feedback_session;
+      DROP INDEX transcript_threads_updated_at; DROP INDEX answer_feedback_session; DROP INDEX turns_words;
       DELETE FROM schema_migrations WHERE version IN (8, 9);`);
     older.close();
     const again = await migrated(path);
