@@ -9,7 +9,7 @@
  *   ...
  *   await agent.close();
  *
- * Why this file is one piece (about 850 lines): it is the agent's dispatch — one class whose
+ * Why this file is one piece (well over 450 lines): it is the agent's dispatch — one class whose
  * methods (send, send-unary, subscribe, get, cancel, list, the transport misbehaviours) share the
  * same misbehaviour queue, task store, open sockets and shutdown signal, and each method reads
  * the next behaviour in the order the test queued it. What does not need that shared state
