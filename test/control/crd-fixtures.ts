@@ -179,12 +179,6 @@ export const INVALID: Fixture[] = [
     refusedWith: 'exactly one of tokenSecretRef, userId and perPerson',
   },
   {
-    title: 'perPerson with a header name that is not one',
-    kind: 'Binding',
-    spec: binding({ identity: { perPerson: { header: 'X Agent Identity' } } }),
-    refusedWith: 'must be an HTTP header name',
-  },
-  {
     title: 'a question timeout beyond a week',
     kind: 'Binding',
     spec: binding({ interactions: { questionTimeout: '200h' } }),
