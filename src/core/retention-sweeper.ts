@@ -116,8 +116,7 @@ export class RetentionSweeper {
     if (this.#days > 0) {
       const now = this.#clock.now();
       const before = now - this.#days * DAY_MS;
-      for (;;) {
-        const started = performance.now();
+      await this.#inBatches(async () => {
         const gone = await this.#store.forgetIdleThreads(before, this.#batch, now);
         totals.threads += gone.threads;
         totals.turns += gone.turns;
@@ -125,31 +124,35 @@ export class RetentionSweeper {
         this.#observer.swept('threads', gone.threads);
         this.#observer.swept('turns', gone.turns);
         this.#observer.swept('feedback', gone.feedback);
-        if (gone.threads < this.#batch || this.#stopped) break;
-        await restAfter(started);
-      }
-      for (;;) {
-        const started = performance.now();
+        return gone.threads;
+      });
+      await this.#inBatches(async () => {
         const gone = await this.#store.forgetIdleTranscripts(before, this.#batch);
         totals.webchatThreads += gone;
         this.#observer.swept('webchat_threads', gone);
-        if (gone < this.#batch || this.#stopped) break;
-        await restAfter(started);
-      }
+        return gone;
+      });
       // The words of the turns that stay: cleared once their turn has been settled a while.
       const wordsBefore = now - WORDS_KEPT_MS;
-      for (;;) {
-        const started = performance.now();
+      await this.#inBatches(async () => {
         const cleared = await this.#store.clearSettledWords(wordsBefore, this.#batch);
         totals.words += cleared;
         this.#observer.swept('words', cleared);
-        if (cleared < this.#batch || this.#stopped) break;
-        await restAfter(started);
-      }
+        return cleared;
+      });
       totals.marksPruned = await this.#store.pruneForgotten(before);
       for (const forget of this.#alongside) forget(before);
     }
     this.#observer.measured(await this.#store.size());
     return totals;
+  }
+
+  /** Runs `batch` (which says how many rows it took) until one takes fewer than a batch, resting between. */
+  async #inBatches(batch: () => Promise<number>): Promise<void> {
+    for (;;) {
+      const started = performance.now();
+      if ((await batch()) < this.#batch || this.#stopped) return;
+      await restAfter(started);
+    }
   }
 }
