@@ -19,7 +19,7 @@
  *
  * <store> is `sqlite:<path>` or `postgres:<schema>:<connection string>`.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { trace } from '@opentelemetry/api';
 import { systemClock } from '../src/core/clock.js';
 import type { EngineEvent } from '../src/core/events.js';
@@ -299,6 +299,15 @@ async function replicas(endpoint: string, spec: string, n: number): Promise<void
     await waitUntil(() => settled() >= 200, 'the warm-up', 60_000);
     const samples = 2 * n;
     let round = 0;
+    // What a slow first chunk waited behind, if it was this process: the event loop's delay and
+    // the garbage collector's pauses while the rounds are timed.
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    const pauses: number[] = [];
+    const gcs = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) pauses.push(entry.duration);
+    });
+    gcs.observe({ entryTypes: ['gc'] });
+    loop.enable();
     while (taken.length < samples) {
       const before = taken.length;
       const acc = accepted();
@@ -319,6 +328,8 @@ async function replicas(endpoint: string, spec: string, n: number): Promise<void
       await waitUntil(() => settled() >= set + n, 'the turns settled', 60_000);
       round++;
     }
+    loop.disable();
+    gcs.disconnect();
     const sorted = [...taken].sort((x, y) => x - y);
     say({
       type: 'result',
@@ -326,6 +337,9 @@ async function replicas(endpoint: string, spec: string, n: number): Promise<void
       p50: quantileOf(sorted, 0.5),
       p99: quantileOf(sorted, 0.99),
       max: sorted.at(-1) ?? Number.NaN,
+      loopMax: loop.max / 1e6,
+      gcMax: Math.max(0, ...pauses),
+      gcTotal: pauses.reduce((sum, d) => sum + d, 0),
     });
   } finally {
     for (const r of both) await r.engine.stop();

@@ -334,7 +334,9 @@ async function replicasOn(server: AgentServer, t: Target): Promise<void> {
   console.log(
     `  broker-added latency, 1,000 sessions open, half on each (${fmt(message.samples as number)} turns):` +
       ` p50 ${(message.p50 as number).toFixed(2)} ms, p99 ${(message.p99 as number).toFixed(2)} ms ${latencyVerdict},` +
-      ` max ${(message.max as number).toFixed(1)} ms`,
+      ` max ${(message.max as number).toFixed(1)} ms; meanwhile the event loop's longest delay` +
+      ` ${(message.loopMax as number).toFixed(1)} ms, the longest GC pause ${(message.gcMax as number).toFixed(1)} ms` +
+      ` (${fmt(message.gcTotal as number)} ms in all)`,
   );
   // Replica B stands by; replica A opens turns, is killed while they stream; the agent finishes
   // them meanwhile; B finishes them for the threads.
