@@ -191,21 +191,31 @@ async function start(endpoint: string, spec: string, o: StartOptions): Promise<v
     // The event loop's delay while the sweep runs: what a turn, an ack or an edit waits behind it.
     const loop = monitorEventLoopDelay({ resolution: 10 });
     const batches: number[] = [];
-    const timed: RetentionStore = {
-      ...retention,
-      forgetIdleThreads: async (b, limit, now) => {
+    // Every batch timed (threads forgotten, words cleared); the rest of the store as it is.
+    const timedBatch =
+      <A extends unknown[]>(run: (...args: A) => Promise<unknown>) =>
+      async (...args: A) => {
         const t0 = performance.now();
-        const gone = await retention.forgetIdleThreads(b, limit, now);
+        const out = await run(...args);
         batches.push(performance.now() - t0);
-        return gone;
-      },
-      forgetIdleTranscripts: (b, limit) => retention.forgetIdleTranscripts(b, limit),
-      pruneForgotten: (b) => retention.pruneForgotten(b),
-      size: () => retention.size(),
-      forgottenAt: (id) => retention.forgottenAt(id),
-      clearForgotten: (id) => retention.clearForgotten(id),
-      erasePerson: (p) => retention.erasePerson(p),
+        return out;
+      };
+    const batched: Partial<RetentionStore> = {
+      forgetIdleThreads: timedBatch((b: number, limit: number, now: number) =>
+        retention.forgetIdleThreads(b, limit, now),
+      ) as RetentionStore['forgetIdleThreads'],
+      clearSettledWords: timedBatch((b: number, limit: number) =>
+        retention.clearSettledWords(b, limit),
+      ) as RetentionStore['clearSettledWords'],
     };
+    const timed = new Proxy(retention, {
+      get(target, name, receiver) {
+        const own = batched[name as keyof RetentionStore];
+        if (own !== undefined) return own;
+        const value: unknown = Reflect.get(target, name, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
     const sweeper = new RetentionSweeper(timed, { days: o.sweep.days }, systemClock, {
       swept: () => undefined,
       measured: () => undefined,
