@@ -11,6 +11,7 @@ export default defineConfig({
       'test/integration/setup-python-peers.ts',
       'test/integration/setup-kube-bins.ts',
       'test/integration/setup-helm-bin.ts',
+      'test/integration/setup-oidc-peer.ts',
     ],
     fileParallelism: false,
     testTimeout: 60_000,

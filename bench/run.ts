@@ -45,7 +45,7 @@ import { childrenRunFrom } from './compiled.js';
 import { benchEngine } from './engine.js';
 import { figure, writeFigures } from './figures.js';
 import { benchFreshness } from './freshness.js';
-import { benchIdentity } from './identity.js';
+import { benchIdentity, benchIdentityExchange } from './identity.js';
 import { benchScale } from './scale.js';
 import { benchSlack } from './slack-calls.js';
 import { benchYear } from './year.js';
@@ -379,5 +379,8 @@ if (runs('scale')) await benchScale();
 if (runs('freshness')) await benchFreshness();
 if (runs('ack')) await benchAck();
 if (runs('year')) await benchYear();
-if (runs('identity')) await benchIdentity();
+if (runs('identity')) {
+  await benchIdentity();
+  await benchIdentityExchange();
+}
 if (jsonPath !== undefined) writeFigures(jsonPath);

@@ -35,6 +35,9 @@ bash scripts/go-tool-bin.sh tools/registry github.com/distribution/distribution/
 bash scripts/go-tool-bin.sh tools/coredns . coredns
 bash scripts/go-tool-bin.sh tools/pause . pause
 
+echo "== the identity tests' OpenID provider (zitadel/oidc's example) from its Go module (cached outside the clone)"
+bash scripts/go-tool-bin.sh tools/oidc-peer . oidc-peer
+
 echo "== cosign and syft from their Go modules, for the release test (cached outside the clone)"
 bash scripts/go-tool-bin.sh tools/cosign github.com/sigstore/cosign/v3/cmd/cosign cosign
 bash scripts/go-tool-bin.sh tools/syft github.com/anchore/syft/cmd/syft syft

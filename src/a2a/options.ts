@@ -24,6 +24,25 @@ export interface PersonIdentity {
   audience: string;
   header: string;
   userIdHeader: boolean;
+  /**
+   * The assertion is exchanged at the identity provider for the person's access token (RFC
+   * 8693), which is sent instead: read by whoever builds the assertion source (src/identity/
+   * exchange.ts), never by the client.
+   */
+  exchange?: ExchangeSettings;
+}
+
+/** A per-person identity's token exchange, its client secret already read from its Secret. */
+export interface ExchangeSettings {
+  tokenUrl: string;
+  clientId: string;
+  clientSecret: string;
+  /** The access token's audience, asked of the provider (RFC 8693 `audience`). */
+  audience?: string;
+  /** The scope asked for, space separated. */
+  scope?: string;
+  /** The agent the tokens are for (its AgentBackend's name), named to a person it refuses. */
+  agent: string;
 }
 
 /** An assertion for a caller and an audience, and the subject it names. */
@@ -158,6 +177,16 @@ const schema = z.object({
         'may not be a header the client sets itself (other than Authorization)',
       ),
       userIdHeader: z.boolean(),
+      exchange: z
+        .object({
+          tokenUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+          clientId: z.string().min(1, 'is empty'),
+          clientSecret: z.string().min(1, 'is empty'),
+          audience: z.string().min(1).optional(),
+          scope: z.string().min(1).optional(),
+          agent: z.string().min(1),
+        })
+        .optional(),
     }),
   ]),
   assertions: z.custom<AssertionSource>((v) => typeof v === 'function', 'must be a function').optional(),

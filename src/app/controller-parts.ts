@@ -7,6 +7,7 @@ import {
   type AssertionSigner,
   identitySigner,
   loadIdentitySettings,
+  personSource,
   wellKnownRoutes,
 } from '../identity/index.js';
 import { Controller, type ControllerSettings } from '../k8s/index.js';
@@ -230,7 +231,10 @@ function controlPlane(
     telemetry: broker.observability.controlPlane,
     triggers,
     triggerActivity: core.triggerStore,
-    assertions: (ref) => signer.sourceFor(ref),
+    assertions: (ref, identity) =>
+      personSource(signer, ref, identity, (result) =>
+        broker.observability.metrics.identityExchanged(ref, result),
+      ),
     ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
   });
   broker.observability.approvals.onDecision((audit) => {

@@ -8,6 +8,7 @@ import {
   type AssertionSigner,
   identitySigner,
   loadIdentitySettings,
+  personSource,
   wellKnownRoutes,
 } from '../identity/index.js';
 import { type LocalBindingStatus, type LocalManifestsHandle, startLocalManifests } from '../local/index.js';
@@ -163,7 +164,10 @@ export class LocalParts {
       file: this.#options.config,
       registry: this.#registry,
       triggers: this.#triggers,
-      assertions: (ref) => signer.sourceFor(ref),
+      assertions: (ref, identity) =>
+        personSource(signer, ref, identity, (result) =>
+          this.#broker.observability.metrics.identityExchanged(ref, result),
+        ),
       logger: this.#broker.logger,
       telemetry: this.#broker.observability.controlPlane,
       ...(this.demoUrl === undefined ? {} : { demoAgentUrl: this.demoUrl }),

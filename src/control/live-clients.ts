@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { A2AClient } from '../a2a/client.js';
-import type { A2AClientOptions, AssertionSource } from '../a2a/options.js';
+import type { A2AClientOptions, AssertionSource, PersonIdentity } from '../a2a/options.js';
 import type { ClientTelemetry } from '../a2a/telemetry.js';
 import type { LiveRegistry } from '../core/registry.js';
 import { dialectSpec } from '../dialects/index.js';
@@ -41,8 +41,11 @@ export function clientFactory(telemetry?: (binding: string) => ClientTelemetry):
   return (options, binding) => new A2AClient(options, telemetry?.(binding));
 }
 
-/** The signer of a Binding's per-person assertions (src/identity/), by the Binding's ref. */
-export type AssertionsFor = (binding: string) => AssertionSource;
+/**
+ * The source of a Binding's per-person identity (src/identity/), by the Binding's ref and its
+ * identity: the broker's assertions, or, with an exchange, the person's tokens from the provider.
+ */
+export type AssertionsFor = (binding: string, identity: PersonIdentity) => AssertionSource;
 
 export class LiveClients {
   readonly #registry: LiveRegistry;
@@ -62,16 +65,17 @@ export class LiveClients {
     const registration = registrationOf(spec);
     const existing = this.#entries.get(spec.ref);
     // A per-person identity signs with the broker's keys; without them, its calls are refused.
-    const options =
+    // Made only for a client that will use it: an exchanging source keeps people's tokens.
+    const options = (): A2AClientOptions =>
       spec.client.identity.kind === 'person' && this.#assertions !== undefined
-        ? { ...spec.client, assertions: this.#assertions(spec.ref) }
+        ? { ...spec.client, assertions: this.#assertions(spec.ref, spec.client.identity) }
         : spec.client;
     let client: A2AClient;
     if (existing === undefined) {
-      client = this.#factory(options, spec.ref);
+      client = this.#factory(options(), spec.ref);
     } else {
       client = existing.client;
-      if (existing.fingerprint !== fingerprint) client.reconfigure(options);
+      if (existing.fingerprint !== fingerprint) client.reconfigure(options());
     }
     if (existing === undefined || existing.registration !== registration) {
       this.#registry.upsert({

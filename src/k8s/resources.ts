@@ -45,10 +45,11 @@ export function backendSecretRefs(backend: AgentBackend): string[] {
   );
 }
 
-/** Secrets (namespace/name) a Binding reads: its token, and its triggers' tokens. */
+/** Secrets (namespace/name) a Binding reads: its token or exchange client's, and its triggers' tokens. */
 export function bindingSecretRefs(b: Binding): string[] {
   const names = [
     b.spec.identity.tokenSecretRef?.name,
+    b.spec.identity.perPerson?.exchange?.clientSecretRef.name,
     ...(b.spec.triggers ?? []).map((t) => t.tokenSecretRef?.name),
   ].filter((n): n is string => n !== undefined);
   return [...new Set(names)].map((name) => `${b.metadata.namespace}/${name}`);

@@ -281,6 +281,14 @@ export function defineMetrics(registry: Registry) {
       help: "The store's size on disk in bytes, as the last retention sweep measured it (SQLite: the file's pages; PostgreSQL: the schema's tables with indexes).",
       registers,
     }),
+
+    // ---- identity -------------------------------------------------------------------------------------
+
+    identityExchanges: counter(
+      'agentkourier_identity_exchanges_total',
+      'Token exchanges at an identity provider for a per-person identity, by Binding and result (ok, refused, unavailable); a token still kept is not counted.',
+      ['binding', 'result'],
+    ),
   };
 }
 

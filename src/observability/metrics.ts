@@ -96,6 +96,11 @@ export class BrokerMetrics implements EventSink, StoreObserver, TriggerObserver 
     failed: () => this.m.retentionFailures.inc(),
   };
 
+  /** A per-person identity's token exchange at the identity provider (src/identity/exchange.ts). */
+  identityExchanged(binding: string, result: 'ok' | 'refused' | 'unavailable'): void {
+    this.m.identityExchanges.inc({ binding, result });
+  }
+
   emit(event: EngineEvent): void {
     const binding = event.binding;
     switch (event.type) {

@@ -7,8 +7,8 @@ import { createInterface } from 'node:readline';
  * prints hundreds of them, one per module, which say nothing a reader needs (the script's own
  * lines say what it builds and how long it took; Go's errors still show).
  */
-export async function runGoToolBuild(script: string): Promise<void> {
-  const child = spawn('bash', [script], { stdio: ['ignore', 'ignore', 'pipe'] });
+export async function runGoToolBuild(script: string, ...args: string[]): Promise<void> {
+  const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   const lines = createInterface({ input: child.stderr });
   lines.on('line', (line) => {
     if (!line.startsWith('go: downloading ')) process.stderr.write(`${line}\n`);

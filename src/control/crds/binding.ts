@@ -91,8 +91,38 @@ const identity = withRules(
                 'The header the assertion goes in (default Authorization, as a bearer token); name another when the agent uses Authorization for something else.',
             }),
           audience: z.string().min(1).max(512).optional().meta({
-            description: 'The assertion’s aud claim (default: the AgentBackend’s url).',
+            description:
+              'The assertion’s aud claim (default: the AgentBackend’s url; with exchange, the token endpoint’s url).',
           }),
+          exchange: z
+            .object({
+              tokenUrl: z
+                .string()
+                .max(2048)
+                .regex(/^https?:\/\/[^\s]+$/, 'must be an http(s) URL')
+                .meta({ description: 'The identity provider’s token endpoint.' }),
+              clientId: z
+                .string()
+                .min(1)
+                .max(256)
+                .meta({ description: 'The broker’s client at the provider.' }),
+              clientSecretRef: secretKeyRef.meta({
+                description:
+                  'The client’s secret (sent with HTTP Basic authentication), from this Secret key.',
+              }),
+              audience: z.string().min(1).max(512).optional().meta({
+                description:
+                  'The audience asked for the access token (RFC 8693 audience): what the agent checks.',
+              }),
+              scope: z.string().min(1).max(1024).optional().meta({
+                description: 'The scope asked for the access token, space separated.',
+              }),
+            })
+            .optional()
+            .meta({
+              description:
+                'Exchange the assertion at the identity provider (OAuth 2.0 Token Exchange, RFC 8693) and send the person’s access token instead; kept per person until shortly before it expires (docs/identity.md).',
+            }),
         })
         .meta({
           description:

@@ -93,6 +93,46 @@ describe('planBinding', () => {
     });
   });
 
+  it('a per-person Binding with an exchange: the client secret from its Secret, the token endpoint the assertion’s audience', () => {
+    const exchange = {
+      tokenUrl: 'https://idp.example/oauth/token',
+      clientId: 'agentkourier',
+      clientSecretRef: { name: 'idp', key: 'secret' },
+      audience: 'urn:agent:support',
+      scope: 'agent.use',
+    };
+    const plan = planBinding({
+      binding: bindingObject({ identity: { perPerson: { exchange } } }),
+      backend: backendObject(),
+      secrets: secrets({ idp: { secret: 'client-s3cret' } }),
+      allowedChannels: undefined,
+    });
+    expect(plan.live?.client.identity).toEqual({
+      kind: 'person',
+      audience: 'https://idp.example/oauth/token',
+      header: 'Authorization',
+      userIdHeader: false,
+      exchange: {
+        tokenUrl: 'https://idp.example/oauth/token',
+        clientId: 'agentkourier',
+        clientSecret: 'client-s3cret',
+        audience: 'urn:agent:support',
+        scope: 'agent.use',
+        agent: plan.backend?.name,
+      },
+    });
+    // Its Secret missing: the Binding says so, and has no client (never a call without it).
+    const missing = planBinding({
+      binding: bindingObject({ identity: { perPerson: { exchange } } }),
+      backend: backendObject(),
+      secrets: secrets({}),
+      allowedChannels: undefined,
+    });
+    expect(missing.live).toBeUndefined();
+    expect(missing.credentialsCondition).toMatchObject({ status: 'False' });
+    expect(missing.credentialsCondition.message).toContain('identity.perPerson.exchange.clientSecretRef');
+  });
+
   it('refuses a kagent-v1 Binding without spec.agent as InvalidSpec (a rule CEL cannot check)', () => {
     const plan = planBinding({
       binding: bindingObject(),

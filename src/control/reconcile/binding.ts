@@ -84,17 +84,49 @@ function identityOf(
   secrets: SecretLookup,
 ): { ok: true; identity: Identity } | { ok: false; condition: ConditionState } {
   const { tokenSecretRef, userId, perPerson } = binding.spec.identity;
-  if (perPerson !== undefined)
+  if (perPerson !== undefined) {
+    const { exchange } = perPerson;
+    if (exchange === undefined)
+      return {
+        ok: true,
+        // The audience and X-User-Id are the backend's to fill in (planClient).
+        identity: {
+          kind: 'person',
+          audience: perPerson.audience ?? '',
+          header: perPerson.header ?? 'Authorization',
+          userIdHeader: false,
+        },
+      };
+    const secret = resolveSecretKey(
+      secrets,
+      exchange.clientSecretRef,
+      'identity.perPerson.exchange.clientSecretRef',
+    );
+    if (!secret.ok)
+      return {
+        ok: false,
+        condition: falseCondition(ConditionTypes.CredentialsResolved, secret.reason, secret.message),
+      };
     return {
       ok: true,
-      // The audience and X-User-Id are the backend's to fill in (planClient).
       identity: {
         kind: 'person',
-        audience: perPerson.audience ?? '',
+        // The provider checks the assertion; its token endpoint is the audience unless named.
+        audience: perPerson.audience ?? exchange.tokenUrl,
         header: perPerson.header ?? 'Authorization',
         userIdHeader: false,
+        exchange: {
+          tokenUrl: exchange.tokenUrl,
+          clientId: exchange.clientId,
+          clientSecret: secret.value,
+          ...(exchange.audience === undefined ? {} : { audience: exchange.audience }),
+          ...(exchange.scope === undefined ? {} : { scope: exchange.scope }),
+          // Named to a person the provider refuses.
+          agent: binding.spec.backendRef.name,
+        },
       },
     };
+  }
   if (tokenSecretRef !== undefined) {
     const token = resolveSecretKey(secrets, tokenSecretRef, 'identity.tokenSecretRef');
     if (!token.ok)

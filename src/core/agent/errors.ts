@@ -80,6 +80,40 @@ export class NotSentError extends AgentCallError {
   }
 }
 
+/**
+ * A per-person identity exchanged at the identity provider (docs/identity.md) was refused there
+ * (RFC 6749's error, as `invalid_grant`): nothing was sent to the agent, and nothing is sent with
+ * weaker credentials. The turn fails; the thread is told what the provider said.
+ */
+export class IdentityExchangeRefusedError extends AgentCallError {
+  constructor(
+    /** The provider's error code, checked to be a short token (never its free text). */
+    readonly providerError: string,
+    /** The agent the identity was for (its AgentBackend's name), for the thread's notice. */
+    readonly agent: string,
+    options: PeerErrorOptions = {},
+  ) {
+    super(
+      'identity_exchange_refused',
+      `the identity provider refused the token exchange (${providerError})`,
+      options,
+    );
+  }
+}
+
+/**
+ * The identity provider did not answer a token exchange (unreachable, a 5xx, throttled, out of
+ * time): nothing was sent to the agent. The turn waits and is sent once the provider answers.
+ */
+export class IdentityProviderUnavailableError extends NotSentError {
+  constructor(message: string, options: PeerErrorOptions = {}) {
+    super(`the identity provider did not answer the token exchange: ${message}`, {
+      ...options,
+      code: 'identity_provider_unavailable',
+    });
+  }
+}
+
 /** DT-5: a 3xx is a failed call. The redirect is never followed, so credentials stay home. */
 export class RedirectRefusedError extends NotSentError {
   constructor(

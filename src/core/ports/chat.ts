@@ -26,6 +26,8 @@ export type NoticeKind =
   | 'agent-refused'
   | 'credentials-rejected'
   | 'identity-refused'
+  | 'identity-exchange-refused'
+  | 'identity-provider-unavailable'
   | 'question-unsupported'
   | 'question-timeout'
   | 'answer-rejected'

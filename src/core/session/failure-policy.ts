@@ -5,6 +5,8 @@ import {
   AnswerRejectedError,
   CardFetchError,
   CredentialsRejectedError,
+  IdentityExchangeRefusedError,
+  IdentityProviderUnavailableError,
   IdentityRefusedError,
   NoJsonRpcInterfaceError,
   NotSentError,
@@ -31,7 +33,9 @@ export function codeOf(error: unknown): string {
 export type FailNotice =
   | { kind: 'credentials-rejected' | 'identity-refused' | 'agent-unreachable' }
   /** DT-1, DT-3, DT-4: the card makes the agent unusable; `reason` is our own error message. */
-  | { kind: 'agent-refused'; reason: string };
+  | { kind: 'agent-refused'; reason: string }
+  /** A per-person identity's exchange refused at the identity provider (docs/identity.md). */
+  | { kind: 'identity-exchange-refused'; agent: string; providerError: string };
 
 /** The turn fails and the thread is told. `credentialsStatus`: E-1, with the HTTP status. */
 export interface FailVerdict {
@@ -49,9 +53,16 @@ export type SendVerdict =
   | { kind: 'session-gone' }
   /**
    * E-3: sent again after `waitMs`, for as long as it takes. `tellAfterMs`: when within this
-   * wait the thread is told the agent is busy (once per turn, after 2 minutes); null: not now.
+   * wait the thread is told (`told`, once per turn: the agent is busy, after 2 minutes; the
+   * identity provider is not answering, at once); null: not now.
    */
-  | { kind: 'busy'; code: string; waitMs: number; tellAfterMs: number | null }
+  | {
+      kind: 'busy';
+      code: string;
+      waitMs: number;
+      tellAfterMs: number | null;
+      told: 'agent-busy' | 'identity-provider-unavailable';
+    }
   /** Not sent (E-6, DT-2's card): sent again after `waitMs`. */
   | { kind: 'resend'; code: string; waitMs: number }
   /** The outcome is unknown (E-7, R-1, R-2): after `waitMs` the turn is looked up first. */
@@ -79,6 +90,12 @@ function refusal(error: unknown): FailVerdict | undefined {
     };
   if (error instanceof IdentityRefusedError)
     return { kind: 'fail', code: error.code, notice: { kind: 'identity-refused' } };
+  if (error instanceof IdentityExchangeRefusedError)
+    return {
+      kind: 'fail',
+      code: error.code,
+      notice: { kind: 'identity-exchange-refused', agent: error.agent, providerError: error.providerError },
+    };
   if (
     error instanceof NoJsonRpcInterfaceError ||
     error instanceof StreamingNotAdvertisedError ||
@@ -109,8 +126,18 @@ export function afterSendFailure(
     // E-8) is split, so the thread hears it on time, not at the next retry.
     const noticeIn = timings.busyNoticeAfterMs - situation.sinceFirstSentMs;
     const tellAfterMs = !situation.toldBusy && noticeIn < waitMs ? Math.max(0, noticeIn) : null;
-    return { kind: 'busy', code: failure.code, waitMs, tellAfterMs };
+    return { kind: 'busy', code: failure.code, waitMs, tellAfterMs, told: 'agent-busy' };
   }
+  // The identity provider down: the turn is never sent under a weaker identity, so it waits for
+  // the provider as for a busy agent, and the thread hears why at once.
+  if (failure instanceof IdentityProviderUnavailableError)
+    return {
+      kind: 'busy',
+      code: failure.code,
+      waitMs,
+      tellAfterMs: situation.toldBusy ? null : 0,
+      told: 'identity-provider-unavailable',
+    };
   // R-1, E-6, DT-2: after 15 minutes, "the agent could not be reached".
   if (situation.sinceFirstSentMs >= timings.giveUpAfterMs)
     return { kind: 'fail', code: codeOf(failure), notice: { kind: 'agent-unreachable' } };

@@ -1,8 +1,11 @@
 import type { FailureCategory } from '../failure.js';
 import type { Notice, NoticeKind } from '../ports.js';
 
+/** Notices whose words carry a detail (made by their own functions below). */
+type DynamicKind = 'task-failed' | 'agent-refused' | 'identity-exchange-refused';
+
 /** The broker's own words in a thread. Never an agent's error message (E-9). */
-const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string> = {
+const TEXT: Record<Exclude<NoticeKind, DynamicKind>, string> = {
   'no-output': 'The agent finished without any output.',
   'task-rejected': 'The agent rejected the task.',
   'task-canceled': "The agent's task was canceled.",
@@ -17,6 +20,8 @@ const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string>
   'credentials-rejected':
     "The agent rejected Agent Kourier's credentials. Ask the operator to check this channel's Binding.",
   'identity-refused': 'The agent refused the identity of this conversation.',
+  'identity-provider-unavailable':
+    'The identity provider that vouches for you to this agent is not answering. Your message is kept and will be sent as soon as it answers.',
   'question-unsupported': 'The agent asked for input that cannot be shown here, so its task was canceled.',
   'question-timeout': 'The question was not answered in time, so the agent’s task was canceled.',
   'answer-rejected': 'The agent rejected the answer, so its task was canceled.',
@@ -29,7 +34,7 @@ const TEXT: Record<Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, string>
   'poll-timeout': 'The agent did not finish within the time its polling allows, so its task was canceled.',
 };
 
-export function notice(kind: Exclude<NoticeKind, 'task-failed' | 'agent-refused'>, turnId?: string): Notice {
+export function notice(kind: Exclude<NoticeKind, DynamicKind>, turnId?: string): Notice {
   return turnId === undefined ? { kind, text: TEXT[kind] } : { kind, text: TEXT[kind], turnId };
 }
 
@@ -43,4 +48,17 @@ export function taskFailed(category: FailureCategory | undefined, turnId?: strin
 export function agentRefused(reason: string, turnId?: string): Notice {
   const text = `The agent cannot be used: ${reason}.`;
   return turnId === undefined ? { kind: 'agent-refused', text } : { kind: 'agent-refused', text, turnId };
+}
+
+/**
+ * A per-person identity's exchange was refused at the identity provider: `providerError` is its
+ * error code (a short token the exchanger checked), `agent` the AgentBackend's name.
+ */
+export function identityExchangeRefused(agent: string, providerError: string, turnId?: string): Notice {
+  const text =
+    `Your message was not sent to ${agent}: the identity provider refused to vouch for you to it (${providerError}). ` +
+    'Nothing was sent under another identity. Write again to try again, or ask the operator to check your access.';
+  return turnId === undefined
+    ? { kind: 'identity-exchange-refused', text }
+    : { kind: 'identity-exchange-refused', text, turnId };
 }

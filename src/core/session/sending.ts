@@ -12,7 +12,7 @@ import {
   type FailVerdict,
 } from './failure-policy.js';
 import { afterStream, pollingOf, readTask } from './following.js';
-import { agentRefused, notice } from './notices.js';
+import { agentRefused, identityExchangeRefused, notice } from './notices.js';
 import { withPeopleNamed } from './person-label.js';
 import { sendPolled } from './polling.js';
 import { acceptTask, consumeStream } from './reading.js';
@@ -252,7 +252,7 @@ export async function sendFailed(
       if (verdict.tellAfterMs !== null) {
         if (verdict.tellAfterMs > 0) await retryLater(ctx, session, turn, verdict.code, verdict.tellAfterMs);
         waitLeft = verdict.waitMs - verdict.tellAfterMs;
-        told = await busyNotice(ctx, session, turn);
+        told = await busyNotice(ctx, session, turn, verdict.told);
       }
       await retryLater(ctx, session, told, verdict.code, waitLeft);
       return;
@@ -282,10 +282,13 @@ async function failWith(
 ): Promise<void> {
   if (verdict.credentialsStatus !== undefined)
     ctx.emit(session, { type: 'credentials.rejected', status: verdict.credentialsStatus });
+  const said = verdict.notice;
   const told =
-    verdict.notice.kind === 'agent-refused'
-      ? agentRefused(verdict.notice.reason, turn.id)
-      : notice(verdict.notice.kind, turn.id);
+    said.kind === 'agent-refused'
+      ? agentRefused(said.reason, turn.id)
+      : said.kind === 'identity-exchange-refused'
+        ? identityExchangeRefused(said.agent, said.providerError, turn.id)
+        : notice(said.kind, turn.id);
   await failTurn(ctx, session, turn, verdict.code, told);
   await dropAnsweredTask(ctx, session, route, turn);
 }
@@ -308,13 +311,17 @@ async function dropAnsweredTask(
   await ctx.commit({ ...(await ctx.reload(session.id)), task: null, question: null }, []);
 }
 
-/** E-3: tells the thread the agent is busy, once per turn; returns the turn as written. */
+/**
+ * E-3: tells the thread the agent is busy (or the identity provider is not answering), once per
+ * turn; returns the turn as written.
+ */
 export async function busyNotice(
   ctx: DriverContext,
   session: SessionRecord,
   turn: TurnRecord,
+  kind: 'agent-busy' | 'identity-provider-unavailable' = 'agent-busy',
 ): Promise<TurnRecord> {
-  await ctx.notice(session, notice('agent-busy', turn.id));
+  await ctx.notice(session, notice(kind, turn.id));
   const told = { ...turn, busyNoticeAt: ctx.deps.clock.now() };
   await ctx.commit(await ctx.reload(session.id), [told]);
   return told;

@@ -189,4 +189,9 @@ function promptMessage(turnId: string, question: Question): NewMessage {
 }
 
 /** Notices after which the turn is not over: its answer may still grow. */
-const TURN_GOES_ON = new Set<NoticeKind>(['agent-busy', 'context-changed', 'cancel-failed']);
+const TURN_GOES_ON = new Set<NoticeKind>([
+  'agent-busy',
+  'identity-provider-unavailable',
+  'context-changed',
+  'cancel-failed',
+]);
