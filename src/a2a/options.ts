@@ -30,6 +30,22 @@ export interface PersonIdentity {
    * exchange.ts), never by the client.
    */
   exchange?: ExchangeSettings;
+  /**
+   * Each person signs in once at the identity provider, and their access token is sent: read by
+   * whoever builds the assertion source (src/identity/sign-in/), never by the client.
+   */
+  signIn?: SignInSettings;
+}
+
+/** A per-person identity by sign-in, its client secret (if any) read from its Secret. */
+export interface SignInSettings {
+  issuer: string;
+  clientId: string;
+  clientSecret?: string;
+  scope: string;
+  emailClaim: string;
+  /** The agent the tokens are for (its AgentBackend's name), named to the person. */
+  agent: string;
 }
 
 /** A per-person identity's token exchange, its client secret already read from its Secret. */
@@ -184,6 +200,16 @@ const schema = z.object({
           clientSecret: z.string().min(1, 'is empty'),
           audience: z.string().min(1).optional(),
           scope: z.string().min(1).optional(),
+          agent: z.string().min(1),
+        })
+        .optional(),
+      signIn: z
+        .object({
+          issuer: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+          clientId: z.string().min(1, 'is empty'),
+          clientSecret: z.string().min(1, 'is empty').optional(),
+          scope: z.string().min(1),
+          emailClaim: z.string().min(1),
           agent: z.string().min(1),
         })
         .optional(),

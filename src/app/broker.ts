@@ -3,7 +3,8 @@ import type { BrokerConfig } from '../config/broker.js';
 import { loadSlackConfig, type SlackConfig, slackRequested } from '../config/slack.js';
 import { systemClock } from '../core/clock.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
-import type { ChatSurface, EventSink } from '../core/ports.js';
+import type { IdentityLinkStore } from '../core/identity-link-store.js';
+import type { ChatSurface, EventSink, SignOut } from '../core/ports.js';
 import type { LiveRegistry } from '../core/registry.js';
 import type { RetentionStore } from '../core/retention-store.js';
 import { RetentionSweeper } from '../core/retention-sweeper.js';
@@ -97,11 +98,15 @@ export interface BrokerCore {
   retention: RetentionSweeper;
   /** Erases a person (Slack's deactivations). */
   erasure: Pick<RetentionStore, 'erasePerson'>;
+  /** People's sign-in links at identity providers (src/identity/sign-in/). */
+  identityLinks: IdentityLinkStore;
 }
 
 export interface ServeOptions {
   /** Slack's HTTP mode port of its own (local mode); the controller serves Slack on its events port. */
   slackPort?: number;
+  /** The chat's "sign out" command: ends a person's sign-in links (src/identity/sign-in/). */
+  signOut?: SignOut;
 }
 
 export interface Broker {
@@ -223,6 +228,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         store,
         triggerStore,
         feedbackRows: o.stores.feedback,
+        identityLinks: o.stores.identityLinks,
         slack,
         engine,
         triggers,
@@ -238,6 +244,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
           inbound: engine,
           feedbackRows: core.feedbackRows,
           erasure: core.erasure,
+          ...(o.signOut === undefined ? {} : { signOut: o.signOut }),
           describeAgent: async (ref) => core.registry.get(ref)?.client.describe?.(),
           ...(o.slackPort === undefined ? {} : { port: o.slackPort }),
           ...slackWait,

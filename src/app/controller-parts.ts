@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { BrokerConfig } from '../config/broker.js';
 import type { WebChatSettings } from '../config/webchat.js';
@@ -8,6 +9,9 @@ import {
   identitySigner,
   loadIdentitySettings,
   personSource,
+  SignIn,
+  signInRoutes,
+  signInSealing,
   wellKnownRoutes,
 } from '../identity/index.js';
 import { Controller, type ControllerSettings } from '../k8s/index.js';
@@ -66,6 +70,7 @@ export class ControllerParts {
   readonly #stores: ReturnType<typeof createStore>;
   readonly #web: ControllerWebChat | undefined;
   #signer: AssertionSigner | undefined;
+  #signIn: SignIn | undefined;
   #core: BrokerCore | undefined;
   #controller: Controller | undefined;
 
@@ -104,7 +109,7 @@ export class ControllerParts {
             ? "Slack's Socket Mode connection (apps.connections.open)"
             : 'the engine and the events port to start',
         // SIGTERM while Socket Mode could not connect: a clean stop, as during auth.test.
-        start: () => broker.serve(this.#needed(this.#core)),
+        start: () => broker.serve(this.#needed(this.#core), { signOut: this.#needed(this.#signIn).signOut }),
       },
       { waitingFor: 'the events port to start', start: () => this.#openPorts() },
     ];
@@ -135,6 +140,19 @@ export class ControllerParts {
         'AGENTKOURIER_IDENTITY_KEYS is not set: per-person identities sign with a key made at this start (one replica only; docs/identity.md)',
       );
     this.#signer = identity.signer;
+    const identitySettings = loadIdentitySettings(options.env);
+    const sealing = signInSealing(identitySettings);
+    if (sealing.ephemeral)
+      broker.logger.warn(
+        'AGENTKOURIER_IDENTITY_SEALING_KEYS is not set: people signed in at an identity provider stay so until this replica restarts (one replica only; docs/identity.md)',
+      );
+    this.#signIn = new SignIn({
+      links: () => core.identityLinks,
+      keyring: sealing.keyring,
+      // People's browsers reach the events port, where the sign-in routes are.
+      publicUrl: () => identitySettings.publicUrl ?? identity.signer.issuer,
+      onLinked: (sessionId) => core.engine.kick(sessionId),
+    });
     const web = this.#web?.surface;
     if (web !== undefined) core.retention.alongside((before) => web.threads.forgetIdle(before));
     if (core.slack === undefined)
@@ -147,6 +165,7 @@ export class ControllerParts {
       settings,
       options.kubeConfig,
       identity.signer,
+      this.#signIn,
     );
     this.#controller = controller;
     startup.check(() => (controller.ready ? undefined : 'AgentBackends and Bindings not listed yet'));
@@ -177,7 +196,7 @@ export class ControllerParts {
       eventsListener({
         slack: () => core.slack?.requestListener,
         triggers: core.triggers.routes,
-        wellKnown: wellKnownRoutes(this.#needed(this.#signer)),
+        wellKnown: identityRoutes(this.#needed(this.#signer), this.#needed(this.#signIn)),
         draining: () => startup.draining,
       }),
       config.httpPort,
@@ -216,6 +235,7 @@ function controlPlane(
   settings: ControllerSettings,
   given: KubeConfig | undefined,
   signer: AssertionSigner,
+  signIn: SignIn,
 ): Controller {
   const kubeConfig = given ?? new KubeConfig();
   if (given === undefined) kubeConfig.loadFromDefault();
@@ -264,4 +284,14 @@ async function untilAborted(
   } finally {
     signal?.removeEventListener('abort', abandon);
   }
+}
+
+/** The identity layer's routes on the events port: the JWKS and discovery, and the sign-in pages. */
+function identityRoutes(
+  signer: AssertionSigner,
+  signIn: SignIn,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const wellKnown = wellKnownRoutes(signer);
+  const pages = signInRoutes(signIn);
+  return (req, res) => wellKnown(req, res) || pages(req, res);
 }

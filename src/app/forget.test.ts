@@ -60,6 +60,7 @@ describe('agentkourier forget', () => {
           '  1 thread(s) they started, with 1 turn(s)',
           '  their words in 1 turn(s) of other threads',
           '  0 feedback press(es)',
+          '  0 sign-in link(s) at identity providers',
         ].join('\n'),
       );
       // The running broker reads the erasure.

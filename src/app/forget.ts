@@ -60,6 +60,7 @@ export function describeErased(person: Person, erased: Erased): string {
     `  ${erased.threads} thread(s) they started, with ${erased.turns} turn(s)`,
     `  their words in ${erased.wordsCleared} turn(s) of other threads`,
     `  ${erased.feedback} feedback press(es)`,
+    `  ${erased.links} sign-in link(s) at identity providers`,
   ].join('\n');
 }
 

@@ -9,6 +9,9 @@ import {
   identitySigner,
   loadIdentitySettings,
   personSource,
+  SignIn,
+  signInRoutes,
+  signInSealing,
   wellKnownRoutes,
 } from '../identity/index.js';
 import { type LocalBindingStatus, type LocalManifestsHandle, startLocalManifests } from '../local/index.js';
@@ -96,7 +99,11 @@ export class LocalParts {
       { waitingFor: 'the web chat to listen', start: () => this.#listen() },
       {
         waitingFor: 'the engine to start',
-        start: () => this.#broker.serve(this.#needed(this.#core), { slackPort: this.#config.httpPort }),
+        start: () =>
+          this.#broker.serve(this.#needed(this.#core), {
+            slackPort: this.#config.httpPort,
+            signOut: this.#needed(this.#signIn).signOut,
+          }),
       },
       {
         waitingFor: "the Bindings' agents to be checked",
@@ -149,14 +156,23 @@ export class LocalParts {
       store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : '.agentkourier',
       'identity-keys.json',
     );
-    const { signer } = await identitySigner(loadIdentitySettings(this.#options.env), {
+    const settings = loadIdentitySettings(this.#options.env);
+    const { signer } = await identitySigner(settings, {
       issuer: () => this.chatUrl,
       keyFile,
     });
     this.#signer = signer;
+    // People sign in through the web chat's port: the link and the provider's redirect land there.
+    this.#signIn = new SignIn({
+      links: () => this.#needed(this.#core).identityLinks,
+      keyring: signInSealing(settings).keyring,
+      publicUrl: () => settings.publicUrl ?? this.chatUrl,
+      onLinked: (sessionId) => this.#core?.engine.kick(sessionId),
+    });
   }
 
   #signer: AssertionSigner | undefined;
+  #signIn: SignIn | undefined;
 
   async #readManifests(): Promise<void> {
     const signer = this.#needed(this.#signer);
@@ -165,8 +181,12 @@ export class LocalParts {
       registry: this.#registry,
       triggers: this.#triggers,
       assertions: (ref, identity) =>
-        personSource(signer, ref, identity, (result) =>
-          this.#broker.observability.metrics.identityExchanged(ref, result),
+        personSource(
+          signer,
+          ref,
+          identity,
+          (result) => this.#broker.observability.metrics.identityExchanged(ref, result),
+          this.#signIn,
         ),
       logger: this.#broker.logger,
       telemetry: this.#broker.observability.controlPlane,
@@ -220,13 +240,14 @@ export class LocalParts {
     const { observability, logger } = this.#broker;
     const options = this.#options;
     const wellKnown = wellKnownRoutes(this.#needed(this.#signer));
+    const signIn = signInRoutes(this.#needed(this.#signIn));
     const chat = await createWebChat({
       engine,
       surface: this.#needed(this.#web),
       registry: this.#registry,
       readiness: (ref) => manifests.bindings().find((b) => b.ref === ref),
       audit: observability.approvals,
-      routes: (req, res) => wellKnown(req, res) || triggers.routes(req, res),
+      routes: (req, res) => wellKnown(req, res) || signIn(req, res) || triggers.routes(req, res),
       operations: opsRoutes({ registry: observability.registry, ready: () => this.#startup.readiness() }),
       host: options.host,
       port: options.port,

@@ -17,6 +17,8 @@ export type Person = { userId: string } | { email: string };
 export interface Erased extends Forgotten {
   /** Turns of other people's threads whose words (theirs, or carried replies of theirs) went. */
   wordsCleared: number;
+  /** Their sign-in links at identity providers. */
+  links: number;
 }
 
 /** What the engine reads and clears of the forgotten marks. */

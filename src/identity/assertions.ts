@@ -23,7 +23,12 @@ export const MAX_TTL_SECONDS = 300;
 export function subjectOf(caller: Caller | undefined, binding: string): string {
   if (caller === undefined) return `broker:${binding}`;
   if (caller.kind === 'trigger') return `trigger:${caller.binding}`;
-  return `${caller.surface}:${caller.workspaceId}:${caller.id}`;
+  return personSubject(caller);
+}
+
+/** A person's stable subject: their chat, its workspace and their id there. */
+export function personSubject(person: { surface: string; workspaceId: string; id: string }): string {
+  return `${person.surface}:${person.workspaceId}:${person.id}`;
 }
 
 export interface AssertionSignerOptions {

@@ -3,6 +3,7 @@ import type { AssertionSource, ExchangeSettings, PersonIdentity } from '../a2a/o
 import { IdentityExchangeRefusedError, IdentityProviderUnavailableError } from '../core/agent/errors.js';
 import type { AssertionSigner } from './assertions.js';
 import { subjectOf } from './assertions.js';
+import type { SignIn } from './sign-in/sign-in.js';
 
 /**
  * OAuth 2.0 Token Exchange (RFC 8693) at the organisation's identity provider, for a Binding whose
@@ -208,15 +209,26 @@ export function exchangingSource(
 }
 
 /**
- * The source of a per-person Binding's identity: the broker's assertions, or with an exchange the
- * person's tokens from the provider (one exchanger per client, so a changed Binding starts afresh).
+ * The source of a per-person Binding's identity: the broker's assertions, with an exchange the
+ * person's tokens from the provider (one exchanger per client, so a changed Binding starts
+ * afresh), with a sign-in the person's own tokens from their link (sign-in/).
  */
 export function personSource(
   signer: AssertionSigner,
   binding: string,
   identity: PersonIdentity,
   onExchange?: (result: ExchangeResult) => void,
+  signIn?: SignIn,
 ): AssertionSource {
+  if (identity.signIn !== undefined) {
+    const { agent, ...provider } = identity.signIn;
+    // Never the broker's own assertion in its place: without the sign-in service, no call.
+    if (signIn === undefined)
+      return async () => {
+        throw new IdentityExchangeRefusedError('sign-in is not set up on this broker', agent);
+      };
+    return signIn.sourceFor(binding, { provider, agent });
+  }
   if (identity.exchange === undefined) return signer.sourceFor(binding);
   return exchangingSource(
     signer,

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { InvalidConfigError } from '../core/errors.js';
+import { Keyring, SealError } from '../core/sealing.js';
 import { AssertionSigner } from './assertions.js';
 import { ensureKeyFile, KeyRing } from './keys.js';
 
@@ -10,6 +12,11 @@ import { ensureKeyFile, KeyRing } from './keys.js';
  *   AGENTKOURIER_IDENTITY_KEYS    a key file (keys.ts; the chart mounts it from a Secret);
  *                                 unset: local mode makes one under .agentkourier/, the
  *                                 controller keeps an ephemeral key in memory (one replica)
+ *   AGENTKOURIER_IDENTITY_SEALING_KEYS  `id:base64key[,…]`, newest first (src/core/sealing.ts):
+ *                                 seal people's sign-in links at rest; unset: a key made at
+ *                                 start (links last until a restart, one replica)
+ *   AGENTKOURIER_PUBLIC_URL       where people's browsers reach the broker (the sign-in link and
+ *                                 the provider's redirect); unset: the issuer
  */
 
 const schema = z.object({
@@ -18,11 +25,19 @@ const schema = z.object({
     .refine((u) => /^https?:\/\//.test(u), 'must be an http or https URL')
     .optional(),
   AGENTKOURIER_IDENTITY_KEYS: z.string().min(1).optional(),
+  AGENTKOURIER_IDENTITY_SEALING_KEYS: z.string().min(1).optional(),
+  AGENTKOURIER_PUBLIC_URL: z
+    .url('must be an http or https URL')
+    .refine((u) => /^https?:\/\//.test(u), 'must be an http or https URL')
+    .optional(),
 });
 
 export interface IdentitySettings {
   issuer: string | undefined;
   keyFile: string | undefined;
+  /** The sealing keys for sign-in links; undefined: made at start. */
+  sealing: Keyring | undefined;
+  publicUrl: string | undefined;
 }
 
 export function loadIdentitySettings(env: Readonly<Record<string, string | undefined>>): IdentitySettings {
@@ -33,10 +48,27 @@ export function loadIdentitySettings(env: Readonly<Record<string, string | undef
       `${issue?.path.join('.') ?? 'environment'} ${issue?.message ?? 'is invalid'}`,
     );
   }
+  const sealing = parsed.data.AGENTKOURIER_IDENTITY_SEALING_KEYS;
   return {
     issuer: parsed.data.AGENTKOURIER_IDENTITY_ISSUER,
     keyFile: parsed.data.AGENTKOURIER_IDENTITY_KEYS,
+    sealing: sealing === undefined ? undefined : sealingKeyring(sealing),
+    publicUrl: parsed.data.AGENTKOURIER_PUBLIC_URL,
   };
+}
+
+function sealingKeyring(setting: string): Keyring {
+  return Keyring.parse(setting, {
+    setting: 'AGENTKOURIER_IDENTITY_SEALING_KEYS',
+    what: 'a sign-in link',
+    fail: (message) => new SealError('identity_link_unsealable', message),
+  });
+}
+
+/** The sign-in's sealing keys: the setting's, else one made now (`ephemeral`: say so in the log). */
+export function signInSealing(settings: IdentitySettings): { keyring: Keyring; ephemeral: boolean } {
+  if (settings.sealing !== undefined) return { keyring: settings.sealing, ephemeral: false };
+  return { keyring: sealingKeyring(`start:${randomBytes(32).toString('base64')}`), ephemeral: true };
 }
 
 /**

@@ -50,6 +50,7 @@ export function bindingSecretRefs(b: Binding): string[] {
   const names = [
     b.spec.identity.tokenSecretRef?.name,
     b.spec.identity.perPerson?.exchange?.clientSecretRef.name,
+    b.spec.identity.perPerson?.signIn?.clientSecretRef?.name,
     ...(b.spec.triggers ?? []).map((t) => t.tokenSecretRef?.name),
   ].filter((n): n is string => n !== undefined);
   return [...new Set(names)].map((name) => `${b.metadata.namespace}/${name}`);

@@ -25,6 +25,7 @@
  * SQLite tables are STRICT so a value of the wrong type is refused rather than stored.
  */
 import { feedbackTables } from './feedback-rows.js';
+import { identityLinkTables } from './identity-link-rows.js';
 import { installationTables } from './installation-rows.js';
 
 export interface Migration {
@@ -265,6 +266,14 @@ export const migrations: readonly Migration[] = [
       DROP TRIGGER leases_kept ON leases;
       DROP FUNCTION leases_expire_on_delete();
     `,
+  },
+  {
+    version: 10,
+    // People's sign-in links at an identity provider (identity-link-rows.ts): the refresh token
+    // sealed, the person's chat id and email in clear for erasure.
+    name: 'identity: sign-in links',
+    sqlite: identityLinkTables('INTEGER', ' STRICT'),
+    postgres: identityLinkTables('bigint', ''),
   },
 ];
 

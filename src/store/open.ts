@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { StoreConfig } from '../config/broker.js';
 import { backoffDelay } from '../core/backoff.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
+import type { IdentityLinkStore } from '../core/identity-link-store.js';
 import type { InstallationRows } from '../core/installation-store.js';
 import type { RetentionStore } from '../core/retention-store.js';
 import type { SessionStore } from '../core/store.js';
@@ -26,6 +27,7 @@ export interface StoreBundle {
   installations: InstallationRows;
   feedback: FeedbackRows;
   retention: RetentionStore;
+  identityLinks: IdentityLinkStore;
 }
 
 /** The bundle over one database's store. */
@@ -37,6 +39,7 @@ export function bundleOf(store: SqliteStore | PostgresStore): StoreBundle {
     installations: store.installations(),
     feedback: store.feedback(),
     retention: store.retention(),
+    identityLinks: store.identityLinks(),
   };
 }
 

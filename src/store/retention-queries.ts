@@ -1,4 +1,5 @@
 import type { Erased, Forgotten, Person, RetentionStore } from '../core/retention-store.js';
+import { removePersonLinks } from './identity-link-rows.js';
 import { integer, integerOrNull, q, type Row, type Steps, type StepsRunner, text } from './sql-steps.js';
 
 /**
@@ -154,7 +155,8 @@ export function* erasePerson(person: Person): Steps<Erased> {
     const mine = yield q('DELETE FROM @feedback WHERE actor_id = $1 RETURNING turn_id', person.userId);
     feedback += mine.length;
   }
-  return { ...gone, feedback, wordsCleared };
+  const links = yield* removePersonLinks(person);
+  return { ...gone, feedback, wordsCleared, links };
 }
 
 export function* threadCount(): Steps<number> {

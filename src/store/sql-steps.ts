@@ -35,10 +35,11 @@ export const TRANSCRIPT_TABLES = {
   tmessages: 'transcript_messages',
 } as const;
 
-/** The feedback and installation stores' tables (feedback-rows.ts, installation-rows.ts). */
+/** The feedback, installation and sign-in link tables (feedback-rows.ts, installation-rows.ts, identity-link-rows.ts). */
 export const ROW_TABLES = {
   feedback: 'answer_feedback',
   installations: 'slack_installations',
+  links: 'identity_links',
 } as const;
 
 /** The session store's own tables, as the retention sweep and erasure (retention-queries.ts) read them. */
@@ -56,12 +57,12 @@ const TABLES: Record<string, string> = {
   ...SESSION_TABLES,
 };
 
+/** Every table above by its @name. */
+const TABLE_NAMES = new RegExp(`@(${Object.keys(TABLES).join('|')})\\b`, 'g');
+
 /** Replaces @groups … with the dialect's table names and, for SQLite, $n with ?n. */
 export function render(sql: string, table: (name: string) => string, numbered: '$' | '?'): string {
-  const withTables = sql.replace(
-    /@(groups|alerts|work|activity|schedules|tthreads|tmessages|feedback|installations|sessions|turns|leases|forgotten)\b/g,
-    (_m, name: string) => table(TABLES[name] ?? name),
-  );
+  const withTables = sql.replace(TABLE_NAMES, (_m, name: string) => table(TABLES[name] ?? name));
   return numbered === '$' ? withTables : withTables.replace(/\$(\d+)/g, '?$1');
 }
 

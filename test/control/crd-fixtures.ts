@@ -50,6 +50,31 @@ export const VALID: Fixture[] = [
   },
   { title: 'minimal binding', kind: 'Binding', spec: binding({}) },
   {
+    title: 'a per-person binding exchanging at the identity provider',
+    kind: 'Binding',
+    spec: binding({
+      identity: {
+        perPerson: {
+          audience: 'https://idp.example',
+          exchange: {
+            tokenUrl: 'https://idp.example/oauth/token',
+            clientId: 'agentkourier',
+            clientSecretRef: { name: 'idp', key: 'secret' },
+            audience: 'urn:agent:support',
+            scope: 'agent.use',
+          },
+        },
+      },
+    }),
+  },
+  {
+    title: 'a per-person binding whose people sign in, a public client',
+    kind: 'Binding',
+    spec: binding({
+      identity: { perPerson: { signIn: { issuer: 'https://idp.example', clientId: 'agentkourier' } } },
+    }),
+  },
+  {
     title: 'tool approvals by people named one by one (a free Slack workspace has no user groups)',
     kind: 'Binding',
     spec: binding({ interactions: { toolApprovals: { enabled: true, approvers: ['U0ADA', 'W0BOB'] } } }),
@@ -177,6 +202,23 @@ export const INVALID: Fixture[] = [
     kind: 'Binding',
     spec: binding({ identity: { userId: 'U1', perPerson: {} } }),
     refusedWith: 'exactly one of tokenSecretRef, userId and perPerson',
+  },
+  {
+    title: 'perPerson with both an exchange and a sign-in',
+    kind: 'Binding',
+    spec: binding({
+      identity: {
+        perPerson: {
+          exchange: {
+            tokenUrl: 'https://idp.example/token',
+            clientId: 'agentkourier',
+            clientSecretRef: { name: 'idp', key: 'secret' },
+          },
+          signIn: { issuer: 'https://idp.example', clientId: 'agentkourier' },
+        },
+      },
+    }),
+    refusedWith: 'at most one of exchange and signIn may be set',
   },
   {
     title: 'a question timeout beyond a week',

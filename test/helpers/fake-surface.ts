@@ -15,6 +15,8 @@ export interface ShownMessage {
   text: string;
   turnId?: string;
   noticeKind?: string;
+  /** A notice's link (a sign-in). */
+  link?: { label: string; url: string };
   final?: boolean;
   /** How many times an answer was updated (final flush included). */
   updates: number;
@@ -91,6 +93,7 @@ export class FakeSurface implements ChatSurface {
       kind: 'notice',
       text: notice.text,
       noticeKind: notice.kind,
+      ...(notice.link === undefined ? {} : { link: notice.link }),
       ...(notice.turnId === undefined ? {} : { turnId: notice.turnId }),
       updates: 0,
     });

@@ -1,10 +1,19 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PersonIdentity } from '../../src/a2a/options.js';
 import type { StructuredReply } from '../../src/core/ports.js';
-import { AssertionSigner, CLAIMS_NAMESPACE, KeyRing, wellKnownRoutes } from '../../src/identity/index.js';
+import {
+  AssertionSigner,
+  CLAIMS_NAMESPACE,
+  KeyRing,
+  newKeyEntry,
+  wellKnownRoutes,
+} from '../../src/identity/index.js';
 import { APPROVER, startKagentHarness } from '../dialects/kagent-harness.js';
 import { BINDING, type Harness, startHarness } from '../helpers/engine-harness.js';
 import { answer, kagentApproval } from '../peers/contract-agent/contract-agent.js';
@@ -201,5 +210,64 @@ describe('a per-person identity, verified by the agent', () => {
     const calls = await verifiedCalls(h, jwks, issuer, 'urn:test:agent');
     expect(calls.find((c) => c.method === 'SendStreamingMessage')?.payload.sub).toBe('test:T1:U123');
     expect(calls.find((c) => c.method === 'CancelTask')?.payload.sub).toBe('test:T1:U0BOB');
+  });
+
+  it('a key rotated mid-conversation loses no turn: the agent, verifying, takes turns signed by either key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ak-rotation-'));
+    try {
+      const file = join(dir, 'keys.json');
+      const old = await newKeyEntry('ES256', new Date(Date.now() - 86_400_000));
+      writeFileSync(file, JSON.stringify({ keys: [old] }));
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const signer = new AssertionSigner({ issuer, keys: await KeyRing.fromFile(file) });
+      const routes = wellKnownRoutes(signer);
+      server.on('request', (req, res) => {
+        if (!routes(req, res)) res.writeHead(404).end();
+      });
+      const identity: PersonIdentity = {
+        kind: 'person',
+        audience: 'urn:test:agent',
+        header: 'Authorization',
+        userIdHeader: false,
+      };
+      const h = await startHarness({
+        version: '1.0',
+        client: { identity, assertions: signer.sourceFor(BINDING) },
+        agent: { defaultAnswer: { chunks: ['ok'] }, verifyIdentity: { issuer, audience: 'urn:test:agent' } },
+      });
+      harnesses.push(h);
+      const completed = (turnId: string) =>
+        h.surface.waitFor(
+          () =>
+            h.events.some(
+              (e) => e.type === 'turn.settled' && e.turnId === turnId && e.outcome === 'completed',
+            ),
+          8_000,
+          'the turn completed',
+        );
+      // The new key is published first, to sign a moment later, as docs/identity.md rotates.
+      const fresh = await newKeyEntry('EdDSA', new Date(Date.now() + 1_500));
+      writeFileSync(file, JSON.stringify({ keys: [old, fresh] }));
+      await completed((await h.say('t1', '1', 'before the rotation')).turnId);
+      await h.surface.waitFor(
+        () => {
+          void signer.keyRing.refresh(Date.now());
+          return signer.signingKid() === fresh.kid;
+        },
+        10_000,
+        'the new key signing',
+      );
+      await completed((await h.say('t1', '2', 'after the rotation')).turnId);
+      const kids = h.agent
+        .rpc('SendStreamingMessage')
+        .map((r) => decodeProtectedHeader(String(r.headers.authorization).replace(/^Bearer /, '')).kid);
+      expect(kids).toEqual([old.kid, fresh.kid]);
+      expect(h.agent.requests.some((r) => r.identityRefused === true)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

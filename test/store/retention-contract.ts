@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ACTOR_METADATA_KEY } from '../../src/core/compose.js';
 import type { FeedbackRows } from '../../src/core/feedback-store.js';
+import type { IdentityLinkStore } from '../../src/core/identity-link-store.js';
 import type { RetentionStore } from '../../src/core/retention-store.js';
 import type { SessionStore } from '../../src/core/store.js';
 import type { TranscriptStore } from '../../src/core/transcript-store.js';
@@ -18,6 +19,7 @@ export interface OpenedRetention {
   retention: RetentionStore;
   feedback: FeedbackRows;
   transcripts: TranscriptStore;
+  links: IdentityLinkStore;
 }
 
 const ADA = { id: 'U0ADA', name: 'Ada', email: 'ada@example.com' };
@@ -175,8 +177,21 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
         value: 'negative',
         now: T0,
       });
+      for (const person of [ADA, BOB])
+        await s.links.put({
+          subject: `slack:T1:${person.id}`,
+          provider: 'https://idp.example x',
+          personId: person.id,
+          email: person.email,
+          keyId: 'k1',
+          sealed: 'v1.k1.sealed',
+          linkedAt: T0,
+          updatedAt: T0,
+        });
       const erased = await s.retention.erasePerson({ userId: ADA.id });
-      expect(erased).toEqual({ threads: 1, turns: 2, feedback: 1, wordsCleared: 2 });
+      expect(erased).toEqual({ threads: 1, turns: 2, feedback: 1, wordsCleared: 2, links: 1 });
+      expect(await s.links.get('slack:T1:U0ADA', 'https://idp.example x')).toBeUndefined();
+      expect(await s.links.get('slack:T1:U0BOB', 'https://idp.example x')).toBeDefined();
       expect(await s.sessions.getSession(hers)).toBeUndefined();
       expect(await s.retention.forgottenAt(hers)).toBeUndefined();
       expect((await s.sessions.getTurn('7.2-t1'))?.text).toBe('Bob starts');
@@ -193,6 +208,7 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
         turns: 0,
         feedback: 0,
         wordsCleared: 0,
+        links: 0,
       });
       expect((await s.retention.erasePerson({ email: 'ADA@example.com' })).wordsCleared).toBe(0);
     });
@@ -202,11 +218,22 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
         { by: BOB, text: 'Bob starts' },
         { by: ADA, text: 'Ada replies' },
       ]);
+      await s.links.put({
+        subject: 'slack:T1:U0ADA',
+        provider: 'https://idp.example x',
+        personId: ADA.id,
+        email: 'ADA@example.com',
+        keyId: 'k1',
+        sealed: 'v1.k1.sealed',
+        linkedAt: T0,
+        updatedAt: T0,
+      });
       expect(await s.retention.erasePerson({ email: 'Ada@Example.com' })).toEqual({
         threads: 0,
         turns: 0,
         feedback: 0,
         wordsCleared: 1,
+        links: 1,
       });
       expect((await s.sessions.getTurn('8.1-t2'))?.text).toBe('');
       expect(await s.sessions.getSession(his)).toBeDefined();
@@ -243,6 +270,48 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
       const size = await s.retention.size();
       expect(size.threads).toBe(2);
       expect(size.bytes).toBeGreaterThan(0);
+    });
+  });
+}
+
+/** The sign-in link store, on each database. */
+export function identityLinkContract(name: string, open: () => Promise<OpenedRetention>): void {
+  describe(`IdentityLinkStore contract: ${name}`, () => {
+    let s: OpenedRetention;
+    beforeEach(async () => {
+      s = await open();
+      await s.sessions.migrate();
+    });
+    afterEach(async () => {
+      await s.sessions.close();
+    });
+
+    it('keeps one link per person and provider: a put again replaces it, remove takes one or all', async () => {
+      const link = {
+        subject: 'slack:T1:U0ADA',
+        provider: 'https://idp.example agentkourier',
+        personId: 'U0ADA',
+        email: 'ada@example.com',
+        keyId: 'k1',
+        sealed: 'v1.k1.first',
+        linkedAt: T0,
+        updatedAt: T0,
+      };
+      expect(await s.links.get(link.subject, link.provider)).toBeUndefined();
+      await s.links.put(link);
+      await s.links.put({ ...link, keyId: 'k2', sealed: 'v1.k2.second', updatedAt: T0 + 1 });
+      await s.links.put({ ...link, provider: 'https://other.example agentkourier' });
+      expect(await s.links.get(link.subject, link.provider)).toEqual({
+        ...link,
+        keyId: 'k2',
+        sealed: 'v1.k2.second',
+        updatedAt: T0 + 1,
+      });
+      expect(await s.links.remove(link.subject, link.provider)).toBe(1);
+      expect(await s.links.get(link.subject, link.provider)).toBeUndefined();
+      expect(await s.links.get(link.subject, 'https://other.example agentkourier')).toBeDefined();
+      expect(await s.links.remove(link.subject)).toBe(1);
+      expect(await s.links.remove(link.subject)).toBe(0);
     });
   });
 }

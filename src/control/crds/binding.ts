@@ -79,8 +79,8 @@ const identity = withRules(
         .regex(/^[^\r\n\x00]+$/, 'must not contain a line break or NUL')
         .optional()
         .meta({ description: 'Sent as X-User-Id: <userId> (kagent’s identity header).' }),
-      perPerson: z
-        .object({
+      perPerson: withRules(
+        z.object({
           header: z
             .string()
             .max(64)
@@ -123,10 +123,49 @@ const identity = withRules(
               description:
                 'Exchange the assertion at the identity provider (OAuth 2.0 Token Exchange, RFC 8693) and send the person’s access token instead; kept per person until shortly before it expires (docs/identity.md).',
             }),
-        })
+          signIn: z
+            .object({
+              issuer: z
+                .string()
+                .max(2048)
+                .regex(/^https?:\/\/[^\s]+$/, 'must be an http(s) URL')
+                .meta({
+                  description: 'The identity provider’s issuer (its discovery document is read below it).',
+                }),
+              clientId: z
+                .string()
+                .min(1)
+                .max(256)
+                .meta({ description: 'The broker’s client at the provider.' }),
+              clientSecretRef: secretKeyRef.optional().meta({
+                description:
+                  'A confidential client’s secret (sent with HTTP Basic); unset: a public client, PKCE only.',
+              }),
+              scope: z.string().min(1).max(1024).optional().meta({
+                description:
+                  'The scope asked for (default "openid email offline_access"); must include openid and offline_access.',
+              }),
+              emailClaim: z.string().min(1).max(256).optional().meta({
+                description: 'The ID token claim that must equal the chat profile’s email (default email).',
+              }),
+            })
+            .optional()
+            .meta({
+              description:
+                'Each person signs in once at the identity provider (authorization code with PKCE; the provider’s email must be the chat profile’s); their messages are held until they have, then sent with their own access token (docs/identity.md).',
+            }),
+        }),
+        [
+          {
+            cel: '!(has(self.exchange) && has(self.signIn))',
+            message: 'at most one of exchange and signIn may be set',
+            check: (p) => p.exchange === undefined || p.signIn === undefined,
+          },
+        ],
+      )
         .meta({
           description:
-            'Every call carries a short JWT the broker signs naming the person who asks (docs/identity.md); with the kagent-v1 dialect, X-User-Id names them too.',
+            'Every call carries a short JWT the broker signs naming the person who asks (docs/identity.md); with the kagent-v1 dialect, X-User-Id names them too. With exchange or signIn, the person’s own token from the identity provider instead.',
         })
         .optional(),
     })

@@ -85,7 +85,41 @@ function identityOf(
 ): { ok: true; identity: Identity } | { ok: false; condition: ConditionState } {
   const { tokenSecretRef, userId, perPerson } = binding.spec.identity;
   if (perPerson !== undefined) {
-    const { exchange } = perPerson;
+    const { exchange, signIn } = perPerson;
+    if (signIn !== undefined) {
+      let clientSecret: string | undefined;
+      if (signIn.clientSecretRef !== undefined) {
+        const secret = resolveSecretKey(
+          secrets,
+          signIn.clientSecretRef,
+          'identity.perPerson.signIn.clientSecretRef',
+        );
+        if (!secret.ok)
+          return {
+            ok: false,
+            condition: falseCondition(ConditionTypes.CredentialsResolved, secret.reason, secret.message),
+          };
+        clientSecret = secret.value;
+      }
+      return {
+        ok: true,
+        identity: {
+          kind: 'person',
+          // The person's access token goes out; the audience is the provider's business.
+          audience: perPerson.audience ?? signIn.issuer,
+          header: perPerson.header ?? 'Authorization',
+          userIdHeader: false,
+          signIn: {
+            issuer: signIn.issuer,
+            clientId: signIn.clientId,
+            ...(clientSecret === undefined ? {} : { clientSecret }),
+            scope: signIn.scope ?? 'openid email offline_access',
+            emailClaim: signIn.emailClaim ?? 'email',
+            agent: binding.spec.backendRef.name,
+          },
+        },
+      };
+    }
     if (exchange === undefined)
       return {
         ok: true,

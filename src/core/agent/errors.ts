@@ -114,6 +114,21 @@ export class IdentityProviderUnavailableError extends NotSentError {
   }
 }
 
+/**
+ * A per-person identity by sign-in (docs/identity.md): the person has not signed in at the
+ * identity provider yet, or their link there ended. Nothing was sent; the turn is held, the
+ * person is given `url` to sign in, and the turn is sent with their token once they have.
+ */
+export class SignInRequiredError extends NotSentError {
+  constructor(
+    readonly url: string,
+    /** The agent the sign-in is for (its AgentBackend's name). */
+    readonly agent: string,
+  ) {
+    super('the person has not signed in at the identity provider', { code: 'sign_in_required' });
+  }
+}
+
 /** DT-5: a 3xx is a failed call. The redirect is never followed, so credentials stay home. */
 export class RedirectRefusedError extends NotSentError {
   constructor(

@@ -28,6 +28,8 @@ export type NoticeKind =
   | 'identity-refused'
   | 'identity-exchange-refused'
   | 'identity-provider-unavailable'
+  | 'sign-in-required'
+  | 'sign-in-timeout'
   | 'question-unsupported'
   | 'question-timeout'
   | 'answer-rejected'
@@ -43,6 +45,8 @@ export interface Notice {
   text: string;
   /** The turn it is about, when there is one. */
   turnId?: string;
+  /** A link the person follows (a sign-in at the identity provider): a surface shows a button. */
+  link?: { label: string; url: string };
   /**
    * The key of the question the session still waits on once this notice is posted, null when
    * none (set by the engine): a surface closes the prompts of any other question.
@@ -113,3 +117,9 @@ export interface ChatSurface {
    */
   person?(target: ChatTarget, actorId: string): Promise<Actor | undefined>;
 }
+
+/**
+ * Ends a person's sign-in links at identity providers (the chat's "sign out" command; docs/
+ * identity.md): how many went. Their next message to a sign-in agent asks them to sign in again.
+ */
+export type SignOut = (person: { surface: string; workspaceId: string; id: string }) => Promise<number>;

@@ -11,6 +11,7 @@ import {
   NoJsonRpcInterfaceError,
   NotSentError,
   RpcError,
+  SignInRequiredError,
   StreamingNotAdvertisedError,
   TaskNotFoundError,
   UnsupportedExtensionRequiredError,
@@ -35,7 +36,15 @@ export type FailNotice =
   /** DT-1, DT-3, DT-4: the card makes the agent unusable; `reason` is our own error message. */
   | { kind: 'agent-refused'; reason: string }
   /** A per-person identity's exchange refused at the identity provider (docs/identity.md). */
-  | { kind: 'identity-exchange-refused'; agent: string; providerError: string };
+  | { kind: 'identity-exchange-refused'; agent: string; providerError: string }
+  /** A person asked to sign in did not within the turn's 15 minutes. */
+  | { kind: 'sign-in-timeout'; agent: string };
+
+/** What a held turn's thread is told, once per turn. */
+export type HeldNotice =
+  | { kind: 'agent-busy' }
+  | { kind: 'identity-provider-unavailable' }
+  | { kind: 'sign-in-required'; agent: string; url: string };
 
 /** The turn fails and the thread is told. `credentialsStatus`: E-1, with the HTTP status. */
 export interface FailVerdict {
@@ -61,7 +70,7 @@ export type SendVerdict =
       code: string;
       waitMs: number;
       tellAfterMs: number | null;
-      told: 'agent-busy' | 'identity-provider-unavailable';
+      told: HeldNotice;
     }
   /** Not sent (E-6, DT-2's card): sent again after `waitMs`. */
   | { kind: 'resend'; code: string; waitMs: number }
@@ -126,7 +135,7 @@ export function afterSendFailure(
     // E-8) is split, so the thread hears it on time, not at the next retry.
     const noticeIn = timings.busyNoticeAfterMs - situation.sinceFirstSentMs;
     const tellAfterMs = !situation.toldBusy && noticeIn < waitMs ? Math.max(0, noticeIn) : null;
-    return { kind: 'busy', code: failure.code, waitMs, tellAfterMs, told: 'agent-busy' };
+    return { kind: 'busy', code: failure.code, waitMs, tellAfterMs, told: { kind: 'agent-busy' } };
   }
   // The identity provider down: the turn is never sent under a weaker identity, so it waits for
   // the provider as for a busy agent, and the thread hears why at once.
@@ -136,8 +145,20 @@ export function afterSendFailure(
       code: failure.code,
       waitMs,
       tellAfterMs: situation.toldBusy ? null : 0,
-      told: 'identity-provider-unavailable',
+      told: { kind: 'identity-provider-unavailable' },
     };
+  // Not signed in: held (never sent under another identity) while the person signs in, for the
+  // turn's 15 minutes; the sign-in kicks the session, so the turn goes at once.
+  if (failure instanceof SignInRequiredError)
+    return situation.sinceFirstSentMs >= timings.giveUpAfterMs
+      ? { kind: 'fail', code: failure.code, notice: { kind: 'sign-in-timeout', agent: failure.agent } }
+      : {
+          kind: 'busy',
+          code: failure.code,
+          waitMs,
+          tellAfterMs: situation.toldBusy ? null : 0,
+          told: { kind: 'sign-in-required', agent: failure.agent, url: failure.url },
+        };
   // R-1, E-6, DT-2: after 15 minutes, "the agent could not be reached".
   if (situation.sinceFirstSentMs >= timings.giveUpAfterMs)
     return { kind: 'fail', code: codeOf(failure), notice: { kind: 'agent-unreachable' } };

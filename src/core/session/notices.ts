@@ -2,7 +2,12 @@ import type { FailureCategory } from '../failure.js';
 import type { Notice, NoticeKind } from '../ports.js';
 
 /** Notices whose words carry a detail (made by their own functions below). */
-type DynamicKind = 'task-failed' | 'agent-refused' | 'identity-exchange-refused';
+type DynamicKind =
+  | 'task-failed'
+  | 'agent-refused'
+  | 'identity-exchange-refused'
+  | 'sign-in-required'
+  | 'sign-in-timeout';
 
 /** The broker's own words in a thread. Never an agent's error message (E-9). */
 const TEXT: Record<Exclude<NoticeKind, DynamicKind>, string> = {
@@ -61,4 +66,21 @@ export function identityExchangeRefused(agent: string, providerError: string, tu
   return turnId === undefined
     ? { kind: 'identity-exchange-refused', text }
     : { kind: 'identity-exchange-refused', text, turnId };
+}
+
+/** The person must sign in at the identity provider before their message goes to `agent`. */
+export function signInRequired(agent: string, url: string, turnId?: string): Notice {
+  const text =
+    `To send your message to ${agent}, sign in once at your organisation's identity provider with the same email as here. ` +
+    'Your message is held until you do, for up to 15 minutes.';
+  const link = { label: 'Sign in', url };
+  return turnId === undefined
+    ? { kind: 'sign-in-required', text, link }
+    : { kind: 'sign-in-required', text, link, turnId };
+}
+
+/** Nobody signed in in time: the held message was not sent. */
+export function signInTimeout(agent: string, turnId?: string): Notice {
+  const text = `Your message was not sent to ${agent}: no sign-in came in time. Write again for a new sign-in link.`;
+  return turnId === undefined ? { kind: 'sign-in-timeout', text } : { kind: 'sign-in-timeout', text, turnId };
 }

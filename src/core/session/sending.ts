@@ -10,9 +10,10 @@ import {
   codeOf,
   endsAcceptedTurn,
   type FailVerdict,
+  type HeldNotice,
 } from './failure-policy.js';
 import { afterStream, pollingOf, readTask } from './following.js';
-import { agentRefused, identityExchangeRefused, notice } from './notices.js';
+import { agentRefused, identityExchangeRefused, notice, signInRequired, signInTimeout } from './notices.js';
 import { withPeopleNamed } from './person-label.js';
 import { sendPolled } from './polling.js';
 import { acceptTask, consumeStream } from './reading.js';
@@ -288,7 +289,9 @@ async function failWith(
       ? agentRefused(said.reason, turn.id)
       : said.kind === 'identity-exchange-refused'
         ? identityExchangeRefused(said.agent, said.providerError, turn.id)
-        : notice(said.kind, turn.id);
+        : said.kind === 'sign-in-timeout'
+          ? signInTimeout(said.agent, turn.id)
+          : notice(said.kind, turn.id);
   await failTurn(ctx, session, turn, verdict.code, told);
   await dropAnsweredTask(ctx, session, route, turn);
 }
@@ -319,9 +322,14 @@ export async function busyNotice(
   ctx: DriverContext,
   session: SessionRecord,
   turn: TurnRecord,
-  kind: 'agent-busy' | 'identity-provider-unavailable' = 'agent-busy',
+  held: HeldNotice = { kind: 'agent-busy' },
 ): Promise<TurnRecord> {
-  await ctx.notice(session, notice(kind, turn.id));
+  await ctx.notice(
+    session,
+    held.kind === 'sign-in-required'
+      ? signInRequired(held.agent, held.url, turn.id)
+      : notice(held.kind, turn.id),
+  );
   const told = { ...turn, busyNoticeAt: ctx.deps.clock.now() };
   await ctx.commit(await ctx.reload(session.id), [told]);
   return told;

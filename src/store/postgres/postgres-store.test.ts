@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feedbackContract } from '../../../test/store/feedback-contract.js';
 import { installationContract } from '../../../test/store/installation-contract.js';
-import { retentionContract } from '../../../test/store/retention-contract.js';
+import { identityLinkContract, retentionContract } from '../../../test/store/retention-contract.js';
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
@@ -55,6 +55,18 @@ retentionContract('postgres', async () => {
     retention: sessions.retention(),
     feedback: sessions.feedback(),
     transcripts: sessions.transcripts(),
+    links: sessions.identityLinks(),
+  };
+});
+
+identityLinkContract('postgres', async () => {
+  const sessions = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+  return {
+    sessions,
+    retention: sessions.retention(),
+    feedback: sessions.feedback(),
+    transcripts: sessions.transcripts(),
+    links: sessions.identityLinks(),
   };
 });
 

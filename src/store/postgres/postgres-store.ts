@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
+import type { IdentityLinkStore } from '../../core/identity-link-store.js';
 import type { InstallationRows } from '../../core/installation-store.js';
 import type { RetentionStore } from '../../core/retention-store.js';
 import {
@@ -18,6 +19,7 @@ import {
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
 import { StepsFeedbackRows } from '../feedback-rows.js';
+import { StepsIdentityLinks } from '../identity-link-rows.js';
 import { StepsInstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS, migrations } from '../migrations.js';
 import { StepsRetentionStore } from '../retention-queries.js';
@@ -74,6 +76,7 @@ export class PostgresStore implements SessionStore {
   #triggers: TriggerStore | undefined;
   #installations: InstallationRows | undefined;
   #feedback: FeedbackRows | undefined;
+  #links: IdentityLinkStore | undefined;
   readonly #batched: BatchedStatements;
   readonly #turns: TurnWrites;
 
@@ -148,6 +151,12 @@ export class PostgresStore implements SessionStore {
       new PostgresSteps(this.#pool, this.#schema, 'installation store'),
     );
     return this.#installations;
+  }
+
+  /** People's sign-in links on the same database (their table comes with migrate()). */
+  identityLinks(): IdentityLinkStore {
+    this.#links ??= new StepsIdentityLinks(new PostgresSteps(this.#pool, this.#schema, 'identity links'));
+    return this.#links;
   }
 
   /** Feedback on answers in the same schema (its table comes with migrate()). */

@@ -5,7 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { feedbackContract } from '../../../test/store/feedback-contract.js';
 import { installationContract } from '../../../test/store/installation-contract.js';
-import { retentionContract } from '../../../test/store/retention-contract.js';
+import { identityLinkContract, retentionContract } from '../../../test/store/retention-contract.js';
 import { storeContract } from '../../../test/store/session-contract.js';
 import { transcriptStoreContract } from '../../../test/store/transcript-contract.js';
 import { triggerStoreContract } from '../../../test/store/trigger-contract.js';
@@ -39,6 +39,18 @@ retentionContract('sqlite file', async () => {
     retention: sessions.retention(),
     feedback: sessions.feedback(),
     transcripts: sessions.transcripts(),
+    links: sessions.identityLinks(),
+  };
+});
+
+identityLinkContract('sqlite file', async () => {
+  const sessions = new SqliteStore(freshPath());
+  return {
+    sessions,
+    retention: sessions.retention(),
+    feedback: sessions.feedback(),
+    transcripts: sessions.transcripts(),
+    links: sessions.identityLinks(),
   };
 });
 

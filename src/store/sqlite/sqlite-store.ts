@@ -3,9 +3,11 @@
 // statements and the savepoint each runs in; split, each part would reach into the others'
 // connection. What else lives in the same database file (triggers, transcripts, installations,
 // feedback) has modules of its own.
+
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
+import type { IdentityLinkStore } from '../../core/identity-link-store.js';
 import type { InstallationRows } from '../../core/installation-store.js';
 import type { RetentionStore } from '../../core/retention-store.js';
 import {
@@ -23,6 +25,7 @@ import {
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
 import { markTold, StepsFeedbackRows } from '../feedback-rows.js';
+import { StepsIdentityLinks } from '../identity-link-rows.js';
 import { StepsInstallationRows } from '../installation-rows.js';
 import { INBOUND_EVENT_PRUNE_EVERY, INBOUND_EVENT_TTL_MS } from '../migrations.js';
 import { StepsRetentionStore } from '../retention-queries.js';
@@ -65,6 +68,7 @@ export class SqliteStore implements SessionStore {
   #triggers: TriggerStore | undefined;
   #installations: InstallationRows | undefined;
   #feedback: FeedbackRows | undefined;
+  #links: IdentityLinkStore | undefined;
   /** The feedback store's runner: also runs a turn's markTold inside the turn's own write. */
   readonly #feedbackSteps: SqliteSteps;
   #retention: RetentionStore | undefined;
@@ -113,6 +117,12 @@ export class SqliteStore implements SessionStore {
   installations(): InstallationRows {
     this.#installations ??= new StepsInstallationRows(new SqliteSteps(this.#db, 'installation store'));
     return this.#installations;
+  }
+
+  /** People's sign-in links on the same database (their table comes with migrate()). */
+  identityLinks(): IdentityLinkStore {
+    this.#links ??= new StepsIdentityLinks(new SqliteSteps(this.#db, 'identity links'));
+    return this.#links;
   }
 
   /** Feedback on answers on the same database (its table comes with migrate()). */

@@ -9,6 +9,7 @@ import { InvalidConfigError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
 import type { ChatInbound } from '../../core/inbound.js';
 import type { InstallationRows } from '../../core/installation-store.js';
+import type { SignOut } from '../../core/ports.js';
 import type { ChannelDirectory } from '../../core/registry.js';
 import type { ActivityOptions } from './agent-app/activity.js';
 import { type FeedbackCounter, FeedbackDesk } from './agent-app/feedback.js';
@@ -122,6 +123,8 @@ export interface ListenOptions {
    * deactivation changes nothing here; retention forgets their threads in time.
    */
   erasure?: PersonErasure;
+  /** The "sign out" command: ends a person's sign-in links at identity providers. */
+  signOut?: SignOut;
   /**
    * HTTP mode: the port to listen on (0 picks one). Leave it out to mount `requestListener` on
    * the broker's own HTTP server instead.
@@ -316,7 +319,7 @@ export class SlackConnection {
    * mode the installations.
    */
   #parts(options: ListenOptions): SlackListeners[] {
-    const { inbound, feedbackRows, describeAgent } = options;
+    const { inbound, feedbackRows, describeAgent, signOut } = options;
     const common = { clock: this.#clock, logger: this.#logger };
     const team = this.teamId === undefined ? {} : { teamId: this.teamId };
     const bindings = this.#bindings;
@@ -333,6 +336,7 @@ export class SlackConnection {
         ? {}
         : { feedbackNotes: new FeedbackNotes({ rows: feedbackRows, bindings, logger: this.#logger }) }),
       ...(describeAgent === undefined ? {} : { describe: describeAgent }),
+      ...(signOut === undefined ? {} : { signOut }),
     });
     const parts: SlackListeners[] = [
       router,

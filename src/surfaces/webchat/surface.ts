@@ -100,6 +100,7 @@ export class WebChatSurface implements ChatSurface {
       kind: 'notice',
       text: notice.text,
       noticeKind: notice.kind,
+      ...(notice.link === undefined ? {} : { link: notice.link }),
       ...(notice.turnId === undefined ? {} : { turnId: notice.turnId }),
     });
   }

@@ -85,6 +85,8 @@ export interface MessageView {
   final?: boolean;
   /** notice: the broker's notice kind ('task-failed', …). */
   noticeKind?: string;
+  /** notice: a link the person follows (a sign-in at the identity provider), shown as a button. */
+  link?: { label: string; url: string };
   /** message: the engine refused to store it (the text was not sent). */
   failed?: boolean;
   question?: QuestionView;

@@ -7,7 +7,7 @@ import { A2AClient } from '../../../src/a2a/client.js';
 import { loadSlackConfig } from '../../../src/config/slack.js';
 import type { Clock } from '../../../src/core/clock.js';
 import type { EngineEvent } from '../../../src/core/events.js';
-import type { BindingSettings, EventSink } from '../../../src/core/ports.js';
+import type { BindingSettings, EventSink, SignOut } from '../../../src/core/ports.js';
 import { LiveRegistry, type ToolApprovalSettings } from '../../../src/core/registry.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import type { EngineTimings } from '../../../src/core/session/timings.js';
@@ -92,6 +92,8 @@ export interface SlackHarnessOptions {
   feedbackToAgent?: boolean;
   /** How people are looked up with users.info (People). */
   people?: ConnectOptions['people'];
+  /** The "sign out" command's port (default: none). */
+  signOut?: SignOut;
 }
 
 /** What Slack got back: the HTTP response, or in Socket Mode the ack (its payload as the body). */
@@ -274,6 +276,7 @@ export async function startSlackHarness(options: SlackHarnessOptions = {}): Prom
     ...(feedbackRows === undefined ? {} : { feedbackRows }),
     ...(store instanceof SqliteStore ? { erasure: store.retention() } : {}),
     describeAgent: async (ref) => registry.get(ref)?.client.describe?.(),
+    ...(options.signOut === undefined ? {} : { signOut: options.signOut }),
     ...(mode === 'http' ? { port: 0, host: '127.0.0.1' } : {}),
   });
   const appUrl = mode === 'http' ? `http://127.0.0.1:${port ?? 0}/slack/events` : '';

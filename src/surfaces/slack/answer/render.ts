@@ -22,8 +22,32 @@ function cut(text: string, max: number): string {
 
 /** A notice in plain words (its text is ours, never an agent's, E-9). */
 export function noticeMessage(notice: Notice): RenderedMessage {
-  return { text: escapeSlack(notice.text) };
+  const text = escapeSlack(notice.text);
+  if (notice.link === undefined) return { text };
+  // A link button opens the page in the browser; Slack still sends the click, acknowledged as
+  // LINK_ACTION_ID (src/surfaces/slack/inbound/).
+  return {
+    text,
+    blocks: [
+      { type: 'section', text: { type: 'mrkdwn', text } },
+      {
+        type: 'actions',
+        elements: [
+          {
+            type: 'button',
+            action_id: LINK_ACTION_ID,
+            text: { type: 'plain_text', text: cut(notice.link.label, 75) },
+            url: notice.link.url,
+            style: 'primary',
+          },
+        ],
+      },
+    ],
+  };
 }
+
+/** The action id of a notice's link button: its click only opens the link. */
+export const LINK_ACTION_ID = 'agentkourier_link';
 
 /** A question from the agent; the next reply in the thread answers it. */
 export function questionMessage(question: Question): RenderedMessage {

@@ -73,6 +73,34 @@ describe('route', () => {
     expect(route(dm, 'T1', BOT, noDms)).toMatchObject({ kind: 'hint', text: DM_HINT });
   });
 
+  it('reads "sign out" to the app (a mention, a DM) as the command, not a turn; anything more is a turn', () => {
+    expect(
+      route(
+        event({ type: 'app_mention', text: `<@${BOT}> Sign out`, thread_ts: '99.000001' }),
+        'T1',
+        BOT,
+        bindings,
+      ),
+    ).toEqual({
+      kind: 'sign-out',
+      channel: 'C1',
+      user: 'U1',
+      threadTs: '99.000001',
+    });
+    expect(
+      route(event({ channel: 'D1', channel_type: 'im', text: 'signout!' }), 'T1', BOT, bindings).kind,
+    ).toBe('sign-out');
+    // Even where no agent is connected: the person's links are theirs to end.
+    expect(route(event({ channel: 'D1', channel_type: 'im', text: 'sign out' }), 'T1', BOT, noDms).kind).toBe(
+      'sign-out',
+    );
+    expect(
+      route(event({ type: 'app_mention', text: `<@${BOT}> sign out of the VPN` }), 'T1', BOT, bindings).kind,
+    ).toBe('turn');
+    // Not addressed to the app: a thread's chatter, never a command.
+    expect(route(event({ text: 'sign out', thread_ts: '99.000001' }), 'T1', BOT, bindings).kind).toBe('turn');
+  });
+
   it('takes no turn from bots, itself, edits, deletions or other subtypes', () => {
     const ignored = [
       event({ type: 'app_mention', bot_id: 'B1' }),

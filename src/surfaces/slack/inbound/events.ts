@@ -8,8 +8,10 @@ import { z } from 'zod';
 import type { Clock } from '../../../core/clock.js';
 import type { UntoldFeedback } from '../../../core/feedback-store.js';
 import type { ChatInbound } from '../../../core/inbound.js';
+import type { SignOut } from '../../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../../core/registry.js';
 import { type SessionKey, sessionIdOf } from '../../../core/store.js';
+import { LINK_ACTION_ID } from '../answer/render.js';
 import type { Bounded, SlackListeners } from '../listeners.js';
 import type { SlackApi } from '../web-api/client.js';
 import {
@@ -79,6 +81,8 @@ export type SlackEvent = z.infer<typeof eventSchema>;
 export type Route =
   | { kind: 'ignore'; reason: string }
   | { kind: 'handover'; key: SessionKey; user: string; ts: string; command: HandOverCommand }
+  /** "sign out", to the app: the person's sign-in links at identity providers end. */
+  | { kind: 'sign-out'; channel: string; user: string; threadTs: string | undefined }
   | {
       kind: 'hint';
       channel: string;
@@ -113,6 +117,16 @@ export const CHANNEL_HINT = (channel: string): string =>
 export const DM_HINT =
   'Direct messages are not connected to an agent. Mention me in a channel that is connected to one.';
 
+/** The command that ends a person's sign-in links: "sign out" and nothing else, to the app. */
+function isSignOut(text: string, botUserId: string): boolean {
+  return /^sign[ -]?out[.!]?$/i.test(slackToPlain(text, botUserId));
+}
+
+export const SIGNED_OUT = (links: number): string =>
+  `You are signed out (${links} sign-in${links === 1 ? '' : 's'} at identity providers ended). An agent that needs you signed in asks again with your next message.`;
+export const NOT_SIGNED_IN =
+  'You are not signed in at any identity provider here, so there was nothing to sign out of.';
+
 /** Decides what an event is. Pure: the tests walk every rule through it. */
 export function route(event: SlackEvent, team: string, botUserId: string, bindings: ChannelDirectory): Route {
   if (event.subtype !== undefined && !PERSON_SUBTYPES.has(event.subtype))
@@ -129,6 +143,8 @@ export function route(event: SlackEvent, team: string, botUserId: string, bindin
   });
   const direct =
     event.channel_type === 'im' || (event.channel_type === undefined && event.channel.startsWith('D'));
+  if ((event.type === 'app_mention' || (event.type === 'message' && direct)) && isSignOut(text, botUserId))
+    return { kind: 'sign-out', channel: event.channel, user: event.user, threadTs: event.thread_ts };
   if (event.type === 'message' && direct) {
     const binding = bindings.forDirectMessages(SURFACE, team);
     if (binding === undefined)
@@ -266,6 +282,8 @@ export interface InboundDeps {
   titles?: { titleFrom(sessionId: string, text: string): void };
   /** The feedback on the previous answer, for the next turn (agent-app/feedback-notes.ts). */
   feedbackNotes?: FeedbackNoteSource;
+  /** The "sign out" command (src/identity/sign-in/); unset: nobody is signed in anywhere. */
+  signOut?: SignOut;
 }
 
 export const NOT_TAKEN =
@@ -284,6 +302,10 @@ export class InboundRouter implements SlackListeners {
       bounded(this.handle(body, context.botUserId));
     app.event('app_mention', handle);
     app.event('message', handle);
+    // A notice's link button (a sign-in) opens its page in the browser; the click only needs its ack.
+    app.action({ type: 'block_actions', action_id: LINK_ACTION_ID }, async ({ ack }) => {
+      await ack();
+    });
     app.action(
       { type: 'block_actions', action_id: /^agentkourier\.pick\./ },
       async ({ ack, body, context, respond }) => {
@@ -321,6 +343,10 @@ export class InboundRouter implements SlackListeners {
     }
     if (decision.kind === 'handover') {
       await this.#handOver(team, decision, eventId);
+      return;
+    }
+    if (decision.kind === 'sign-out') {
+      await this.#signOut(team, decision, eventId);
       return;
     }
     try {
@@ -418,6 +444,26 @@ export class InboundRouter implements SlackListeners {
       logger.error({ eventId, err: errorName(error) }, 'could not take a Slack message');
       if (turn.addressed)
         await this.#ephemeral(team, turn.key.channelId, turn.user, turn.key.threadId, NOT_TAKEN);
+    }
+  }
+
+  async #signOut(
+    team: string,
+    decision: Extract<Route, { kind: 'sign-out' }>,
+    eventId: string,
+  ): Promise<void> {
+    const { inbound, logger, signOut } = this.#deps;
+    const { channel, user, threadTs } = decision;
+    try {
+      // Not a turn: its event is claimed on its own, as a hint's is.
+      if (!(await inbound.claimEvent(`${team}:${eventId}`))) return;
+      const ended =
+        signOut === undefined ? 0 : await signOut({ surface: SURFACE, workspaceId: team, id: user });
+      logger.info({ links: ended }, 'a person signed out');
+      await this.#ephemeral(team, channel, user, threadTs, ended > 0 ? SIGNED_OUT(ended) : NOT_SIGNED_IN);
+    } catch (error) {
+      logger.error({ eventId, err: errorName(error) }, 'could not sign a person out');
+      await this.#ephemeral(team, channel, user, threadTs, NOT_TAKEN);
     }
   }
 

@@ -51,6 +51,14 @@ export function renderMessage(m: MessageView, actions: Actions): Rendered {
     item.append(el('div', { className: 'text' }, [text]));
     grow = (more) => text.appendData(more);
   }
+  if (m.link !== undefined && /^https?:\/\//.test(m.link.url))
+    item.append(
+      el('a', {
+        className: 'link-button',
+        text: m.link.label,
+        attrs: { href: m.link.url, target: '_blank', rel: 'noopener noreferrer' },
+      }),
+    );
   if (m.question !== undefined) item.append(questionPart(m.id, m.question, actions));
   if (m.approval !== undefined) item.append(approvalPart(m.id, m.approval, actions));
   return { item, grow };
