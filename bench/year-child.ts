@@ -11,8 +11,10 @@
  *     sweep while json.sweep.streams answers trickle, `swept`.
  *   load <endpoint> <store> <paused> <streaming>: the scale figure's live sessions (paused on a
  *     question, answers trickling); `loaded`, then held until killed.
- *   replicas <endpoint> <store> <sessions>: two engines, two lease owners on one PostgreSQL, half
- *     the threads each, broker-added latency as `start` measures it; `result`.
+ *   replica-latency <endpoint> <store> <owner> <sessions> <rounds>: one of two replicas on one
+ *     PostgreSQL, each in its own process: per round its sessions' first chunks stamped, broker-
+ *     added latency as `start` measures it; `accepted-<r>`, `stamped-<r>`, `settled-<r>` per round,
+ *     then `result`.
  *   replica <endpoint> <store> <owner> <turns> <expect>: one replica; with turns > 0 it opens
  *     that many turns held mid-stream and says `accepted` (then is killed); with expect > 0 it
  *     waits for that many turns settled by it and says `settled`.
@@ -285,32 +287,25 @@ async function load(endpoint: string, spec: string, paused: number, streaming: n
   setInterval(() => undefined, 60_000);
 }
 
-async function replicas(endpoint: string, spec: string, n: number): Promise<void> {
-  const a = await build(endpoint, spec, 'replica-a');
-  const b = await build(endpoint, spec, 'replica-b');
+/**
+ * One replica of two, in its own process as in a cluster: `rounds` rounds of `n` new threads,
+ * its half of each round's sessions (the other replica takes the other half), their first chunks
+ * stamped once the parent has both replicas' `accepted`. Per round: `accepted`, then `stamped`
+ * with this replica's samples, then `settled`; the parent releases the answers in between. What
+ * this process waited behind meanwhile (its event loop, its collector) comes with the samples.
+ */
+async function replicaLatency(endpoint: string, spec: string, owner: string, n: number, rounds: number) {
+  const r = await build(endpoint, spec, owner);
   const taken: number[] = [];
-  stampLatency(a.surface, taken);
-  stampLatency(b.surface, taken);
-  const both = [a, b];
-  // Threads of this run's own (a schema may have seen an earlier run's).
-  const run = Date.now().toString(36);
-  const settled = () => a.sink.settled.size + b.sink.settled.size;
-  const accepted = () => a.sink.accepted + b.sink.accepted;
+  stampLatency(r.surface, taken);
+  const run = `${Date.now().toString(36)}-${owner}`;
   try {
-    for (const r of both) await r.engine.start();
+    await r.engine.start();
     // Warm-up: whole turns, so the path is compiled before anything is timed.
     await Promise.all(
-      both.flatMap((r, k) =>
-        Array.from({ length: 100 }, (_, i) =>
-          r.engine.receive(inbound(`rwarm-${run}-${k}-${i}`, 1, '[chunks:50]')),
-        ),
-      ),
+      Array.from({ length: 100 }, (_, i) => r.engine.receive(inbound(`rwarm-${run}-${i}`, 1, '[chunks:50]'))),
     );
-    await waitUntil(() => settled() >= 200, 'the warm-up', 60_000);
-    const samples = 2 * n;
-    let round = 0;
-    // What a slow first chunk waited behind, if it was this process: the event loop's delay and
-    // the garbage collector's pauses while the rounds are timed.
+    await waitUntil(() => r.sink.settled.size >= 100, 'the warm-up', 60_000);
     const loop = monitorEventLoopDelay({ resolution: 10 });
     const pauses: number[] = [];
     const gcs = new PerformanceObserver((list) => {
@@ -318,42 +313,35 @@ async function replicas(endpoint: string, spec: string, n: number): Promise<void
     });
     gcs.observe({ entryTypes: ['gc'] });
     loop.enable();
-    while (taken.length < samples) {
+    for (let round = 0; round < rounds; round++) {
       const before = taken.length;
-      const acc = accepted();
-      const set = settled();
-      const half = Math.floor(n / 2);
-      // Each replica takes half the threads, as a load balancer in front of two pods would.
+      const acc = r.sink.accepted;
+      const set = r.sink.settled.size;
       await Promise.all(
         Array.from({ length: n }, (_, i) =>
-          (i < half ? a : b).engine.receive(
-            inbound(`rlat-${run}-${round}-${i}`, 1, '[chunks:50][hold-after:0]'),
-          ),
+          r.engine.receive(inbound(`rlat-${run}-${round}-${i}`, 1, '[chunks:50][hold-after:0]')),
         ),
       );
-      await waitUntil(() => accepted() >= acc + n, 'the turns accepted', 60_000);
-      say({ type: 'release-stamped', spreadMs: 1_000 });
+      await waitUntil(() => r.sink.accepted >= acc + n, 'the turns accepted', 60_000);
+      // Per round: the parent's next() finds a type's first line, so each round names its own.
+      say({ type: `accepted-${round}` });
       await waitUntil(() => taken.length >= before + n, 'the stamped first chunks', 60_000);
-      say({ type: 'release' });
-      await waitUntil(() => settled() >= set + n, 'the turns settled', 60_000);
-      round++;
+      say({ type: `stamped-${round}` });
+      await waitUntil(() => r.sink.settled.size >= set + n, 'the turns settled', 60_000);
+      say({ type: `settled-${round}` });
     }
     loop.disable();
     gcs.disconnect();
-    const sorted = [...taken].sort((x, y) => x - y);
     say({
       type: 'result',
-      samples: sorted.length,
-      p50: quantileOf(sorted, 0.5),
-      p99: quantileOf(sorted, 0.99),
-      max: sorted.at(-1) ?? Number.NaN,
+      samples: taken,
       loopMax: loop.max / 1e6,
       gcMax: Math.max(0, ...pauses),
       gcTotal: pauses.reduce((sum, d) => sum + d, 0),
     });
   } finally {
-    for (const r of both) await r.engine.stop();
-    for (const r of both) await r.store.close();
+    await r.engine.stop();
+    await r.store.close();
   }
 }
 
@@ -391,7 +379,8 @@ const [mode, endpoint = '', spec = '', ...rest] = process.argv.slice(2);
 try {
   if (mode === 'start') await start(endpoint, spec, JSON.parse(rest[0] ?? '{}') as StartOptions);
   else if (mode === 'load') await load(endpoint, spec, Number(rest[0]), Number(rest[1]));
-  else if (mode === 'replicas') await replicas(endpoint, spec, Number(rest[0]));
+  else if (mode === 'replica-latency')
+    await replicaLatency(endpoint, spec, rest[0] ?? 'replica', Number(rest[1]), Number(rest[2]));
   else if (mode === 'replica')
     await replica(endpoint, spec, rest[0] ?? 'replica', Number(rest[1]), Number(rest[2]));
   else throw new Error(`unknown mode ${mode}`);

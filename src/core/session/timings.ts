@@ -36,11 +36,12 @@ export const DEFAULT_TIMINGS: EngineTimings = {
   settleDelayMs: 1_000,
   noSignOfLifeMs: 60 * 60_000,
   cancelAttempts: 3,
-  // A dead replica's turns go on within lease + scan (issue 49's goal: 10 s). Renewal is one
-  // statement per replica whatever its sessions, so a short lease costs little; a replica
-  // whose store does not answer for a whole lease stops driving.
-  leaseTtlMs: 6_000,
-  scanIntervalMs: 2_000,
+  // A dead replica's turns go on within lease + scan, under 10 s. Renewal is one statement per
+  // replica whatever its sessions, so a short lease costs little; a replica whose store does not
+  // answer for a whole lease stops driving. The scan stays at 5 s: every 2 s, two replicas'
+  // first chunks waited far longer (docs/performance.md, "A year on one replica").
+  leaseTtlMs: 4_500,
+  scanIntervalMs: 5_000,
 };
 
 /** The engine's backoff for the n-th retry (0-based), at least the agent's Retry-After. */
