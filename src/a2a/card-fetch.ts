@@ -2,8 +2,8 @@ import { AgentCallError, CardFetchError, LostConnectionError } from '../core/age
 import { type AgentCardInfo, cardUrl, readCard } from './card.js';
 import { discard, readBounded, send } from './http.js';
 import { errorFromStatus } from './jsonrpc.js';
-import { endCallSpan, setStatusCode } from './telemetry.js';
-import { headersOf, type Transport } from './transport.js';
+import { endCallSpan, setStatusCode, spanHeaders } from './telemetry.js';
+import type { Transport } from './transport.js';
 import { v1_0 } from './wire/v1_0/codec.js';
 
 /**
@@ -22,7 +22,7 @@ export async function fetchCard(transport: Transport): Promise<AgentCardInfo> {
       url,
       method: 'GET',
       headers: {
-        ...transport.baseHeaders(headersOf(span)),
+        ...transport.baseHeaders(spanHeaders(span)),
         ...v1_0.versionHeaders(),
         accept: 'application/json',
       },
@@ -31,7 +31,7 @@ export async function fetchCard(transport: Transport): Promise<AgentCardInfo> {
       totalMs: o.timeouts.cardTotalMs,
       dispatcher: o.dispatcher,
     });
-    if (span !== undefined) setStatusCode(span, res.status);
+    setStatusCode(span, res.status);
     if (res.status < 200 || res.status >= 300) {
       discard(res);
       const error = errorFromStatus(res.status, transport.statusHeaders(res), 'other', undefined, o.now());
@@ -59,7 +59,7 @@ export async function fetchCard(transport: Transport): Promise<AgentCardInfo> {
     outcome = failure.code;
     throw failure;
   } finally {
-    if (span !== undefined) endCallSpan(span, outcome, 0);
+    endCallSpan(span, outcome, 0);
     transport.publish('card', 'GetAgentCard', '', started, outcome, 0);
   }
 }

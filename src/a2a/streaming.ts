@@ -14,8 +14,8 @@ import { classifyNetworkError, type HttpResponse, header, readBounded, send } fr
 import { type CallKind, decodeResponse, encodeRequest, errorFromRpc } from './jsonrpc.js';
 import type { ResolvedOptions } from './options.js';
 import { type SseEvent, SseParser } from './sse.js';
-import { endCallSpan } from './telemetry.js';
-import { type CallOptions, headersOf, operationOf, type Transport } from './transport.js';
+import { endCallSpan, spanHeaders } from './telemetry.js';
+import { type CallOptions, operationOf, type Transport } from './transport.js';
 import type { WireCodec } from './wire/codec.js';
 
 /**
@@ -264,7 +264,8 @@ class StreamCall implements AsyncGenerator<StreamEvent>, ReadyEvents {
       headers: await this.#transport.rpcHeaders(
         codec,
         'text/event-stream, application/json',
-        headersOf(this.#span, this.#options.trace),
+        // Set by the step before (#prepare); a stream opened without it carries the caller's.
+        this.#span === undefined ? this.#options.trace : spanHeaders(this.#span),
         this.#options.caller,
       ),
       body: encodeRequest(this.#id, this.#method, this.#params),

@@ -46,11 +46,8 @@ export interface CallReport {
 }
 
 export interface ClientTelemetry {
-  /**
-   * Default: the global tracer, a no-op until an SDK is registered. `false`: no spans at all,
-   * a caller's context passed on as it is (the bench's baseline for what the API costs).
-   */
-  tracer?: Tracer | false;
+  /** Default: the global tracer, a no-op until an SDK is registered. */
+  tracer?: Tracer;
   /** Called once per finished call. Must not throw; must return at once. */
   onCall?: (call: CallReport) => void;
 }

@@ -67,11 +67,6 @@ const OPERATIONS: Record<keyof WireCodec['methods'], string> = {
   list: 'ListTasks',
 };
 
-/** What the agent is sent: the call span's context; untraced, the caller's as it is. */
-export function headersOf(span: Span | undefined, caller?: TraceHeaders): TraceHeaders | undefined {
-  return span === undefined ? caller : spanHeaders(span);
-}
-
 export function operationOf(codec: WireCodec, method: string): string {
   for (const [key, name] of Object.entries(codec.methods)) {
     if (name === method) return OPERATIONS[key as keyof WireCodec['methods']];
@@ -93,12 +88,10 @@ export class Transport {
     this.#card = card;
   }
 
-  /** The span of one call, or undefined when this client traces nothing (`tracer: false`). */
-  span(name: string, method: string, version: string, parent: TraceHeaders | undefined): Span | undefined {
-    const tracer = this.#telemetry.tracer;
-    if (tracer === false) return undefined;
+  /** The span of one call. */
+  span(name: string, method: string, version: string, parent: TraceHeaders | undefined): Span {
     return startCallSpan(
-      tracer ?? trace.getTracer('agentkourier.a2a'),
+      this.#telemetry.tracer ?? trace.getTracer('agentkourier.a2a'),
       { name, server: this.#server, method, version },
       parent,
     );
@@ -184,12 +177,7 @@ export class Transport {
       const res = await send({
         url: o.endpoint,
         method: 'POST',
-        headers: await this.rpcHeaders(
-          codec,
-          'application/json',
-          headersOf(span, options.trace),
-          options.caller,
-        ),
+        headers: await this.rpcHeaders(codec, 'application/json', spanHeaders(span), options.caller),
         body: encodeRequest(id, method, params),
         headersTimeoutMs: o.timeouts.headersMs,
         bodyIdleMs: o.timeouts.bodyIdleMs,
@@ -206,7 +194,7 @@ export class Transport {
       outcome = error instanceof AgentCallError ? error.code : 'error';
       throw error;
     } finally {
-      if (span !== undefined) endCallSpan(span, outcome, 0);
+      endCallSpan(span, outcome, 0);
       this.publish(method, operationOf(codec, method), codec.version, started, outcome, 0);
     }
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LINK_ACTION_ID, noticeMessage } from './render.js';
+import { LINK_ACTION_ID } from '../inbound/keys.js';
+import { noticeMessage } from './render.js';
 
 describe('a notice in Slack', () => {
   it('is its text, escaped; with a link (a sign-in), a button that opens it', () => {

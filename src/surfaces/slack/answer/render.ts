@@ -1,5 +1,6 @@
 import type { Notice, Question, ToolStep } from '../../../core/ports.js';
 import { cutWithMark } from '../../../core/text.js';
+import { LINK_ACTION_ID } from '../inbound/keys.js';
 import { escapeSlack } from './mrkdwn.js';
 
 /**
@@ -25,7 +26,7 @@ export function noticeMessage(notice: Notice): RenderedMessage {
   const text = escapeSlack(notice.text);
   if (notice.link === undefined) return { text };
   // A link button opens the page in the browser; Slack still sends the click, acknowledged as
-  // LINK_ACTION_ID (src/surfaces/slack/inbound/).
+  // LINK_ACTION_ID (inbound/keys.ts).
   return {
     text,
     blocks: [
@@ -45,9 +46,6 @@ export function noticeMessage(notice: Notice): RenderedMessage {
     ],
   };
 }
-
-/** The action id of a notice's link button: its click only opens the link. */
-export const LINK_ACTION_ID = 'agentkourier_link';
 
 /** A question from the agent; the next reply in the thread answers it. */
 export function questionMessage(question: Question): RenderedMessage {

@@ -11,7 +11,6 @@ import type { ChatInbound } from '../../../core/inbound.js';
 import type { SignOut } from '../../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../../core/registry.js';
 import { type SessionKey, sessionIdOf } from '../../../core/store.js';
-import { LINK_ACTION_ID } from '../answer/render.js';
 import type { Bounded, SlackListeners } from '../listeners.js';
 import type { SlackApi } from '../web-api/client.js';
 import {
@@ -31,7 +30,7 @@ import {
   handOver,
   parseHandOver,
 } from './hand-over.js';
-import { SURFACE } from './keys.js';
+import { LINK_ACTION_ID, SURFACE } from './keys.js';
 import type { People } from './people.js';
 import { mentions, slackToPlain } from './text.js';
 

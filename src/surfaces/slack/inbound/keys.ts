@@ -19,3 +19,6 @@ export function slackKeyOf(sessionId: string): SessionKey | undefined {
     return undefined;
   }
 }
+
+/** The action id of a notice's link button (a sign-in): its click only opens the link. */
+export const LINK_ACTION_ID = 'agentkourier_link';
