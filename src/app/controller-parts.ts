@@ -252,8 +252,12 @@ function controlPlane(
     triggers,
     triggerActivity: core.triggerStore,
     assertions: (ref, identity) =>
-      personSource(signer, ref, identity, (result) =>
-        broker.observability.metrics.identityExchanged(ref, result),
+      personSource(
+        signer,
+        ref,
+        identity,
+        (result) => broker.observability.metrics.identityExchanged(ref, result),
+        signIn,
       ),
     ...(settings.namespaceChannels === undefined ? {} : { namespaceChannels: settings.namespaceChannels }),
   });

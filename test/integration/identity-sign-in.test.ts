@@ -141,7 +141,7 @@ describe.skipIf(skipReason !== undefined)(
         const landed = page.waitForResponse((r) => r.url().includes('/identity/callback'));
         await page.locator('button[type="submit"], input[type="submit"]').first().click();
         const response = await landed;
-        return { status: response.status(), text: await page.locator('#outcome').innerText() };
+        return { status: response.status(), text: (await page.locator('#outcome').textContent()) ?? '' };
       } finally {
         await context.close();
       }

@@ -72,13 +72,13 @@ const PAGE_HEADERS = {
 function page(res: ServerResponse, status: number, title: string, text: string): void {
   res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
   res.end(
-    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title>` +
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>` +
       '<meta name="viewport" content="width=device-width"></head>' +
-      `<body style="font-family: sans-serif; max-width: 40em; margin: 3em auto"><h1>${escape(title)}</h1>` +
-      `<p id="outcome">${escape(text)}</p></body></html>`,
+      `<body style="font-family: sans-serif; max-width: 40em; margin: 3em auto"><h1>${escapeHtml(title)}</h1>` +
+      `<p id="outcome">${escapeHtml(text)}</p></body></html>`,
   );
 }
 
-function escape(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
