@@ -1,3 +1,5 @@
+// Over our ~450-line rule as one piece: every row of planBinding (identity, backend, channels,
+// settings, triggers, status) is read against the same fixtures, beside the others.
 import { describe, expect, it } from 'vitest';
 import { backendObject, bindingObject, secrets } from '../../../test/control/objects.js';
 import { StreamingNotAdvertisedError } from '../../core/agent/errors.js';

@@ -1,4 +1,4 @@
-import type { A2AClientOptions, Identity } from '../../a2a/options.js';
+import type { A2AClientOptions } from '../../a2a/options.js';
 import { resolveOptions } from '../../a2a/options.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import type { BindingSettings, PollingSettings } from '../../core/ports.js';
@@ -22,7 +22,8 @@ import {
 } from '../status.js';
 import { type HeadersResolution, resolveBackendHeaders } from './agent-backend.js';
 import type { CardOutcome } from './card.js';
-import { resolveSecretKey, type SecretLookup } from './secrets.js';
+import { identityOf } from './identity.js';
+import type { SecretLookup } from './secrets.js';
 import { planTriggers, type TriggerActivityView, type TriggersPlan, triggerStatuses } from './triggers.js';
 
 /**
@@ -77,109 +78,6 @@ export interface BindingPlan {
 
 export function bindingRef(binding: Binding): string {
   return `${binding.metadata.namespace}/${binding.metadata.name}`;
-}
-
-function identityOf(
-  binding: Binding,
-  secrets: SecretLookup,
-): { ok: true; identity: Identity } | { ok: false; condition: ConditionState } {
-  const { tokenSecretRef, userId, perPerson } = binding.spec.identity;
-  if (perPerson !== undefined) {
-    const { exchange, signIn } = perPerson;
-    if (signIn !== undefined) {
-      let clientSecret: string | undefined;
-      if (signIn.clientSecretRef !== undefined) {
-        const secret = resolveSecretKey(
-          secrets,
-          signIn.clientSecretRef,
-          'identity.perPerson.signIn.clientSecretRef',
-        );
-        if (!secret.ok)
-          return {
-            ok: false,
-            condition: falseCondition(ConditionTypes.CredentialsResolved, secret.reason, secret.message),
-          };
-        clientSecret = secret.value;
-      }
-      return {
-        ok: true,
-        identity: {
-          kind: 'person',
-          // The person's access token goes out; the audience is the provider's business.
-          audience: perPerson.audience ?? signIn.issuer,
-          header: perPerson.header ?? 'Authorization',
-          userIdHeader: false,
-          signIn: {
-            issuer: signIn.issuer,
-            clientId: signIn.clientId,
-            ...(clientSecret === undefined ? {} : { clientSecret }),
-            scope: signIn.scope ?? 'openid email offline_access',
-            emailClaim: signIn.emailClaim ?? 'email',
-            agent: binding.spec.backendRef.name,
-          },
-        },
-      };
-    }
-    if (exchange === undefined)
-      return {
-        ok: true,
-        // The audience and X-User-Id are the backend's to fill in (planClient).
-        identity: {
-          kind: 'person',
-          audience: perPerson.audience ?? '',
-          header: perPerson.header ?? 'Authorization',
-          userIdHeader: false,
-        },
-      };
-    const secret = resolveSecretKey(
-      secrets,
-      exchange.clientSecretRef,
-      'identity.perPerson.exchange.clientSecretRef',
-    );
-    if (!secret.ok)
-      return {
-        ok: false,
-        condition: falseCondition(ConditionTypes.CredentialsResolved, secret.reason, secret.message),
-      };
-    return {
-      ok: true,
-      identity: {
-        kind: 'person',
-        // The provider checks the assertion; its token endpoint is the audience unless named.
-        audience: perPerson.audience ?? exchange.tokenUrl,
-        header: perPerson.header ?? 'Authorization',
-        userIdHeader: false,
-        exchange: {
-          tokenUrl: exchange.tokenUrl,
-          clientId: exchange.clientId,
-          clientSecret: secret.value,
-          ...(exchange.audience === undefined ? {} : { audience: exchange.audience }),
-          ...(exchange.scope === undefined ? {} : { scope: exchange.scope }),
-          // Named to a person the provider refuses.
-          agent: binding.spec.backendRef.name,
-        },
-      },
-    };
-  }
-  if (tokenSecretRef !== undefined) {
-    const token = resolveSecretKey(secrets, tokenSecretRef, 'identity.tokenSecretRef');
-    if (!token.ok)
-      return {
-        ok: false,
-        condition: falseCondition(ConditionTypes.CredentialsResolved, token.reason, token.message),
-      };
-    return { ok: true, identity: { kind: 'bearer', token: token.value } };
-  }
-  if (userId !== undefined) return { ok: true, identity: { kind: 'user-id', userId } };
-  // The CRD refuses this already; a resource written before the rule existed still gets a reason.
-  return {
-    ok: false,
-    condition: falseCondition(
-      ConditionTypes.CredentialsResolved,
-      Reasons.InvalidSpec,
-      'exactly one of identity.tokenSecretRef, identity.userId and identity.perPerson must be set',
-    ),
-  };
 }
 
 function resolveBackend(

@@ -1,3 +1,5 @@
+// Over our ~450-line rule as one piece: the failure policy's table, one row per error class and
+// situation, read as the contract's Errors table is, in one place.
 import { describe, expect, it } from 'vitest';
 import {
   AgentBusyError,

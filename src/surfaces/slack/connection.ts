@@ -1,3 +1,5 @@
+// Just over our ~450-line rule as one piece: the one place that builds Bolt's App and receiver,
+// and wires every Slack part to the engine's ports (connect, listen, stop share its fields).
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { App, ErrorCode, HTTPReceiver, type Receiver, SocketModeReceiver } from '@slack/bolt';
