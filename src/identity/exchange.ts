@@ -1,9 +1,16 @@
-import { z } from 'zod';
 import type { AssertionSource, ExchangeSettings, PersonIdentity } from '../a2a/options.js';
 import { IdentityExchangeRefusedError, IdentityProviderUnavailableError } from '../core/agent/errors.js';
 import type { AssertionSigner } from './assertions.js';
 import { subjectOf } from './assertions.js';
 import type { SignIn } from './sign-in/sign-in.js';
+import {
+  basicAuth,
+  parseJson,
+  providerCall,
+  refusalCode,
+  tokenResponse,
+  unavailable,
+} from './token-endpoint.js';
 
 /**
  * OAuth 2.0 Token Exchange (RFC 8693) at the organisation's identity provider, for a Binding whose
@@ -32,22 +39,6 @@ export interface TokenExchangerOptions {
   /** Every exchange's result, for the metric. */
   onExchange?: (result: ExchangeResult) => void;
 }
-
-/** What a provider answers: the fields this broker reads (RFC 8693 section 2.2.1). */
-const tokenResponse = z.object({
-  access_token: z.string().min(1).max(16_384),
-  token_type: z.string().max(64).optional(),
-  expires_in: z
-    .number()
-    .positive()
-    .max(366 * 86_400)
-    .optional(),
-});
-
-const errorResponse = z.object({ error: z.string() });
-
-/** An OAuth error code is a short token (RFC 6749 section 5.2); anything else is not repeated. */
-const ERROR_CODE = /^[\x21-\x7e]{1,64}$/;
 
 /** Shortly before it expires: a tenth of its life, at least 5 s and at most a minute. */
 function renewMarginMs(lifetimeMs: number): number {
@@ -140,51 +131,27 @@ export class TokenExchanger {
     });
     if (s.audience !== undefined) form.set('audience', s.audience);
     if (s.scope !== undefined) form.set('scope', s.scope);
-    // client_secret_basic: each part form-encoded, then Base64 (RFC 6749 section 2.3.1).
-    const basic = Buffer.from(
-      `${encodeURIComponent(s.clientId)}:${encodeURIComponent(s.clientSecret)}`,
-    ).toString('base64');
-    let res: Response;
-    let text: string;
-    try {
-      res = await fetch(s.tokenUrl, {
+    const { status, text } = await providerCall(
+      s.tokenUrl,
+      {
         method: 'POST',
         headers: {
-          authorization: `Basic ${basic}`,
+          authorization: basicAuth(s.clientId, s.clientSecret),
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
         },
         body: form,
-        // A redirect would carry the client's secret elsewhere: never followed.
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-      text = (await res.text()).slice(0, 65_536);
-    } catch (error) {
-      const why =
-        error instanceof Error && error.name === 'TimeoutError' ? 'no answer in time' : 'unreachable';
-      throw new IdentityProviderUnavailableError(why, { cause: error });
-    }
-    if (res.status === 408 || res.status === 429 || res.status >= 500)
-      throw new IdentityProviderUnavailableError(`HTTP ${res.status}`);
-    if (res.status < 200 || res.status >= 300) {
-      const said = errorResponse.safeParse(parseJson(text));
-      const code = said.success && ERROR_CODE.test(said.data.error) ? said.data.error : `HTTP ${res.status}`;
-      throw new IdentityExchangeRefusedError(code, this.#agent);
-    }
+      },
+      this.#timeoutMs,
+    );
+    if (unavailable(status)) throw new IdentityProviderUnavailableError(`HTTP ${status}`);
+    if (status < 200 || status >= 300)
+      throw new IdentityExchangeRefusedError(refusalCode(status, text), this.#agent);
     const body = tokenResponse.safeParse(parseJson(text));
     if (!body.success) throw new IdentityExchangeRefusedError('invalid token response', this.#agent);
     if (body.data.token_type !== undefined && body.data.token_type.toLowerCase() !== 'bearer')
       throw new IdentityExchangeRefusedError(`token type ${body.data.token_type.slice(0, 32)}`, this.#agent);
     return { token: body.data.access_token, expiresInS: body.data.expires_in };
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }
 

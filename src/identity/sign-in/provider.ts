@@ -3,6 +3,14 @@ import { createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from 'jose';
 import { z } from 'zod';
 import { IdentityProviderUnavailableError } from '../../core/agent/errors.js';
 import { KourierError } from '../../core/errors.js';
+import {
+  basicAuth,
+  parseJson,
+  providerCall,
+  refusalCode,
+  tokenResponse,
+  unavailable,
+} from '../token-endpoint.js';
 
 /**
  * The broker as an OpenID Connect client of one provider, for people who sign in once (docs/
@@ -46,21 +54,6 @@ const metadataSchema = z.object({
   userinfo_endpoint: z.url().optional(),
 });
 type Metadata = z.output<typeof metadataSchema>;
-
-const tokenSchema = z.object({
-  access_token: z.string().min(1).max(16_384),
-  token_type: z.string().max(64).optional(),
-  expires_in: z
-    .number()
-    .positive()
-    .max(366 * 86_400)
-    .optional(),
-  refresh_token: z.string().min(1).max(16_384).optional(),
-  id_token: z.string().min(1).max(16_384).optional(),
-});
-
-const ERROR_CODE = /^[\x21-\x7e]{1,64}$/;
-const MAX_BODY = 65_536;
 
 /** A PKCE pair: the verifier stays with the broker, the S256 challenge goes to the provider. */
 export function pkcePair(): { verifier: string; challenge: string } {
@@ -154,8 +147,7 @@ export class OidcProvider {
       method: 'GET',
       headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
     });
-    if (status === 408 || status === 429 || status >= 500)
-      throw new IdentityProviderUnavailableError(`HTTP ${status}`);
+    if (unavailable(status)) throw new IdentityProviderUnavailableError(`HTTP ${status}`);
     const parsed = z.looseObject({ sub: z.string() }).safeParse(parseJson(text));
     if (status !== 200 || !parsed.success) throw new ProviderRefusedError(`UserInfo answered HTTP ${status}`);
     if (parsed.data.sub !== subject) throw new ProviderRefusedError('UserInfo is about someone else');
@@ -181,20 +173,11 @@ export class OidcProvider {
     };
     const { clientId, clientSecret } = this.settings;
     if (clientSecret === undefined) body.set('client_id', clientId);
-    else
-      headers.authorization = `Basic ${Buffer.from(
-        `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`,
-      ).toString('base64')}`;
+    else headers.authorization = basicAuth(clientId, clientSecret);
     const { status, text } = await this.#fetch(endpoint, { method: 'POST', headers, body });
-    if (status === 408 || status === 429 || status >= 500)
-      throw new IdentityProviderUnavailableError(`HTTP ${status}`);
-    if (status < 200 || status >= 300) {
-      const said = z.object({ error: z.string() }).safeParse(parseJson(text));
-      throw new ProviderRefusedError(
-        said.success && ERROR_CODE.test(said.data.error) ? said.data.error : `HTTP ${status}`,
-      );
-    }
-    const parsed = tokenSchema.safeParse(parseJson(text));
+    if (unavailable(status)) throw new IdentityProviderUnavailableError(`HTTP ${status}`);
+    if (status < 200 || status >= 300) throw new ProviderRefusedError(refusalCode(status, text));
+    const parsed = tokenResponse.safeParse(parseJson(text));
     if (!parsed.success) throw new ProviderRefusedError('invalid token response');
     return {
       accessToken: parsed.data.access_token,
@@ -204,27 +187,7 @@ export class OidcProvider {
     };
   }
 
-  async #fetch(url: string, init: RequestInit): Promise<{ status: number; text: string }> {
-    try {
-      // A redirect would carry the client's secret elsewhere: never followed.
-      const res = await fetch(url, {
-        ...init,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-      return { status: res.status, text: (await res.text()).slice(0, MAX_BODY) };
-    } catch (error) {
-      const why =
-        error instanceof Error && error.name === 'TimeoutError' ? 'no answer in time' : 'unreachable';
-      throw new IdentityProviderUnavailableError(why, { cause: error });
-    }
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
+  #fetch(url: string, init: RequestInit): Promise<{ status: number; text: string }> {
+    return providerCall(url, init, this.#timeoutMs);
   }
 }
