@@ -17,6 +17,8 @@ Erases one person from the broker's store, while the broker runs:
   - their words in other threads: each turn they wrote, and each turn that carried a
     reply of theirs to the agent, keeps its ids and state, and its text goes;
   - their feedback presses.
+A thread of theirs still answering (and a turn of theirs not settled) waits until the answer
+ends: the broker keeps the erasure and runs it again until nothing of theirs waits.
 It prints how many rows went. What the agents and Slack keep is theirs to erase.
 
 Options:
@@ -61,6 +63,12 @@ export function describeErased(person: Person, erased: Erased): string {
     `  their words in ${erased.wordsCleared} turn(s) of other threads`,
     `  ${erased.feedback} feedback press(es)`,
     `  ${erased.links} sign-in link(s) at identity providers`,
+    ...(erased.waiting > 0
+      ? [
+          `  ${erased.waiting} thread(s) or turn(s) still answering: they go once their answer ends`,
+          '  (the broker runs this erasure again until nothing of theirs waits)',
+        ]
+      : []),
   ].join('\n');
 }
 
@@ -78,7 +86,7 @@ export async function runForget(
   // left as it is).
   const stores = await openStore(config.store, { retryMaxMs: 2_000, signal: AbortSignal.timeout(30_000) });
   try {
-    out(describeErased(person, await stores.retention.erasePerson(person)));
+    out(describeErased(person, await stores.retention.erasePerson(person, Date.now())));
     return 0;
   } finally {
     await stores.sessions.close();

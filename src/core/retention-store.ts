@@ -19,6 +19,11 @@ export interface Erased extends Forgotten {
   wordsCleared: number;
   /** Their sign-in links at identity providers. */
   links: number;
+  /**
+   * Threads of theirs still answering, and turns of theirs not settled yet: left as they are
+   * until the answer ends, then erased by the retention sweep, which runs the erasure again.
+   */
+  waiting: number;
 }
 
 /** What the engine reads and clears of the forgotten marks. */
@@ -47,9 +52,13 @@ export interface RetentionStore {
   /**
    * Erases a person: the threads whose first message is theirs, entirely (nothing remembered),
    * their feedback, and their words in other threads (turns they wrote, and turns that carried
-   * a reply of theirs, keep their ids and states; their text goes).
+   * a reply of theirs, keep their ids and states; their text goes). What is still answering
+   * waits (`waiting`): the erasure is kept, requested at `now`, until a run of it leaves
+   * nothing waiting.
    */
-  erasePerson(person: Person): Promise<Erased>;
+  erasePerson(person: Person, now: number): Promise<Erased>;
+  /** The people whose erasure still waits for an answer to end, oldest request first. */
+  pendingErasures(): Promise<Person[]>;
   /** The number of threads (sessions) held, and the store's size on disk in bytes. */
   size(): Promise<{ threads: number; bytes: number }>;
 }

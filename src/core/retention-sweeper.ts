@@ -1,6 +1,6 @@
 import { setTimeout as rest } from 'node:timers/promises';
 import type { Clock } from './clock.js';
-import type { Forgotten, RetentionStore } from './retention-store.js';
+import type { Erased, Forgotten, RetentionStore } from './retention-store.js';
 
 /**
  * The retention sweep: every `everyMs`, threads idle longer than `days` are forgotten, in
@@ -11,6 +11,10 @@ import type { Forgotten, RetentionStore } from './retention-store.js';
  * one writer) at least half the time, and never wait behind more than one batch. Each replica
  * sweeps; a thread is forgotten once whoever gets there first. With `days` 0 nothing is
  * forgotten, and the store's size is still measured.
+ *
+ * An erasure that found a thread still answering was kept by the store: every `erasuresEveryMs`
+ * (and before each sweep, whatever `days` is) the sweeper runs the kept erasures again, so the
+ * words go soon after the answer ends. With none kept, that is one read of an empty table.
  */
 
 export interface RetentionSettings {
@@ -20,11 +24,15 @@ export interface RetentionSettings {
   everyMs?: number;
   /** The first sweep, after the start (leave the start alone). */
   firstAfterMs?: number;
+  /** How often the erasures waiting for an answer to end are run again. */
+  erasuresEveryMs?: number;
 }
 
 /** What a sweep tells the metrics: rows forgotten, and the store's size after it. */
 export interface RetentionObserver {
   swept(kind: 'threads' | 'turns' | 'feedback' | 'webchat_threads' | 'words', rows: number): void;
+  /** A kept erasure ran again: what it erased this time, and what still waits. */
+  erased?(erased: Erased): void;
   measured(size: { threads: number; bytes: number }): void;
   failed(error: unknown): void;
 }
@@ -56,11 +64,14 @@ export class RetentionSweeper {
   readonly #batch: number;
   readonly #everyMs: number;
   readonly #firstAfterMs: number;
+  readonly #erasuresEveryMs: number;
   readonly #clock: Clock;
   readonly #observer: RetentionObserver;
   readonly #alongside: Array<(before: number) => void> = [];
   #timer: NodeJS.Timeout | undefined;
+  #erasuresTimer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
+  #erasing: Promise<unknown> | undefined;
   #stopped = false;
 
   constructor(store: RetentionStore, settings: RetentionSettings, clock: Clock, observer: RetentionObserver) {
@@ -71,6 +82,7 @@ export class RetentionSweeper {
     this.#batch = settings.batch ?? 50;
     this.#everyMs = settings.everyMs ?? 60 * 60 * 1000;
     this.#firstAfterMs = settings.firstAfterMs ?? 60 * 1000;
+    this.#erasuresEveryMs = settings.erasuresEveryMs ?? 30 * 1000;
     this.#clock = clock;
     this.#observer = observer;
   }
@@ -93,6 +105,15 @@ export class RetentionSweeper {
       this.#timer.unref();
     }, this.#firstAfterMs);
     this.#timer.unref();
+    this.#erasuresTimer = setInterval(() => {
+      if (this.#erasing !== undefined) return;
+      this.#erasing = this.replayErasures()
+        .catch((error: unknown) => this.#observer.failed(error))
+        .finally(() => {
+          this.#erasing = undefined;
+        });
+    }, this.#erasuresEveryMs);
+    this.#erasuresTimer.unref();
   }
 
   /** Stops between two batches: a sweep under way finishes the batch it is in. */
@@ -100,7 +121,23 @@ export class RetentionSweeper {
     this.#stopped = true;
     clearTimeout(this.#timer);
     clearInterval(this.#timer);
-    await this.#running;
+    clearInterval(this.#erasuresTimer);
+    await Promise.all([this.#running, this.#erasing]);
+  }
+
+  /**
+   * Runs every kept erasure again (the store keeps one while something of the person's is still
+   * answering, and drops it once a run leaves nothing waiting); how many finished.
+   */
+  async replayErasures(): Promise<number> {
+    let finished = 0;
+    for (const person of await this.#store.pendingErasures()) {
+      if (this.#stopped) break;
+      const erased = await this.#store.erasePerson(person, this.#clock.now());
+      this.#observer.erased?.(erased);
+      if (erased.waiting === 0) finished += 1;
+    }
+    return finished;
   }
 
   /** One sweep, to the end (or the stop); what it forgot. */
@@ -113,6 +150,7 @@ export class RetentionSweeper {
       words: 0,
       marksPruned: 0,
     };
+    await this.replayErasures();
     if (this.#days > 0) {
       const now = this.#clock.now();
       const before = now - this.#days * DAY_MS;

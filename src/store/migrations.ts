@@ -275,6 +275,16 @@ export const migrations: readonly Migration[] = [
     sqlite: identityLinkTables('INTEGER', ' STRICT'),
     postgres: identityLinkTables('bigint', ''),
   },
+  {
+    version: 11,
+    // An erasure that finds a thread of the person's still answering leaves it (and any of
+    // their turns not settled) until the answer ends: the erasure is kept here, the person as
+    // 'user:<id>' or 'email:<address in lower case>', and the retention sweep runs it again
+    // until nothing of theirs waits (retention-queries.ts).
+    name: 'retention: pending erasures',
+    sqlite: 'CREATE TABLE pending_erasures (person TEXT PRIMARY KEY, requested_at INTEGER NOT NULL) STRICT;',
+    postgres: 'CREATE TABLE pending_erasures (person text PRIMARY KEY, requested_at bigint NOT NULL);',
+  },
 ];
 
 /**

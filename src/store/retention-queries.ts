@@ -126,29 +126,81 @@ function mentionOf(person: Person): string {
   return 'userId' in person ? `(${person.userId})` : `<${person.email}>`;
 }
 
-export function* erasePerson(person: Person): Steps<Erased> {
+/** How a pending erasure names its person (migration 11). */
+function personKey(person: Person): string {
+  return 'userId' in person ? `user:${person.userId}` : `email:${person.email.toLowerCase()}`;
+}
+
+function personOfKey(key: string): Person | undefined {
+  if (key.startsWith('user:')) return { userId: key.slice('user:'.length) };
+  if (key.startsWith('email:')) return { email: key.slice('email:'.length) };
+  return undefined;
+}
+
+/**
+ * Of the threads the person started, those free to delete now, row-locked: none answering (no
+ * turn but settled ones, no task running that is not paused on a question). The lock re-reads
+ * the session row's version and turn counter, so a turn added or a task taken meanwhile (both
+ * write that row) keeps its thread for the next try.
+ */
+function* quietThreads(ids: string[]): Steps<{ quiet: string[]; answering: number }> {
+  if (ids.length === 0) return { quiet: [], answering: 0 };
+  const rows = yield q(
+    `SELECT s.id, s.version, s.turn_seq FROM @sessions s
+     WHERE s.id IN ${list(ids, 0)}
+       AND (s.task IS NULL OR s.question IS NOT NULL)
+       AND NOT EXISTS (SELECT 1 FROM @turns t WHERE t.session_id = s.id AND t.state <> 'settled')`,
+    ...ids,
+  );
+  const quiet: string[] = [];
+  for (const row of rows) {
+    const locked = yield q(
+      'UPDATE @sessions SET version = version WHERE id = $1 AND version = $2 AND turn_seq = $3 RETURNING id',
+      text(row, 'id'),
+      integer(row, 'version'),
+      integer(row, 'turn_seq'),
+    );
+    if (locked.length > 0) quiet.push(text(row, 'id'));
+  }
+  return { quiet, answering: ids.length - quiet.length };
+}
+
+/**
+ * Erases what is the person's now, and leaves what is still answering: a thread of theirs
+ * with a turn in flight, and a turn of theirs (or one carrying their reply) not settled, wait
+ * until their answer ends; the erasure is then kept (pending_erasures) for the retention sweep
+ * to run again. An erasure with nothing left waiting is no longer kept.
+ */
+export function* erasePerson(person: Person, now: number): Steps<Erased> {
   const needle = 'userId' in person ? person.userId : person.email;
   // Candidates by a substring both databases match alike; the actor is then checked exactly.
   const rows = yield q(
-    `SELECT id, session_id, seq, text, metadata FROM @turns WHERE LOWER(text) LIKE $1`,
+    `SELECT id, session_id, seq, text, metadata, state FROM @turns WHERE LOWER(text) LIKE $1`,
     `%${needle.toLowerCase().replaceAll('%', '').replaceAll('_', '')}%`,
   );
   const started = new Set<string>();
   const cleared: string[] = [];
+  let turnsWaiting = 0;
   for (const row of rows) {
     const authored = isPerson(actorOf(row), person);
     if (authored && integer(row, 'seq') === 1) started.add(text(row, 'session_id'));
-    else if (authored || text(row, 'text').toLowerCase().includes(mentionOf(person).toLowerCase()))
-      cleared.push(text(row, 'id'));
+    else if (authored || text(row, 'text').toLowerCase().includes(mentionOf(person).toLowerCase())) {
+      if (text(row, 'state') === 'settled') cleared.push(text(row, 'id'));
+      else turnsWaiting += 1;
+    }
   }
-  const gone = yield* deleteSessions([...started]);
+  const { quiet, answering } = yield* quietThreads([...started]);
+  const gone = yield* deleteSessions(quiet);
   let wordsCleared = 0;
   for (const id of cleared) {
     const done = yield q(
-      `UPDATE @turns SET text = '', label = NULL, metadata = NULL WHERE id = $1 RETURNING session_id`,
+      `UPDATE @turns SET text = '', label = NULL, metadata = NULL
+       WHERE id = $1 AND state = 'settled' RETURNING session_id`,
       id,
     );
-    if (done[0] !== undefined && !started.has(text(done[0], 'session_id'))) wordsCleared += 1;
+    const session = done[0] === undefined ? undefined : text(done[0], 'session_id');
+    // A turn in a thread of theirs still answering is counted with that thread when it goes.
+    if (session !== undefined && !started.has(session)) wordsCleared += 1;
   }
   let feedback = gone.feedback;
   if ('userId' in person) {
@@ -156,7 +208,22 @@ export function* erasePerson(person: Person): Steps<Erased> {
     feedback += mine.length;
   }
   const links = yield* removePersonLinks(person);
-  return { ...gone, feedback, wordsCleared, links };
+  const waiting = answering + turnsWaiting;
+  if (waiting > 0)
+    yield q(
+      `INSERT INTO @erasures (person, requested_at) VALUES ($1, $2)
+       ON CONFLICT (person) DO NOTHING`,
+      personKey(person),
+      now,
+    );
+  else yield q('DELETE FROM @erasures WHERE person = $1', personKey(person));
+  return { ...gone, feedback, wordsCleared, links, waiting };
+}
+
+/** The people whose erasure waits for an answer to end, oldest request first. */
+export function* pendingErasures(): Steps<Person[]> {
+  const rows = yield q('SELECT person FROM @erasures ORDER BY requested_at, person');
+  return rows.map((r) => personOfKey(text(r, 'person'))).filter((p): p is Person => p !== undefined);
 }
 
 export function* threadCount(): Steps<number> {
@@ -218,8 +285,12 @@ export class StepsRetentionStore implements RetentionStore {
     return this.#runner.run('pruneForgotten', pruneForgotten(before), { write: true });
   }
 
-  erasePerson(person: Person): Promise<Erased> {
-    return this.#runner.run('erasePerson', erasePerson(person), { write: true });
+  erasePerson(person: Person, now: number): Promise<Erased> {
+    return this.#runner.run('erasePerson', erasePerson(person, now), { write: true });
+  }
+
+  pendingErasures(): Promise<Person[]> {
+    return this.#runner.run('pendingErasures', pendingErasures(), { write: false });
   }
 
   async size(): Promise<{ threads: number; bytes: number }> {

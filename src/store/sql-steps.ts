@@ -48,6 +48,7 @@ export const SESSION_TABLES = {
   turns: 'turns',
   leases: 'leases',
   forgotten: 'forgotten_threads',
+  erasures: 'pending_erasures',
 } as const;
 
 const TABLES: Record<string, string> = {

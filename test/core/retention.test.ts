@@ -1,13 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Clock, systemClock } from '../../src/core/clock.js';
+import type { Erased } from '../../src/core/retention-store.js';
 import { type RetentionObserver, RetentionSweeper } from '../../src/core/retention-sweeper.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { ThreadBook } from '../../src/surfaces/webchat/threads.js';
+import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
 
 /**
  * Retention end to end on the engine: the sweep forgets an idle thread (in batches, counted),
- * and a message in that thread starts a new conversation, told so first.
+ * and a message in that thread starts a new conversation, told so first; a person erased while
+ * their thread is answering keeps the answer whole, and their words go once it ends (both stores).
  */
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -152,5 +156,76 @@ describe('retention', () => {
     expect(book.forgetIdle(now - 30 * DAY)).toBe(1);
     expect(book.get(old.id)).toBeUndefined();
     expect(book.get(recent.id)).toBe(recent);
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)('erasure while answering, on %s', (kind) => {
+  let server: TestPostgres | undefined;
+  let h: Harness | undefined;
+  let sweeper: RetentionSweeper | undefined;
+  beforeAll(async () => {
+    if (kind === 'postgres') server = await startPostgres();
+  }, 60_000);
+  afterEach(async () => {
+    await sweeper?.stop();
+    await h?.close();
+    h = undefined;
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('a forget while her thread is answering: the answer finishes whole, then her words go', async () => {
+    const store =
+      server === undefined
+        ? new SqliteStore(':memory:')
+        : new PostgresStore({ connectionString: server.connectionString, schema: `erase_${process.pid}` });
+    h = await startHarness({
+      version: '1.0',
+      store,
+      forgotten: store.retention(),
+      agent: { defaultAnswer: { chunks: ['the first half, ', 'the second half'], chunkDelayMs: 1_000 } },
+    });
+    const harness = h;
+    const turn = await harness.say('t1', '1', 'my private question');
+    const answer = () => harness.surface.of(turn.sessionId, 'answer');
+    await harness.surface.waitFor(
+      () => answer().some((m) => m.text.includes('the first half')),
+      8_000,
+      'the first half of the answer',
+    );
+
+    const erased = await store.retention().erasePerson({ userId: 'U123' }, Date.now());
+    expect(erased).toMatchObject({ threads: 0, turns: 0, waiting: 1 });
+    // The erasure is kept, and run again every 100 ms from now on, as a broker's sweeper does.
+    const runs: Erased[] = [];
+    const { observer } = recorder();
+    sweeper = new RetentionSweeper(
+      store.retention(),
+      { days: 0, firstAfterMs: 60_000, erasuresEveryMs: 100 },
+      systemClock,
+      { ...observer, erased: (e) => runs.push(e) },
+    );
+    sweeper.start();
+    await harness.surface.waitFor(() => runs.length >= 2, 5_000, 'two runs of the kept erasure');
+    // Still answering: nothing of hers has gone yet.
+    expect(runs.every((r) => r.waiting === 1 && r.threads === 0)).toBe(true);
+
+    await harness.surface.waitFor(
+      () => harness.events.some((e) => e.type === 'turn.settled' && e.turnId === turn.turnId),
+      8_000,
+      'the answer to end',
+    );
+    expect(answer()).toHaveLength(1);
+    expect(answer()[0]).toMatchObject({ text: 'the first half, the second half', final: true });
+    expect(harness.surface.notices(turn.sessionId)).toEqual([]);
+
+    await harness.surface.waitFor(() => runs.some((r) => r.threads === 1), 5_000, 'her thread to go');
+    expect(runs.at(-1)).toMatchObject({ threads: 1, turns: 1, waiting: 0 });
+    expect(await harness.engine.findSession(turn.sessionId)).toBeUndefined();
+    expect(await store.getTurn(turn.turnId)).toBeUndefined();
+    expect(await store.retention().pendingErasures()).toEqual([]);
+    // Nothing in flight was cut: the agent was asked once.
+    expect(harness.agent.rpc('SendStreamingMessage')).toHaveLength(1);
   });
 });

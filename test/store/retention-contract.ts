@@ -69,6 +69,13 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
       return session.id;
     }
 
+    /** The answer to a turn ends: the turn is settled, as the engine writes it. */
+    async function settle(turnId: string, now: number): Promise<void> {
+      const turn = await s.sessions.getTurn(turnId);
+      if (turn === undefined) throw new Error(`no turn ${turnId}`);
+      await s.sessions.commit({ turns: [{ ...turn, state: 'settled', outcome: 'completed' }], now });
+    }
+
     it('forgets a thread idle since before the cut, with its turns and feedback, and marks it forgotten', async () => {
       const old = await thread('1.1', T0, [{ by: ADA, text: 'an old question' }]);
       const recent = await thread('2.2', T0 + 40 * DAY, [{ by: ADA, text: 'a recent one' }]);
@@ -188,8 +195,9 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
           linkedAt: T0,
           updatedAt: T0,
         });
-      const erased = await s.retention.erasePerson({ userId: ADA.id });
-      expect(erased).toEqual({ threads: 1, turns: 2, feedback: 1, wordsCleared: 2, links: 1 });
+      const erased = await s.retention.erasePerson({ userId: ADA.id }, T0);
+      expect(erased).toEqual({ threads: 1, turns: 2, feedback: 1, wordsCleared: 2, links: 1, waiting: 0 });
+      expect(await s.retention.pendingErasures()).toEqual([]);
       expect(await s.links.get('slack:T1:U0ADA', 'https://idp.example x')).toBeUndefined();
       expect(await s.links.get('slack:T1:U0BOB', 'https://idp.example x')).toBeDefined();
       expect(await s.sessions.getSession(hers)).toBeUndefined();
@@ -203,14 +211,15 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
         expect(turn?.state).toBe('settled');
       }
       // Nothing of hers is left to find, by id or by email.
-      expect(await s.retention.erasePerson({ userId: ADA.id })).toEqual({
+      expect(await s.retention.erasePerson({ userId: ADA.id }, T0)).toEqual({
         threads: 0,
         turns: 0,
         feedback: 0,
         wordsCleared: 0,
         links: 0,
+        waiting: 0,
       });
-      expect((await s.retention.erasePerson({ email: 'ADA@example.com' })).wordsCleared).toBe(0);
+      expect((await s.retention.erasePerson({ email: 'ADA@example.com' }, T0)).wordsCleared).toBe(0);
     });
 
     it('erases by email, whatever its case', async () => {
@@ -228,15 +237,58 @@ export function retentionContract(name: string, open: () => Promise<OpenedRetent
         linkedAt: T0,
         updatedAt: T0,
       });
-      expect(await s.retention.erasePerson({ email: 'Ada@Example.com' })).toEqual({
+      expect(await s.retention.erasePerson({ email: 'Ada@Example.com' }, T0)).toEqual({
         threads: 0,
         turns: 0,
         feedback: 0,
         wordsCleared: 1,
         links: 1,
+        waiting: 0,
       });
       expect((await s.sessions.getTurn('8.1-t2'))?.text).toBe('');
       expect(await s.sessions.getSession(his)).toBeDefined();
+    });
+
+    it('leaves what is still answering, keeps the erasure, and finishes it once the answer has ended', async () => {
+      // Her thread, its answer under way; his thread, where a reply of hers waits to be sent.
+      const hers = await thread('11.1', T0, [{ by: ADA, text: 'my question, being answered', open: true }]);
+      await thread('11.2', T0, [
+        { by: BOB, text: 'Bob starts' },
+        { by: ADA, text: 'Ada replied, settled' },
+        { by: ADA, text: 'Ada replies again, queued', open: true },
+      ]);
+      const first = await s.retention.erasePerson({ userId: ADA.id }, T0 + 5);
+      expect(first).toMatchObject({ threads: 0, wordsCleared: 1, waiting: 2 });
+      expect((await s.sessions.getTurn('11.1-t1'))?.text).toBe('my question, being answered');
+      expect((await s.sessions.getTurn('11.2-t2'))?.text).toBe('');
+      expect((await s.sessions.getTurn('11.2-t3'))?.text).toBe('Ada replies again, queued');
+      expect(await s.retention.pendingErasures()).toEqual([{ userId: ADA.id }]);
+      // Asked again before the answers end: still one kept erasure, nothing more gone.
+      expect((await s.retention.erasePerson({ userId: ADA.id }, T0 + 6)).waiting).toBe(2);
+      expect(await s.retention.pendingErasures()).toEqual([{ userId: ADA.id }]);
+
+      // Her answer ends; his thread's queued turn is still in flight.
+      await settle('11.1-t1', T0 + 10);
+      expect(await s.retention.erasePerson({ userId: ADA.id }, T0 + 11)).toMatchObject({
+        threads: 1,
+        turns: 1,
+        waiting: 1,
+      });
+      expect(await s.sessions.getSession(hers)).toBeUndefined();
+      await settle('11.2-t3', T0 + 12);
+      expect(await s.retention.erasePerson({ userId: ADA.id }, T0 + 13)).toMatchObject({
+        wordsCleared: 1,
+        waiting: 0,
+      });
+      expect((await s.sessions.getTurn('11.2-t3'))?.text).toBe('');
+      expect((await s.sessions.getTurn('11.2-t1'))?.text).toBe('Bob starts');
+      expect(await s.retention.pendingErasures()).toEqual([]);
+    });
+
+    it('keeps an erasure by email as the person was named, in lower case', async () => {
+      await thread('12.1', T0, [{ by: ADA, text: 'still answering', open: true }]);
+      expect((await s.retention.erasePerson({ email: 'Ada@Example.COM' }, T0)).waiting).toBe(1);
+      expect(await s.retention.pendingErasures()).toEqual([{ email: 'ada@example.com' }]);
     });
 
     it('clears the words of settled turns written before the cut, in batches; keeps ids, states and open turns', async () => {

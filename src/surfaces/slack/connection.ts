@@ -368,7 +368,7 @@ export class SlackConnection {
     ];
     if (this.workspaces !== undefined) parts.push(this.workspaces);
     if (options.erasure !== undefined)
-      parts.push(new Departures({ erasure: options.erasure, logger: this.#logger }));
+      parts.push(new Departures({ erasure: options.erasure, clock: this.#clock, logger: this.#logger }));
     return parts;
   }
 

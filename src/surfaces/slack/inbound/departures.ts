@@ -1,12 +1,14 @@
 import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
+import type { Clock } from '../../../core/clock.js';
 import type { Person, RetentionStore } from '../../../core/retention-store.js';
 import type { Bounded, SlackListeners } from '../listeners.js';
 
 /**
  * A person deactivated in Slack (`user_change` with `deleted: true`) is erased from the store,
  * as `agentkourier forget --user` would: the threads they started, their words elsewhere, their
- * feedback. Slack sends the event for every profile change; only a deactivation acts. The log
+ * feedback (a thread still answering goes once its answer ends). Slack sends the event for every
+ * profile change; only a deactivation acts. The log
  * line names the user id and the counts, never a word of theirs.
  */
 
@@ -14,6 +16,7 @@ export type PersonErasure = Pick<RetentionStore, 'erasePerson'>;
 
 export interface DeparturesDeps {
   erasure: PersonErasure;
+  clock: Clock;
   logger: Logger;
 }
 
@@ -38,7 +41,7 @@ export class Departures implements SlackListeners {
   }
 
   async erase(person: Person & { userId: string }): Promise<void> {
-    const erased = await this.#deps.erasure.erasePerson(person);
+    const erased = await this.#deps.erasure.erasePerson(person, this.#deps.clock.now());
     this.#deps.logger.info({ user: person.userId, ...erased }, 'a person deactivated in Slack was erased');
   }
 }
