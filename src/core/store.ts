@@ -178,6 +178,13 @@ export interface FeedbackTold {
   value: FeedbackValue;
 }
 
+/** A session with work, as the scan reads it (SessionStore.workToScan). */
+export interface WorkMark {
+  id: string;
+  /** Changes with every write to the session: its version and turn counter. */
+  mark: string;
+}
+
 /** A lease owner at a time: whose leases count as its own, and when the others' are live. */
 export interface LeaseHolder {
   owner: string;
@@ -259,6 +266,13 @@ export interface SessionStore {
    * Lease time is read as acquireLease reads it (the database's clock for a shared store).
    */
   sessionsWithWork(drivableBy?: LeaseHolder): Promise<string[]>;
+  /**
+   * The same sessions, each with a mark that every write to the session changes (its version
+   * and its turn counter: a fenced write bumps the one, a turn added by anyone the other). The
+   * engine's scan leaves alone a session it drove to rest at the same mark (a question waiting
+   * for its person): nothing has happened to it since.
+   */
+  workToScan(drivableBy?: LeaseHolder): Promise<WorkMark[]>;
 
   /** Remembers an inbound event id (Slack's event_id); false when it was seen before. */
   claimInboundEvent(eventKey: string, now: number): Promise<boolean>;

@@ -20,6 +20,7 @@ const OPERATIONS = [
   'openTurns',
   'commit',
   'sessionsWithWork',
+  'workToScan',
   'claimInboundEvent',
   'acquireLease',
   'renewLeases',

@@ -5,7 +5,7 @@
 // needs none of that state (hand-over.ts, answer-turn.ts, engine-options.ts).
 import { hostname } from 'node:os';
 import { type Clock, systemClock } from '../clock.js';
-import { actorMetadata, composeTriggerText, messageIdFor } from '../compose.js';
+import { actorMetadata, messageIdFor } from '../compose.js';
 import { InvalidConfigError } from '../errors.js';
 import type { EngineEvent } from '../events.js';
 import type { ChatInbound, HandOverResult } from '../inbound.js';
@@ -26,10 +26,8 @@ import {
   type SessionRecord,
   type SessionStore,
   sessionIdOf,
-  type TurnKind,
   type TurnRecord,
 } from '../store.js';
-import { cutText, textLength } from '../text.js';
 import { answerTurn, approvalDecided, closedMeanwhile } from './answer-turn.js';
 import {
   type CancelDeps,
@@ -43,14 +41,16 @@ import { type FirstLook, SessionDriver } from './driver.js';
 import type { EngineOptions } from './engine-options.js';
 import { noticeIfForgotten } from './forgotten.js';
 import { handOverSession } from './hand-over.js';
+import { boundedText, inboundContent } from './inbound-text.js';
 import { DEFAULT_TIMINGS, type EngineTimings } from './timings.js';
 
-/** A session this process drives: its run, whether to run again, its stop, and its driver. */
+/** A session this process drives: its run, rerun, stop, driver, and mark if the scan kicked it. */
 interface DriverEntry {
   promise: Promise<void>;
   again: boolean;
   controller: AbortController;
   driver: SessionDriver | undefined;
+  mark: string | undefined;
 }
 
 /** How many turns stored by this process are remembered as such (older ones count as not). */
@@ -92,6 +92,11 @@ export class SessionEngine implements ChatInbound {
   /** Sessions whose paused question a stop of this process is closing (DriverDeps.closing). */
   readonly #closing = new Set<string>();
   readonly #wakeups = new Map<string, NodeJS.Timeout>();
+  /**
+   * Sessions a scan's kick left at rest with work left (a question waiting), by the mark read:
+   * scans skip them until it changes (any write does; a wake-up kicks them itself). Why: docs/performance.md, "A year".
+   */
+  readonly #atRest = new Map<string, string>();
   /** Answer refs not recorded yet because the store was down (see DriverDeps.unsavedRefs). */
   readonly #unsavedRefs = new Map<string, string>();
   #stopping = new AbortController();
@@ -168,19 +173,7 @@ export class SessionEngine implements ChatInbound {
    */
   async receive(input: Inbound): Promise<ReceiveResult> {
     const now = this.#clock.now();
-    let kind: TurnKind;
-    let text: string;
-    let label: string | null = null;
-    let metadata: Record<string, unknown> | null = null;
-    if (input.kind === 'person') {
-      kind = input.addressed ? 'message' : 'context';
-      text = this.#bounded(input.text);
-      label = input.actor.label;
-      metadata = { ...input.metadata, ...actorMetadata(input.actor) };
-    } else {
-      kind = 'trigger';
-      text = composeTriggerText(this.#bounded(input.instruction), input.fields);
-    }
+    const { kind, text, label, metadata } = inboundContent(input, this.#maxTextLength);
     // The store builds the turn from the session as stored, in the write that opens it.
     let begun: string | null = null;
     let markedSending = false;
@@ -293,7 +286,7 @@ export class SessionEngine implements ChatInbound {
       answerTurn(
         { id, sessionId, chatMessageId, taskId: question.taskId, traceContext, now },
         {
-          text: this.#bounded(built.text),
+          text: boundedText(built.text, this.#maxTextLength),
           metadata: { ...actorMetadata(input.actor), ...built.metadata },
         },
       ),
@@ -386,15 +379,22 @@ export class SessionEngine implements ChatInbound {
    * kick(), with what the caller knows of the session: handed to a driver it starts, never to
    * one already running (which may have moved on since; it runs again from fresh reads).
    */
-  #kick(sessionId: string, first: FirstLook | undefined): void {
+  #kick(sessionId: string, first: FirstLook | undefined, mark?: string): void {
     if (this.#stopping.signal.aborted) return;
+    this.#atRest.delete(sessionId); // kicked for a reason: the next scan looks at it again
     const running = this.#drivers.get(sessionId);
     if (running !== undefined) {
       running.again = true;
       return;
     }
     const controller = new AbortController();
-    const entry: DriverEntry = { promise: Promise.resolve(), again: false, controller, driver: undefined };
+    const entry: DriverEntry = {
+      promise: Promise.resolve(),
+      again: false,
+      controller,
+      driver: undefined,
+      mark,
+    };
     this.#drivers.set(sessionId, entry);
     entry.promise = this.#drive(sessionId, entry, first).finally(() => {
       this.#drivers.delete(sessionId);
@@ -419,12 +419,16 @@ export class SessionEngine implements ChatInbound {
         const drivableBy = this.#store.sharedByReplicas
           ? { owner: this.#owner, now: this.#clock.now() }
           : undefined;
-        for (const id of await this.#store.sessionsWithWork(drivableBy)) {
+        const work = await this.#store.workToScan(drivableBy);
+        const listed = new Set<string>();
+        for (const { id, mark } of work) {
           if (this.#stopping.signal.aborted) return;
-          if (this.#drivers.has(id)) continue;
-          this.kick(id);
+          listed.add(id);
+          if (this.#drivers.has(id) || this.#atRest.get(id) === mark) continue;
+          this.#kick(id, undefined, mark);
           if (++started % SCAN_SLICE === 0) await this.#clock.sleep(SCAN_PAUSE_MS, this.#stopping.signal);
         }
+        for (const id of this.#atRest.keys()) if (!listed.has(id)) this.#atRest.delete(id);
       } catch {
         // The store is unreachable: the next scan tries again.
       } finally {
@@ -478,6 +482,9 @@ export class SessionEngine implements ChatInbound {
         // Only after a run that ended by itself; after a failure the scan comes back to it.
         if (waiting && ranOut) entry.again = true;
       }
+      // At rest as the scan saw it (a run that wrote moved the mark on: one more look, then rest).
+      if (ranOut && !entry.again && entry.mark !== undefined && !entry.controller.signal.aborted)
+        this.#atRest.set(sessionId, entry.mark);
     }
   }
 
@@ -550,15 +557,6 @@ export class SessionEngine implements ChatInbound {
     );
     timer.unref();
     this.#wakeups.set(sessionId, timer);
-  }
-
-  #bounded(input: string): string {
-    // NUL cannot be stored by PostgreSQL and means nothing in chat; lone surrogates are not
-    // text. Both are replaced rather than failing the turn for ever.
-    const text = input.replaceAll('\0', '\uFFFD').toWellFormed();
-    // Nothing a user sent is dropped silently: an overlong message is cut with a visible mark.
-    if (textLength(text) <= this.#maxTextLength) return text;
-    return `${cutText(text, this.#maxTextLength)}\n[… message cut at ${this.#maxTextLength} characters]`;
   }
 
   /** Adds a turn; a repeat drops the span begun for it (the first delivery's span stands). */

@@ -368,8 +368,9 @@ describe('PostgresStore', () => {
         (await client.query(`EXPLAIN ${sql}`)).rows.map((row) => String(row['QUERY PLAN'])).join('\n');
       return {
         work: await explain(
-          `SELECT id FROM "${schema}".sessions WHERE task IS NOT NULL OR question IS NOT NULL
-           UNION SELECT session_id FROM "${schema}".turns WHERE state <> 'settled'`,
+          `SELECT s.id, s.version, s.turn_seq FROM "${schema}".sessions AS s WHERE s.id IN (
+             SELECT id FROM "${schema}".sessions WHERE task IS NOT NULL OR question IS NOT NULL
+             UNION SELECT session_id FROM "${schema}".turns WHERE state <> 'settled')`,
         ),
         open: await explain(
           `SELECT * FROM "${schema}".turns WHERE session_id = 'x' AND state <> 'settled' ORDER BY seq`,

@@ -15,6 +15,7 @@ import {
   type SessionStore,
   sessionIdOf,
   type TurnRecord,
+  type WorkMark,
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
@@ -292,7 +293,15 @@ export class PostgresStore implements SessionStore {
   }
 
   async sessionsWithWork(drivableBy?: LeaseHolder): Promise<string[]> {
-    return this.#guard('sessionsWithWork', async () => {
+    return (await this.#work('sessionsWithWork', drivableBy)).map((w) => w.id);
+  }
+
+  workToScan(drivableBy?: LeaseHolder): Promise<WorkMark[]> {
+    return this.#work('workToScan', drivableBy);
+  }
+
+  #work(operation: string, drivableBy: LeaseHolder | undefined): Promise<WorkMark[]> {
+    return this.#guard(operation, async () => {
       const result =
         drivableBy === undefined
           ? await runPrepared(this.#pool, this.#sql.sessionsWithWork, [])
@@ -300,7 +309,9 @@ export class PostgresStore implements SessionStore {
               drivableBy.owner,
               this.#time(drivableBy.now),
             ]);
-      return result.rows.map((row) => String(row.id)).sort();
+      return result.rows
+        .map((row) => ({ id: String(row.id), mark: `${String(row.version)}.${String(row.turn_seq)}` }))
+        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     });
   }
 

@@ -263,23 +263,23 @@ export function postgresSql(schema: string) {
       LEFT JOIN missing ON missing.ord = i.ord
       LEFT JOIN written ON written.written_ord = i.ord`,
     sessionsWithWork: `
-      SELECT id FROM ${sessions} WHERE task IS NOT NULL OR question IS NOT NULL
-      UNION
-      SELECT session_id FROM ${turns} WHERE state <> 'settled'`,
+      SELECT s.id, s.version, s.turn_seq FROM ${sessions} AS s WHERE s.id IN (
+        SELECT id FROM ${sessions} WHERE task IS NOT NULL OR question IS NOT NULL
+        UNION
+        SELECT session_id FROM ${turns} WHERE state <> 'settled')`,
     /**
      * The sessions with work that $1 can drive now: none under another owner's lease that is
      * live at $2 (null: the database's clock), so a replica's scan does not ask for the lease of
      * every session the others drive. An expired lease does not hide its session.
      */
     sessionsWithWorkFor: `
-      SELECT work.id FROM (
+      SELECT s.id, s.version, s.turn_seq FROM ${sessions} AS s WHERE s.id IN (
         SELECT id FROM ${sessions} WHERE task IS NOT NULL OR question IS NOT NULL
         UNION
-        SELECT session_id FROM ${turns} WHERE state <> 'settled'
-      ) AS work
-      WHERE NOT EXISTS (
+        SELECT session_id FROM ${turns} WHERE state <> 'settled')
+      AND NOT EXISTS (
         SELECT 1 FROM ${leases} AS l
-        WHERE l.session_id = work.id AND l.owner <> $1 AND l.expires_at > ${clock('$2')}
+        WHERE l.session_id = s.id AND l.owner <> $1 AND l.expires_at > ${clock('$2')}
       )`,
     /** A key older than the TTL ($3 is the cutoff) counts as new, whether or not it was pruned. */
     claimEvent: `

@@ -235,8 +235,9 @@ describe('SqliteStore', () => {
           .map((row) => String(row.detail))
           .join('\n');
       const work = plan(
-        `SELECT id FROM sessions WHERE task IS NOT NULL OR question IS NOT NULL
-         UNION SELECT session_id FROM turns WHERE state <> 'settled'`,
+        `SELECT s.id, s.version, s.turn_seq FROM sessions s WHERE s.id IN (
+           SELECT id FROM sessions WHERE task IS NOT NULL OR question IS NOT NULL
+           UNION SELECT session_id FROM turns WHERE state <> 'settled')`,
       );
       // Each side walks only its partial index (idle sessions and settled turns are not in it).
       expect(work).toMatch(/SCAN sessions USING (COVERING )?INDEX sessions_with_work/);

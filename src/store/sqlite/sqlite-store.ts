@@ -21,6 +21,7 @@ import {
   type SessionStore,
   sessionIdOf,
   type TurnRecord,
+  type WorkMark,
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
@@ -366,21 +367,30 @@ export class SqliteStore implements SessionStore {
   }
 
   async sessionsWithWork(drivableBy?: LeaseHolder): Promise<string[]> {
+    return (await this.#work('sessionsWithWork', drivableBy)).map((w) => w.id);
+  }
+
+  async workToScan(drivableBy?: LeaseHolder): Promise<WorkMark[]> {
+    return this.#work('workToScan', drivableBy);
+  }
+
+  /** Sessions with work (each side of the union walks its partial index), with their marks. */
+  #work(operation: string, drivableBy: LeaseHolder | undefined): WorkMark[] {
     const withWork = `SELECT id FROM sessions WHERE task IS NOT NULL OR question IS NOT NULL
          UNION
          SELECT session_id FROM turns WHERE state <> 'settled'`;
-    return this.#guard('sessionsWithWork', () =>
-      (drivableBy === undefined
-        ? this.#all(withWork, {})
-        : this.#all(
-            `SELECT id FROM (${withWork}) AS work
-             WHERE NOT EXISTS (SELECT 1 FROM leases
-                               WHERE session_id = work.id AND owner <> :owner AND expires_at > :now)`,
-            { owner: drivableBy.owner, now: drivableBy.now },
-          )
+    const drivable =
+      drivableBy === undefined
+        ? ''
+        : `AND NOT EXISTS (SELECT 1 FROM leases
+                           WHERE session_id = s.id AND owner <> :owner AND expires_at > :now)`;
+    return this.#guard(operation, () =>
+      this.#all(
+        `SELECT s.id, s.version, s.turn_seq FROM sessions s WHERE s.id IN (${withWork}) ${drivable}`,
+        drivableBy === undefined ? {} : { owner: drivableBy.owner, now: drivableBy.now },
       )
-        .map((row) => String(row.id))
-        .sort(),
+        .map((row) => ({ id: String(row.id), mark: `${String(row.version)}.${String(row.turn_seq)}` }))
+        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
     );
   }
 

@@ -178,6 +178,43 @@ export function leasesContract(c: ContractContext): void {
     });
   });
 
+  describe('workToScan', () => {
+    it('lists what sessionsWithWork lists, each with a mark that a turn added or a session write changes, and nothing else', async () => {
+      const waiting = await session('marked');
+      const other = await session('marked-2');
+      await c.store.commit({ session: { ...waiting, question: question() }, now: T0 + 1 });
+      await added(newTurn(other.id, 'm1'));
+      const first = await c.store.workToScan();
+      expect(first.map((w) => w.id)).toStrictEqual(await c.store.sessionsWithWork());
+      const markOf = async (id: string) => (await c.store.workToScan()).find((w) => w.id === id)?.mark;
+      const before = await markOf(waiting.id);
+      expect(before).toBeDefined();
+      // Reads, a lease taken and released, and another session's writes leave it as it was.
+      await c.store.getSession(waiting.id);
+      expect(await c.store.acquireLease(waiting.id, 'a', T0 + 2, MINUTE)).toBe('first');
+      await c.store.releaseLease(waiting.id, 'a', 0);
+      await added(newTurn(other.id, 'm2'));
+      expect(await markOf(waiting.id)).toBe(before);
+      // A turn added (by anyone, without a lease) changes it.
+      await added(newTurn(waiting.id, 'reply'));
+      const afterTurn = await markOf(waiting.id);
+      expect(afterTurn).not.toBe(before);
+      // So does a write of the session.
+      const current = await c.store.getSession(waiting.id);
+      if (current === undefined) throw new Error('the session is gone');
+      await c.store.commit({ session: { ...current, lastQuestionKey: 'q-2' }, now: T0 + 3 });
+      expect(await markOf(waiting.id)).not.toBe(afterTurn);
+      // For a lease holder, as sessionsWithWork filters.
+      expect(await c.store.acquireLease(other.id, 'b', T0 + 3, MINUTE)).toBe('first');
+      expect((await c.store.workToScan({ owner: 'a', now: T0 + 4 })).map((w) => w.id)).toStrictEqual(
+        await c.store.sessionsWithWork({ owner: 'a', now: T0 + 4 }),
+      );
+      expect((await c.store.workToScan({ owner: 'a', now: T0 + 4 })).map((w) => w.id)).not.toContain(
+        other.id,
+      );
+    });
+  });
+
   describe('inbound events', () => {
     it('claims an event key once', async () => {
       expect(await c.store.claimInboundEvent('Ev01', T0)).toBe(true);
