@@ -70,6 +70,11 @@ interface BenchTask {
   /** The message that started it; `asked`: paused on a question until it is answered. */
   text: string;
   asked: boolean;
+  /**
+   * A release() came while it worked: a stream to it cut before (the client follows it again
+   * with SubscribeToTask) is not held again but finished, as the release meant.
+   */
+  released?: boolean;
 }
 
 /** What a message says to ask the bench agent for an answer of `chunks` chunks of artifact text. */
@@ -372,6 +377,10 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
       return;
     }
     res.write(snapshot);
+    if (task.released === true) {
+      finish({ task, res, idJson, sent: 0 });
+      return;
+    }
     // Held until released; then the remaining chunks are sent as if from the start of the stream.
     hold({ task, res, idJson, sent: 0 });
   };
@@ -432,6 +441,7 @@ export async function startAgentServer(initial: Partial<AgentServerConfig> = {})
     configure: (c) => Object.assign(config, c),
     held: () => held.size,
     release: () => {
+      for (const task of tasks.values()) if (!task.asked && !task.completed) task.released = true;
       for (const stream of [...held]) {
         held.delete(stream);
         stopTrickle(stream);

@@ -179,14 +179,15 @@ async function start(endpoint: string, spec: string, o: StartOptions): Promise<v
 
   if (o.sweep !== undefined) {
     const streams = o.sweep.streams;
-    // Answers that trickle a chunk every 33 ms through the whole sweep (held after their last
-    // but one until the parent releases them).
+    // Answers that trickle a chunk every 33 ms through the whole sweep (enough chunks to outlast
+    // the longest sweep measured), held after their last but one until the parent releases them;
+    // the release sends what is left at once, which after a short sweep is most of it.
     const before = sink.settled.size;
     const accepted = sink.accepted;
     const streamThreads = Array.from({ length: streams }, (_, i) => `sweep-stream-${i}`);
     const updatesBefore = surface.updates;
     await Promise.all(
-      streamThreads.map((t) => engine.receive(inbound(t, 1, '[chunks:100000][hold-after:1][trickle-ms:33]'))),
+      streamThreads.map((t) => engine.receive(inbound(t, 1, '[chunks:40000][hold-after:1][trickle-ms:33]'))),
     );
     await waitUntil(() => sink.accepted >= accepted + streams, 'the streams accepted', 60_000);
     await waitUntil(() => surface.updates >= updatesBefore + streams * 5, 'the streams going', 60_000);
@@ -235,7 +236,7 @@ async function start(endpoint: string, spec: string, o: StartOptions): Promise<v
     loop.disable();
     const updatesDuring = surface.updates - updates0;
     say({ type: 'release' });
-    await waitUntil(() => sink.settled.size >= before + streams, 'the streams settled', 120_000);
+    await waitUntil(() => sink.settled.size >= before + streams, 'the streams settled', 300_000);
     const settled = [...sink.settled.values()].slice(-streams);
     const sortedBatches = [...batches].sort((a, b) => a - b);
     say({
