@@ -7,7 +7,7 @@ import { ACTOR_METADATA_KEY } from '../core/compose.js';
 import { InvalidConfigError } from '../core/errors.js';
 import { run } from '../main.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
-import { personOf, runForget } from './forget.js';
+import { describeErased, personOf, runForget } from './forget.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -96,5 +96,13 @@ describe('agentkourier forget', () => {
     expect(out.join('\n')).toContain('forget (--user ID | --email A)');
     out.length = 0;
     expect(await run(['forget', '--nobody'], io)).toBe(2);
+  });
+
+  it('says what still waits for its answer to end, and only then', () => {
+    const erased = { threads: 1, turns: 2, feedback: 0, wordsCleared: 3, links: 0, waiting: 0 };
+    expect(describeErased({ userId: 'U0ADA' }, erased)).not.toContain('still answering');
+    const waiting = describeErased({ email: 'ada@example.com' }, { ...erased, waiting: 2 });
+    expect(waiting).toContain('forgot email ada@example.com:');
+    expect(waiting).toContain('2 thread(s) or turn(s) still answering: they go once their answer ends');
   });
 });
