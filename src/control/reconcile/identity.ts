@@ -1,6 +1,6 @@
-import type { Identity } from '../../a2a/options.js';
+import type { Identity, PersonIdentity } from '../../a2a/options.js';
 import type { Binding } from '../crds/binding.js';
-import { type ConditionState, ConditionTypes, falseCondition, Reasons } from '../status.js';
+import { type ConditionState, ConditionTypes, falseCondition, type Reason, Reasons } from '../status.js';
 import { resolveSecretKey, type SecretLookup } from './secrets.js';
 
 /**
@@ -9,13 +9,27 @@ import { resolveSecretKey, type SecretLookup } from './secrets.js';
  * exchange at the identity provider, or each person's sign-in there; docs/identity.md). A secret
  * that cannot be read is the Binding's CredentialsResolved condition, never a call without it.
  */
-export function identityOf(
-  binding: Binding,
-  secrets: SecretLookup,
-): { ok: true; identity: Identity } | { ok: false; condition: ConditionState } {
+type Planned = { ok: true; identity: Identity } | { ok: false; condition: ConditionState };
+
+/** A secret that could not be read: the Binding's CredentialsResolved condition says which and why. */
+function unresolved(refusal: { reason: Reason; message: string }): Planned {
+  return {
+    ok: false,
+    condition: falseCondition(ConditionTypes.CredentialsResolved, refusal.reason, refusal.message),
+  };
+}
+
+export function identityOf(binding: Binding, secrets: SecretLookup): Planned {
   const { tokenSecretRef, userId, perPerson } = binding.spec.identity;
   if (perPerson !== undefined) {
     const { exchange, signIn } = perPerson;
+    // What every per-person identity carries; the source of the person's token is added below.
+    const person = (audience: string): PersonIdentity => ({
+      kind: 'person',
+      audience: perPerson.audience ?? audience,
+      header: perPerson.header ?? 'Authorization',
+      userIdHeader: false,
+    });
     if (signIn !== undefined) {
       let clientSecret: string | undefined;
       if (signIn.clientSecretRef !== undefined) {
@@ -24,21 +38,14 @@ export function identityOf(
           signIn.clientSecretRef,
           'identity.perPerson.signIn.clientSecretRef',
         );
-        if (!secret.ok)
-          return {
-            ok: false,
-            condition: falseCondition(ConditionTypes.CredentialsResolved, secret.reason, secret.message),
-          };
+        if (!secret.ok) return unresolved(secret);
         clientSecret = secret.value;
       }
       return {
         ok: true,
         identity: {
-          kind: 'person',
           // The person's access token goes out; the audience is the provider's business.
-          audience: perPerson.audience ?? signIn.issuer,
-          header: perPerson.header ?? 'Authorization',
-          userIdHeader: false,
+          ...person(signIn.issuer),
           signIn: {
             issuer: signIn.issuer,
             clientId: signIn.clientId,
@@ -50,35 +57,19 @@ export function identityOf(
         },
       };
     }
-    if (exchange === undefined)
-      return {
-        ok: true,
-        // The audience and X-User-Id are the backend's to fill in (planClient).
-        identity: {
-          kind: 'person',
-          audience: perPerson.audience ?? '',
-          header: perPerson.header ?? 'Authorization',
-          userIdHeader: false,
-        },
-      };
+    // The audience and X-User-Id are the backend's to fill in (planClient).
+    if (exchange === undefined) return { ok: true, identity: person('') };
     const secret = resolveSecretKey(
       secrets,
       exchange.clientSecretRef,
       'identity.perPerson.exchange.clientSecretRef',
     );
-    if (!secret.ok)
-      return {
-        ok: false,
-        condition: falseCondition(ConditionTypes.CredentialsResolved, secret.reason, secret.message),
-      };
+    if (!secret.ok) return unresolved(secret);
     return {
       ok: true,
       identity: {
-        kind: 'person',
         // The provider checks the assertion; its token endpoint is the audience unless named.
-        audience: perPerson.audience ?? exchange.tokenUrl,
-        header: perPerson.header ?? 'Authorization',
-        userIdHeader: false,
+        ...person(exchange.tokenUrl),
         exchange: {
           tokenUrl: exchange.tokenUrl,
           clientId: exchange.clientId,
@@ -93,21 +84,13 @@ export function identityOf(
   }
   if (tokenSecretRef !== undefined) {
     const token = resolveSecretKey(secrets, tokenSecretRef, 'identity.tokenSecretRef');
-    if (!token.ok)
-      return {
-        ok: false,
-        condition: falseCondition(ConditionTypes.CredentialsResolved, token.reason, token.message),
-      };
+    if (!token.ok) return unresolved(token);
     return { ok: true, identity: { kind: 'bearer', token: token.value } };
   }
   if (userId !== undefined) return { ok: true, identity: { kind: 'user-id', userId } };
   // The CRD refuses this already; a resource written before the rule existed still gets a reason.
-  return {
-    ok: false,
-    condition: falseCondition(
-      ConditionTypes.CredentialsResolved,
-      Reasons.InvalidSpec,
-      'exactly one of identity.tokenSecretRef, identity.userId and identity.perPerson must be set',
-    ),
-  };
+  return unresolved({
+    reason: Reasons.InvalidSpec,
+    message: 'exactly one of identity.tokenSecretRef, identity.userId and identity.perPerson must be set',
+  });
 }
