@@ -1,11 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Clock, systemClock } from '../../src/core/clock.js';
+import { ACTOR_METADATA_KEY } from '../../src/core/compose.js';
 import type { Erased } from '../../src/core/retention-store.js';
 import { type RetentionObserver, RetentionSweeper } from '../../src/core/retention-sweeper.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { ThreadBook } from '../../src/surfaces/webchat/threads.js';
 import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
+import { queuedTurn } from '../../testkit/turns.js';
 import { type Harness, startHarness } from '../helpers/engine-harness.js';
 
 /**
@@ -145,6 +147,42 @@ describe('retention', () => {
     expect(totals.threads).toBe(5);
     expect(swept.threads).toBe(5);
     expect((await store.retention().size()).threads).toBe(0);
+  });
+
+  it('a sweep first finishes the erasures kept while an answer ran, whatever the retention setting', async () => {
+    const store = new SqliteStore(':memory:');
+    await store.migrate();
+    try {
+      const now = Date.now();
+      const session = await store.openSession({
+        key: { surface: 'test', workspaceId: 'T1', channelId: 'C1', threadId: 'kept' },
+        binding: 'default/demo',
+        now,
+      });
+      const added = await store.addTurn(
+        queuedTurn({
+          id: 'kept-1',
+          sessionId: session.id,
+          chatMessageId: 'kept.1',
+          text: 'my words',
+          label: '[Test: Ada (U0ADA)]',
+          metadata: { [ACTOR_METADATA_KEY]: { id: 'U0ADA', name: 'Ada' } },
+          now,
+        }),
+      );
+      expect((await store.retention().erasePerson({ userId: 'U0ADA' }, now)).waiting).toBe(1);
+      await store.commit({
+        turns: [{ ...added.turn, state: 'settled', outcome: 'completed' }],
+        now: now + 1,
+      });
+      const { observer } = recorder();
+      // Days 0 keeps every thread; the erasure is a person's request, and goes all the same.
+      await new RetentionSweeper(store.retention(), { days: 0 }, systemClock, observer).sweep();
+      expect(await store.getSession(session.id)).toBeUndefined();
+      expect(await store.retention().pendingErasures()).toEqual([]);
+    } finally {
+      await store.close();
+    }
   });
 
   it("the web chat's page drops the threads idle since the cut, and keeps the others", () => {
