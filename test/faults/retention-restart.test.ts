@@ -12,6 +12,7 @@ import { openStore } from '../../src/store/open.js';
 import { startPostgres, type TestPostgres } from '../../testkit/postgres.js';
 import { killChild } from '../crash/children.js';
 import type { SweepChildConfig } from '../crash/sweep-child.js';
+import { until } from '../triggers/harness.js';
 
 /**
  * Fault matrix: the broker killed (SIGKILL) in the middle of a retention sweep, on SQLite and on
@@ -48,14 +49,6 @@ function startSweep(config: SweepChildConfig): {
   });
   done.catch(() => undefined);
   return { child, batches: () => batches, done };
-}
-
-async function until(condition: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** What the store holds, counted in its own tables. */
@@ -162,7 +155,7 @@ describe.each(['sqlite', 'postgres'] as const)('a retention sweep killed midway,
     expect(await backend.census(cut)).toMatchObject({ sessions: THREADS, oldSessions: OLD, forgotten: 0 });
 
     const first = startSweep(config);
-    await until(() => first.batches() >= KILL_AFTER, `${KILL_AFTER} batches of the first sweep`);
+    await until(`${KILL_AFTER} batches of the first sweep`, () => first.batches() >= KILL_AFTER, 60_000);
     await killChild(first.child);
     const killed = await backend.census(cut);
     // Killed midway: some old threads forgotten, some left; none of them half.
