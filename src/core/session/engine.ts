@@ -2,7 +2,7 @@
 // the loop that schedules sessions (scan, kick, drive, leases, wake-ups) share one set of
 // per-session maps and one stop signal; split, each half would reach into the other's state.
 // The work of a turn lives beside it (driver.ts and its parts, cancelling.ts), as does what
-// needs none of that state (hand-over.ts, answer-turn.ts, engine-options.ts).
+// needs none of that state (hand-over.ts, answer-turn.ts, engine-options.ts, inbound-text.ts).
 import { hostname } from 'node:os';
 import { type Clock, systemClock } from '../clock.js';
 import { actorMetadata, messageIdFor } from '../compose.js';
