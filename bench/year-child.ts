@@ -36,6 +36,7 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { fullText } from './agent-server.js';
 import { memory, waitUntil } from './engine-memory.js';
 import { BINDING, gc, NullSurface, newClient, say } from './engine-rig.js';
+import { watchStalls } from './stall-watch.js';
 import { quantileOf, TURNS_PER_THREAD, threadOf, YEAR_KEY } from './year-store.js';
 
 const scriptStartedAt = performance.now();
@@ -314,6 +315,8 @@ async function replicaLatency(endpoint: string, spec: string, owner: string, n: 
     });
     gcs.observe({ entryTypes: ['gc'] });
     loop.enable();
+    // Stalls while this round's first chunks arrive: own work, or waiting for a core.
+    const inWindow = watchStalls(10);
     for (let round = 0; round < rounds; round++) {
       const before = taken.length;
       const acc = r.sink.accepted;
@@ -326,7 +329,9 @@ async function replicaLatency(endpoint: string, spec: string, owner: string, n: 
       await waitUntil(() => r.sink.accepted >= acc + n, 'the turns accepted', 60_000);
       // Per round: the parent's next() finds a type's first line, so each round names its own.
       say({ type: `accepted-${round}` });
+      inWindow.start();
       await waitUntil(() => taken.length >= before + n, 'the stamped first chunks', 60_000);
+      inWindow.stop();
       say({ type: `stamped-${round}` });
       await waitUntil(() => r.sink.settled.size >= set + n, 'the turns settled', 60_000);
       say({ type: `settled-${round}` });
@@ -339,6 +344,7 @@ async function replicaLatency(endpoint: string, spec: string, owner: string, n: 
       loopMax: loop.max / 1e6,
       gcMax: Math.max(0, ...pauses),
       gcTotal: pauses.reduce((sum, d) => sum + d, 0),
+      stalls: inWindow.stalls,
     });
   } finally {
     await r.engine.stop();

@@ -31,6 +31,7 @@ import { startPostgres } from '../testkit/postgres.js';
 import { type AgentServer, startAgentServer } from './agent-server.js';
 import { type Child, fmt, runChild } from './engine-children.js';
 import { figure } from './figures.js';
+import { describeStalls, type Stall } from './stall-watch.js';
 import {
   generatePostgres,
   generateSqlite,
@@ -359,6 +360,10 @@ async function replicasOn(server: AgentServer, t: Target): Promise<void> {
       ` max ${(sorted.at(-1) ?? Number.NaN).toFixed(1)} ms; meanwhile, per replica, the event loop's longest delay` +
       ` ${results.map((m) => (m.loopMax as number).toFixed(1)).join(' / ')} ms, the longest GC pause` +
       ` ${results.map((m) => (m.gcMax as number).toFixed(1)).join(' / ')} ms`,
+  );
+  console.log(
+    `  while the first chunks arrived, per replica, its event loop's stalls over 10 ms: ` +
+      results.map((m) => describeStalls(m.stalls as Stall[])).join('; '),
   );
   // Replica A opens turns and holds them mid-stream; then replica B starts and stands by (its
   // scan finds A's live leases and leaves them: started first, it would take some of A's new

@@ -24,6 +24,8 @@
  *
  * SQLite tables are STRICT so a value of the wrong type is refused rather than stored.
  */
+
+import { chatAddressTables } from './chat-address-rows.js';
 import { feedbackTables } from './feedback-rows.js';
 import { identityLinkTables } from './identity-link-rows.js';
 import { installationTables } from './installation-rows.js';
@@ -284,6 +286,15 @@ export const migrations: readonly Migration[] = [
     name: 'retention: pending erasures',
     sqlite: 'CREATE TABLE pending_erasures (person TEXT PRIMARY KEY, requested_at INTEGER NOT NULL) STRICT;',
     postgres: 'CREATE TABLE pending_erasures (person text PRIMARY KEY, requested_at bigint NOT NULL);',
+  },
+  {
+    version: 12,
+    // How a surface reaches a conversation again (chat-address-rows.ts): Microsoft Teams' conversation
+    // references, written from each inbound activity and read for every answer, alert and
+    // proactive message; removed with the app's removal from the conversation or its team.
+    name: 'chat addresses',
+    sqlite: chatAddressTables('INTEGER', ' STRICT'),
+    postgres: chatAddressTables('bigint', ''),
   },
 ];
 

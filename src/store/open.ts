@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { StoreConfig } from '../config/broker.js';
 import { backoffDelay } from '../core/backoff.js';
+import type { ChatAddressRows } from '../core/chat-address-store.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
 import type { IdentityLinkStore } from '../core/identity-link-store.js';
 import type { InstallationRows } from '../core/installation-store.js';
@@ -28,6 +29,7 @@ export interface StoreBundle {
   feedback: FeedbackRows;
   retention: RetentionStore;
   identityLinks: IdentityLinkStore;
+  addresses: ChatAddressRows;
 }
 
 /** The bundle over one database's store. */
@@ -40,6 +42,7 @@ export function bundleOf(store: SqliteStore | PostgresStore): StoreBundle {
     feedback: store.feedback(),
     retention: store.retention(),
     identityLinks: store.identityLinks(),
+    addresses: store.addresses(),
   };
 }
 

@@ -35,11 +35,12 @@ export const TRANSCRIPT_TABLES = {
   tmessages: 'transcript_messages',
 } as const;
 
-/** The feedback, installation and sign-in link tables (feedback-rows.ts, installation-rows.ts, identity-link-rows.ts). */
+/** The feedback, installation, sign-in link and chat address tables (feedback-rows.ts, installation-rows.ts, identity-link-rows.ts, chat-address-rows.ts). */
 export const ROW_TABLES = {
   feedback: 'answer_feedback',
   installations: 'slack_installations',
   links: 'identity_links',
+  addresses: 'chat_addresses',
 } as const;
 
 /** The session store's own tables, as the retention sweep and erasure (retention-queries.ts) read them. */

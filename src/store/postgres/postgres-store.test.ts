@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatAddressContract } from '../../../test/store/chat-address-contract.js';
 import { feedbackContract } from '../../../test/store/feedback-contract.js';
 import { installationContract } from '../../../test/store/installation-contract.js';
 import { identityLinkContract, retentionContract } from '../../../test/store/retention-contract.js';
@@ -73,6 +74,12 @@ identityLinkContract('postgres', async () => {
 transcriptStoreContract('postgres', async () => {
   const sessions = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
   return { sessions, transcripts: sessions.transcripts() };
+});
+
+chatAddressContract('postgres', async () => {
+  const store = new PostgresStore({ connectionString: connectionString(), schema: freshSchema() });
+  await store.migrate();
+  return { rows: store.addresses(), close: () => store.close() };
 });
 
 installationContract('postgres', async () => {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { ChatAddressRows } from '../../core/chat-address-store.js';
 import { InvalidConfigError, LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
 import type { IdentityLinkStore } from '../../core/identity-link-store.js';
@@ -19,6 +20,7 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import { StepsChatAddressRows } from '../chat-address-rows.js';
 import { StepsFeedbackRows } from '../feedback-rows.js';
 import { StepsIdentityLinks } from '../identity-link-rows.js';
 import { StepsInstallationRows } from '../installation-rows.js';
@@ -78,6 +80,7 @@ export class PostgresStore implements SessionStore {
   #installations: InstallationRows | undefined;
   #feedback: FeedbackRows | undefined;
   #links: IdentityLinkStore | undefined;
+  #addresses: ChatAddressRows | undefined;
   readonly #batched: BatchedStatements;
   readonly #turns: TurnWrites;
 
@@ -152,6 +155,14 @@ export class PostgresStore implements SessionStore {
       new PostgresSteps(this.#pool, this.#schema, 'installation store'),
     );
     return this.#installations;
+  }
+
+  /** How surfaces reach their conversations again, on the same database (their table comes with migrate()). */
+  addresses(): ChatAddressRows {
+    this.#addresses ??= new StepsChatAddressRows(
+      new PostgresSteps(this.#pool, this.#schema, 'chat addresses'),
+    );
+    return this.#addresses;
   }
 
   /** People's sign-in links on the same database (their table comes with migrate()). */

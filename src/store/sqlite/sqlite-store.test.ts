@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { chatAddressContract } from '../../../test/store/chat-address-contract.js';
 import { feedbackContract } from '../../../test/store/feedback-contract.js';
 import { installationContract } from '../../../test/store/installation-contract.js';
 import { identityLinkContract, retentionContract } from '../../../test/store/retention-contract.js';
@@ -279,6 +280,12 @@ describe('SqliteStore', () => {
   it('reports a file it cannot open as StoreError', () => {
     expect(() => new SqliteStore(join(freshPath(), 'missing-dir', 'x.db'))).toThrow(StoreError);
   });
+});
+
+chatAddressContract('sqlite file', async () => {
+  const store = new SqliteStore(freshPath());
+  await store.migrate();
+  return { rows: store.addresses(), close: () => store.close() };
 });
 
 installationContract('sqlite file', async () => {

@@ -5,6 +5,7 @@
 // feedback) has modules of its own.
 
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import type { ChatAddressRows } from '../../core/chat-address-store.js';
 import { LeaseLostError, StaleWriteError, StoreError } from '../../core/errors.js';
 import type { FeedbackRows } from '../../core/feedback-store.js';
 import type { IdentityLinkStore } from '../../core/identity-link-store.js';
@@ -25,6 +26,7 @@ import {
 } from '../../core/store.js';
 import type { TranscriptStore } from '../../core/transcript-store.js';
 import type { TriggerStore } from '../../core/trigger-store.js';
+import { StepsChatAddressRows } from '../chat-address-rows.js';
 import { markTold, StepsFeedbackRows } from '../feedback-rows.js';
 import { StepsIdentityLinks } from '../identity-link-rows.js';
 import { StepsInstallationRows } from '../installation-rows.js';
@@ -70,6 +72,7 @@ export class SqliteStore implements SessionStore {
   #installations: InstallationRows | undefined;
   #feedback: FeedbackRows | undefined;
   #links: IdentityLinkStore | undefined;
+  #addresses: ChatAddressRows | undefined;
   /** The feedback store's runner: also runs a turn's markTold inside the turn's own write. */
   readonly #feedbackSteps: SqliteSteps;
   #retention: RetentionStore | undefined;
@@ -118,6 +121,12 @@ export class SqliteStore implements SessionStore {
   installations(): InstallationRows {
     this.#installations ??= new StepsInstallationRows(new SqliteSteps(this.#db, 'installation store'));
     return this.#installations;
+  }
+
+  /** How surfaces reach their conversations again, on the same database (their table comes with migrate()). */
+  addresses(): ChatAddressRows {
+    this.#addresses ??= new StepsChatAddressRows(new SqliteSteps(this.#db, 'chat addresses'));
+    return this.#addresses;
   }
 
   /** People's sign-in links on the same database (their table comes with migrate()). */
