@@ -30,7 +30,7 @@ export function clientFingerprint(options: A2AClientOptions): string {
 }
 
 function registrationOf(spec: LiveSpec): string {
-  return JSON.stringify([spec.dialect, spec.settings, spec.slack, spec.toolApprovals]);
+  return JSON.stringify([spec.dialect, spec.settings, spec.slack, spec.teams, spec.toolApprovals]);
 }
 
 /** Builds a Binding's client; `binding` is its ref ('namespace/name'), for its telemetry. */
@@ -83,8 +83,8 @@ export class LiveClients {
         client,
         dialect: dialectSpec(spec.dialect).dialect,
         settings: spec.settings,
-        // spec.slack is the Slack surface's routing; no other surface routes by channel.
-        routes: { slack: spec.slack },
+        // Each surface's routing under its name: the registry knows none of them.
+        routes: { slack: spec.slack, ...(spec.teams === undefined ? {} : { teams: spec.teams }) },
         toolApprovals: spec.toolApprovals,
       });
     }

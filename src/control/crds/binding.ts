@@ -65,6 +65,42 @@ const slack = z
   })
   .meta({ description: 'Where in Slack this Binding listens.' });
 
+/** A Teams channel's or group chat's conversation id (a channel's is the channel id). */
+const teamsConversationId = z
+  .string()
+  .min(10)
+  .max(256)
+  .regex(
+    /^19:[A-Za-z0-9_.=@-]+@thread\.[a-z0-9]+$/,
+    'must be a Teams channel or group chat id (19:…@thread.tacv2, 19:…@thread.v2)',
+  );
+
+const teams = z
+  .object({
+    tenantId: z
+      .string()
+      .regex(
+        /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+        'must be a tenant id (a GUID)',
+      )
+      .meta({
+        description:
+          'The Microsoft Entra tenant the conversations are in; the install must allow it too (TEAMS_TENANTS).',
+      }),
+    channels: uniqueList(
+      z.array(teamsConversationId).max(256).meta({
+        description:
+          'Teams channel ids, and group chat ids, whose conversations reach the agent (a channel post that mentions the app, and its replies, are one thread).',
+      }),
+      'channels',
+    ).default([]),
+    allowPersonalChats: z.boolean().default(false).meta({
+      description:
+        'Whether people’s personal chats with the app in this tenant reach this Binding (at most one per tenant).',
+    }),
+  })
+  .meta({ description: 'Where in Microsoft Teams this Binding listens (docs/teams.md).' });
+
 const identity = withRules(
   z
     .object({
@@ -334,6 +370,7 @@ export const bindingSpec = withRules(
         .optional()
         .meta({ description: 'The kagent agent (kagent-v1 backends only, where it is required).' }),
       slack: slack.optional(),
+      teams: teams.optional(),
       identity,
       interactions: z
         .object({

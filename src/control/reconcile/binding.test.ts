@@ -237,6 +237,34 @@ describe('planBinding', () => {
     expect(plan()).not.toHaveProperty('feedbackToAgent');
   });
 
+  it('routes a Binding with spec.teams on the Teams surface, its tenant (in lower case) as the workspace', () => {
+    const channel = '19:0a1b2c3d4e5f@thread.tacv2';
+    const plan = planBinding({
+      binding: bindingObject({
+        teams: {
+          tenantId: 'AB12CD34-0000-4000-8000-00000000000A',
+          channels: [channel],
+          allowPersonalChats: true,
+        },
+      }),
+      backend: backendObject(),
+      secrets: secrets({}),
+      allowedChannels: undefined,
+    });
+    expect(plan.live?.teams).toEqual({
+      channels: [channel],
+      allowDirectMessages: true,
+      workspaceId: 'ab12cd34-0000-4000-8000-00000000000a',
+    });
+    const slackOnly = planBinding({
+      binding: bindingObject({ slack: { channels: ['C1AAA'], allowDirectMessages: false } }),
+      backend: backendObject(),
+      secrets: secrets({}),
+      allowedChannels: undefined,
+    });
+    expect(slackOnly.live?.teams).toBeUndefined();
+  });
+
   it('keeps channels the namespace may not claim out of the registry', () => {
     const plan = planBinding({
       binding: bindingObject({ slack: { channels: ['C1AAA', 'C2BBB'], allowDirectMessages: false } }),

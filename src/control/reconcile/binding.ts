@@ -51,6 +51,8 @@ export interface LiveSpec {
   client: A2AClientOptions;
   settings: BindingSettings;
   slack: SurfaceRouting;
+  /** Microsoft Teams' routing, when the Binding has a spec.teams: its tenant is the workspace. */
+  teams?: SurfaceRouting;
   toolApprovals: ToolApprovalSettings;
 }
 
@@ -237,6 +239,7 @@ function planClient(observed: BindingObservation): BindingPlan {
     return plan;
   }
   const slack = binding.spec.slack;
+  const teams = binding.spec.teams;
   const approvals = binding.spec.interactions?.toolApprovals;
   plan.live = {
     ref: bindingRef(binding),
@@ -253,6 +256,15 @@ function planClient(observed: BindingObservation): BindingPlan {
       ...(slack?.handle === undefined ? {} : { handle: slack.handle }),
       ...(slack?.feedback?.toAgent === true ? { feedbackToAgent: true } : {}),
     },
+    ...(teams === undefined
+      ? {}
+      : {
+          teams: {
+            channels: teams.channels,
+            allowDirectMessages: teams.allowPersonalChats,
+            workspaceId: teams.tenantId.toLowerCase(),
+          },
+        }),
     toolApprovals: {
       enabled: approvals?.enabled ?? false,
       approverGroups: approvals?.approverGroups ?? [],
