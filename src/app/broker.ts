@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config/broker.js';
 import { loadSlackConfig, type SlackConfig, slackRequested } from '../config/slack.js';
+import { loadTeamsConfig, type TeamsConfig, teamsRequested } from '../config/teams.js';
 import { systemClock } from '../core/clock.js';
 import type { FeedbackRows } from '../core/feedback-store.js';
 import type { IdentityLinkStore } from '../core/identity-link-store.js';
@@ -17,6 +18,7 @@ import { createLogger, Observability } from '../observability/index.js';
 import type { StoreBundle } from '../store/open.js';
 import { SurfaceRouter, TriggerChatRouter } from '../surfaces/router.js';
 import { type ConnectOptions, SlackConnection } from '../surfaces/slack/index.js';
+import { TeamsConnection } from '../surfaces/teams/index.js';
 import { Triggers } from '../triggers/index.js';
 import { gateInstalledWorkspaces } from './slack-workspaces.js';
 
@@ -91,6 +93,8 @@ export interface BrokerCore {
   /** Each person's latest feedback press per answer, on the same database. */
   feedbackRows: FeedbackRows;
   slack: SlackConnection | undefined;
+  /** Microsoft Teams, when its settings are in the environment. */
+  teams: TeamsConnection | undefined;
   engine: SessionEngine;
   triggers: Triggers;
   registry: LiveRegistry;
@@ -113,6 +117,8 @@ export interface Broker {
   readonly logger: Logger;
   /** Slack's settings, read once from the environment; undefined: no Slack. */
   readonly slackConfig: SlackConfig | undefined;
+  /** Microsoft Teams' settings, read once from the environment; undefined: no Teams. */
+  readonly teamsConfig: TeamsConfig | undefined;
   /** The process's metrics, traces and turn log; their close runs last of all. */
   readonly observability: Observability;
   /** Runs at stop, before everything pushed earlier (stops run in reverse order of pushing). */
@@ -130,6 +136,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
   const stops: Array<() => Promise<void>> = [];
   // Read once, here: a bad Slack setting stops the start before anything else runs.
   const slackConfig = slackRequested(options.env) ? loadSlackConfig(options.env) : undefined;
+  const teamsConfig = teamsRequested(options.env) ? loadTeamsConfig(options.env) : undefined;
   // First in, last out: spans of turns still open at stop are ended and flushed after all else.
   const observability = new Observability({ env: options.env, logger });
   stops.push(() => observability.close());
@@ -149,6 +156,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
   return {
     logger,
     slackConfig,
+    teamsConfig,
     observability,
     defer: (s) => {
       stops.push(s);
@@ -176,6 +184,15 @@ export function openBroker(options: BrokerOpenOptions): Broker {
               // OAuth mode keeps each workspace's installation beside the sessions.
               ...(slackConfig.oauth === undefined ? {} : { installations: o.stores.installations }),
             });
+      const teams =
+        teamsConfig === undefined
+          ? undefined
+          : new TeamsConnection({
+              config: teamsConfig,
+              logger,
+              bindings: o.registry,
+              addresses: o.stores.addresses,
+            });
       const gated = await gateInstalledWorkspaces(slack, o.registry, logger);
       stops.push(async () => gated.stop());
       // Each surface shows the agent working from the engine's events.
@@ -187,6 +204,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         surface: new SurfaceRouter({
           ...o.surfaces,
           ...(slack === undefined ? {} : { slack: slack.surface }),
+          ...(teams === undefined ? {} : { teams: teams.surface }),
         }),
         events: obs.events(...sinks),
         tracer: obs.turns,
@@ -230,13 +248,18 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         feedbackRows: o.stores.feedback,
         identityLinks: o.stores.identityLinks,
         slack,
+        teams,
         engine,
         triggers,
         registry: o.registry,
       };
     },
     serve: async (core, o = {}) => {
-      const { slack, engine, triggers } = core;
+      const { slack, teams, engine, triggers } = core;
+      if (teams !== undefined) {
+        stops.push(() => teams.stop());
+        await teams.listen({ inbound: engine });
+      }
       if (slack !== undefined) {
         // Pushed first: a listen that ends early (the signal, in Socket Mode) still gets its stop.
         stops.push(() => slack.stop());

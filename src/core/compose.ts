@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { cutWithMark } from './text.js';
 
 /**
  * What the broker sends for a chat message (the contract's "What is sent"): the messageId, the
@@ -83,6 +84,38 @@ export function untrustedBlock(source: string, body: string): string {
     data,
     `</${tag}>`,
   ].join('\n');
+}
+
+/**
+ * S-6: a person as a surface knows them, with their label line `[<Surface>: Name (id) <email>]`.
+ * A display name and an email are chosen by their owner: neither may break out of the line (no
+ * newline, no brackets) or pass itself off as an email or a second label; an email that does not
+ * look like one is left out.
+ */
+export function actorFor(
+  surface: string,
+  person: { id: string; name?: string | undefined; email?: string | undefined },
+): Actor {
+  const name = cleanLabelPart(person.name ?? '', 80);
+  const email = (person.email ?? '').trim();
+  const validEmail = /^[^\s<>()[\]@]+@[^\s<>()[\]@]+$/.test(email) && email.length <= 254 ? email : '';
+  const id = cleanLabelPart(person.id, 64);
+  const label = `[${surface}: ${name === '' ? id : `${name} (${id})`}${validEmail === '' ? '' : ` <${validEmail}>`}]`;
+  return {
+    id: person.id,
+    label,
+    ...(name === '' ? {} : { name }),
+    ...(validEmail === '' ? {} : { email: validEmail }),
+  };
+}
+
+function cleanLabelPart(value: string, max: number): string {
+  const text = value
+    .replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, ' ')
+    .replace(/[[\]<>]/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return cutWithMark(text, max);
 }
 
 /**

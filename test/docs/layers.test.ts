@@ -55,7 +55,7 @@ const RULES: Rule[] = [
   },
 ];
 
-const SURFACES = ['src/surfaces/slack/', 'src/surfaces/webchat/'];
+const SURFACES = ['src/surfaces/slack/', 'src/surfaces/teams/', 'src/surfaces/webchat/'];
 for (const surface of SURFACES)
   RULES.push({
     what: 'the surfaces never import each other',

@@ -12,6 +12,7 @@ import type {
   ToolStep,
 } from '../../../core/ports.js';
 import type { StructuredForm } from '../../../core/question.js';
+import { ToolCardTally } from '../../common/tool-cards.js';
 import { type ActivityOptions, ThreadActivity } from '../agent-app/activity.js';
 import { AgentApi } from '../agent-app/agent-api.js';
 import { SessionStatuses, type SessionStatusOptions } from '../agent-app/session-status.js';
@@ -20,7 +21,6 @@ import type { People } from '../inbound/people.js';
 import { retrying, type SlackApi } from '../web-api/client.js';
 import { noticeMessage, questionMessage, type RenderedMessage, toolStepMessage } from './render.js';
 import { type AnswerSettings, DEFAULT_ANSWER_SETTINGS, SlackAnswer, StreamSupport } from './slack-answer.js';
-import { ToolCardTally } from './tool-cards.js';
 
 /**
  * The chat port on Slack: answers that grow in place (slack-answer.ts), notices in plain words,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type Clock, WAIT_OVER } from '../../../core/clock.js';
-import type { Actor } from '../../../core/compose.js';
+import { type Actor, actorFor } from '../../../core/compose.js';
 import { cutWithMark } from '../../../core/text.js';
 import type { SlackApi, SlackUser } from '../web-api/client.js';
 
@@ -120,40 +120,16 @@ export class People {
 
 /** The label and actor of a person known only by ID. */
 export function bare(userId: string): Actor {
-  return { id: userId, label: `[Slack: ${clean(userId, 32)}]` };
+  return { id: userId, label: actorFor('Slack', { id: cutWithMark(userId, 32) }).label };
 }
 
 export function actorOf(user: SlackUser): Actor {
   const profile = user.profile ?? {};
-  const name = clean(
-    firstNonEmpty(profile.display_name, profile.real_name, user.real_name, user.name) ?? '',
-    80,
-  );
-  const email = (profile.email ?? '').trim();
-  const validEmail = /^[^\s<>()[\]@]+@[^\s<>()[\]@]+$/.test(email) && email.length <= 254 ? email : '';
-  const id = clean(user.id, 32);
-  const label = `[Slack: ${name === '' ? id : `${name} (${id})`}${validEmail === '' ? '' : ` <${validEmail}>`}]`;
-  return {
-    id: user.id,
-    label,
-    ...(name === '' ? {} : { name }),
-    ...(validEmail === '' ? {} : { email: validEmail }),
-  };
+  const name = firstNonEmpty(profile.display_name, profile.real_name, user.real_name, user.name);
+  // Slack's ids are short; a longer one is not Slack's and is cut as before.
+  return { ...actorFor('Slack', { id: cutWithMark(user.id, 32), name, email: profile.email }), id: user.id };
 }
 
 function firstNonEmpty(...values: Array<string | undefined>): string | undefined {
   return values.find((v) => v !== undefined && v.trim() !== '');
-}
-
-/**
- * A display name is chosen by its owner: it may not break out of the label line (no newline,
- * no brackets) or pass itself off as an email or a second label.
- */
-function clean(value: string, max: number): string {
-  const text = value
-    .replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, ' ')
-    .replace(/[[\]<>]/g, '')
-    .replace(/\s+/g, ' ')
-    .trim();
-  return cutWithMark(text, max);
 }

@@ -1,10 +1,11 @@
-import type { ToolStep } from '../../../core/ports.js';
+import type { ToolStep } from '../../core/ports.js';
 
 /**
- * How many tool steps of one turn Slack shows as cards of their own. An agent may send thousands
- * of tool steps before it answers; each card is a chat.postMessage, paced by the channel's
- * budget (about one a second), so one card per step would hold the turn, and the answer behind
- * it, for as long as an hour. After these, one message counts the rest.
+ * How many tool steps of one turn a surface shows as cards of their own (Slack and Teams share
+ * this tally). An agent may send thousands of tool steps before it answers; each card is a
+ * message, paced by the conversation's rate limits (about one a second), so one card per step
+ * would hold the turn, and the answer behind it, for as long as an hour. After these, one
+ * message counts the rest.
  */
 export const TOOL_CARDS_PER_TURN = 5;
 /** The count message is edited at most this often while steps keep coming. */
@@ -26,7 +27,7 @@ export function moreToolCallsText(count: number): string {
 }
 
 /**
- * One turn's tool steps in Slack: the first TOOL_CARDS_PER_TURN as cards, then one message
+ * One turn's tool steps in a chat: the first TOOL_CARDS_PER_TURN as cards, then one message
  * counting the others. Past the cards nothing is awaited by the turn: the count is posted once
  * and edited now and then, in the background, with the latest number.
  */

@@ -1,0 +1,241 @@
+import type { TurnContext } from '@microsoft/agents-hosting';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { ChatAddressRows } from '../../core/chat-address-store.js';
+import { actorFor } from '../../core/compose.js';
+import type { ChatInbound } from '../../core/inbound.js';
+import type { ChannelDirectory } from '../../core/registry.js';
+import type { SessionKey } from '../../core/store.js';
+import {
+  baseConversationId,
+  FIRST_CHAT_THREAD,
+  rootOf,
+  TEAMS_SURFACE,
+  type TeamsAddress,
+} from './address.js';
+import type { TeamsSender } from './sender.js';
+
+/**
+ * What the SDK hands over once it has checked an activity's token: an activity from a tenant the
+ * install does not allow reaches nothing (not the store, not an agent). From an allowed one:
+ * - a person's message becomes a turn of the session its conversation and thread stand for, for
+ *   the Binding that takes the conversation (a channel or group chat it lists, or personal chats
+ *   in its tenant), labelled with who wrote it; `new` alone in a chat starts a fresh session;
+ * - the app added to a conversation stores the conversation's address (so alerts and answers
+ *   find it), and the app removed from it, or from its team, removes what was stored for it.
+ * Every field used is checked here (zod); the SDK's Activity type is not trusted for shape.
+ */
+
+/** A chat's command that starts a fresh session in it. */
+export const NEW_COMMAND = 'new';
+export const NEW_STARTED_TEXT =
+  'Started a new conversation with the agent: it does not see what came before.';
+const MAX_TEXT = 40_000;
+
+const account = z.object({
+  id: z.string().min(1).max(256),
+  name: z.string().max(256).optional(),
+  aadObjectId: z.string().max(64).optional(),
+});
+
+const activitySchema = z.object({
+  type: z.string().max(64),
+  id: z.string().max(256).optional(),
+  serviceUrl: z.url().max(2048),
+  from: account,
+  recipient: account,
+  conversation: z.object({
+    id: z.string().min(1).max(512),
+    conversationType: z.enum(['personal', 'channel', 'groupChat']).optional(),
+    tenantId: z.string().max(64).optional(),
+  }),
+  text: z.string().max(MAX_TEXT).optional(),
+  entities: z
+    .array(
+      z.looseObject({
+        type: z.string().max(64).optional(),
+        text: z.string().max(512).optional(),
+        mentioned: z.object({ id: z.string().max(256) }).optional(),
+      }),
+    )
+    .max(100)
+    .optional(),
+  channelData: z
+    .looseObject({
+      tenant: z.object({ id: z.string().max(64) }).optional(),
+      team: z.object({ id: z.string().max(256) }).optional(),
+      eventType: z.string().max(64).optional(),
+    })
+    .optional(),
+  membersAdded: z.array(account).max(1000).optional(),
+  membersRemoved: z.array(account).max(1000).optional(),
+  action: z.string().max(64).optional(),
+});
+
+type TeamsActivity = z.infer<typeof activitySchema>;
+
+export interface TeamsInboundDeps {
+  tenants: ReadonlySet<string>;
+  bindings: ChannelDirectory;
+  addresses: ChatAddressRows;
+  sender: TeamsSender;
+  inbound: Pick<ChatInbound, 'receive'>;
+  logger: Logger;
+  now?: () => number;
+}
+
+export class TeamsInbound {
+  readonly #d: TeamsInboundDeps;
+  /** The address last written per conversation, so a message writes only what changed. */
+  readonly #written = new Map<string, string>();
+
+  constructor(deps: TeamsInboundDeps) {
+    this.#d = deps;
+  }
+
+  async handle(ctx: TurnContext): Promise<void> {
+    const parsed = activitySchema.safeParse(ctx.activity);
+    if (!parsed.success) {
+      this.#d.logger.warn(
+        { issues: parsed.error.issues.length },
+        'a Teams activity of an unexpected shape was ignored',
+      );
+      return;
+    }
+    const a = parsed.data;
+    const tenant = (a.conversation.tenantId ?? a.channelData?.tenant?.id ?? '').toLowerCase();
+    if (!this.#d.tenants.has(tenant)) {
+      this.#d.logger.warn(
+        { tenant },
+        'a Teams activity from a tenant not allowed (TEAMS_TENANTS) was ignored',
+      );
+      return;
+    }
+    if (a.type === 'message') return this.#message(a, tenant);
+    if (a.type === 'conversationUpdate' || a.type === 'installationUpdate')
+      return this.#membership(a, tenant);
+  }
+
+  async #message(a: TeamsActivity, tenant: string): Promise<void> {
+    const type = a.conversation.conversationType ?? 'personal';
+    const base = baseConversationId(a.conversation.id);
+    const binding =
+      type === 'personal'
+        ? this.#d.bindings.forDirectMessages(TEAMS_SURFACE, tenant)
+        : this.#d.bindings.forChannel(TEAMS_SURFACE, base, tenant);
+    if (binding === undefined || a.id === undefined) {
+      this.#d.logger.debug(
+        { tenant, type },
+        'a Teams message in a conversation no Binding takes was ignored',
+      );
+      return;
+    }
+    const text = plainText(a);
+    if (text === '') return;
+    await this.#remember(a, tenant, type, base);
+    let threadId: string;
+    if (type === 'channel') {
+      threadId = rootOf(a.conversation.id) ?? a.id;
+    } else {
+      if (text.toLowerCase() === NEW_COMMAND) return this.#newThread(tenant, base, a.id);
+      threadId = (await this.#d.addresses.get(TEAMS_SURFACE, tenant, base))?.threadId ?? FIRST_CHAT_THREAD;
+    }
+    const key: SessionKey = { surface: TEAMS_SURFACE, workspaceId: tenant, channelId: base, threadId };
+    await this.#d.inbound.receive({
+      kind: 'person',
+      key,
+      binding: binding.ref,
+      chatMessageId: a.id,
+      actor: actorFor('Teams', { id: a.from.aadObjectId ?? a.from.id, name: a.from.name }),
+      text,
+      addressed: true,
+    });
+  }
+
+  async #newThread(tenant: string, base: string, messageId: string): Promise<void> {
+    await this.#d.addresses.setThread(TEAMS_SURFACE, tenant, base, messageId);
+    const key: SessionKey = {
+      surface: TEAMS_SURFACE,
+      workspaceId: tenant,
+      channelId: base,
+      threadId: messageId,
+    };
+    await this.#d.sender.post(key, { type: 'message', text: NEW_STARTED_TEXT });
+  }
+
+  async #membership(a: TeamsActivity, tenant: string): Promise<void> {
+    const bot = a.recipient.id;
+    const type = a.conversation.conversationType ?? 'personal';
+    const base = baseConversationId(a.conversation.id);
+    const removed =
+      (a.type === 'installationUpdate' && (a.action ?? '').startsWith('remove')) ||
+      (a.membersRemoved ?? []).some((m) => m.id === bot);
+    if (removed) {
+      const team = a.channelData?.team?.id;
+      const gone =
+        team === undefined
+          ? Number(await this.#d.addresses.delete(TEAMS_SURFACE, tenant, base))
+          : await this.#d.addresses.deleteGroup(TEAMS_SURFACE, tenant, team);
+      this.#written.delete(`${tenant}\n${base}`);
+      this.#d.sender.forget(tenant, base);
+      this.#d.logger.info(
+        { tenant, type, conversations: gone },
+        'the app was removed from a Teams conversation',
+      );
+      return;
+    }
+    const added =
+      (a.type === 'installationUpdate' && (a.action ?? '').startsWith('add')) ||
+      (a.membersAdded ?? []).some((m) => m.id === bot);
+    if (added) await this.#remember(a, tenant, type, base);
+  }
+
+  /** Stores the conversation's address when it is new or changed (a new service URL). */
+  async #remember(a: TeamsActivity, tenant: string, type: TeamsAddress['conversationType'], base: string) {
+    const address: TeamsAddress = {
+      serviceUrl: a.serviceUrl,
+      botId: a.recipient.id,
+      conversationType: type,
+      ...(a.channelData?.team?.id === undefined ? {} : { teamId: a.channelData.team.id }),
+      ...(type === 'personal' && a.type === 'message' ? { userId: a.from.id } : {}),
+    };
+    const json = JSON.stringify(address);
+    const cacheKey = `${tenant}\n${base}`;
+    if (this.#written.get(cacheKey) === json) return;
+    await this.#d.addresses.put({
+      surface: TEAMS_SURFACE,
+      workspaceId: tenant,
+      conversationId: base,
+      groupId: address.teamId ?? null,
+      address: json,
+      updatedAt: (this.#d.now ?? Date.now)(),
+    });
+    this.#written.set(cacheKey, json);
+    this.#d.sender.remember(tenant, base, address);
+  }
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+/** A message's words: the app's mention taken out, Teams' markup reduced to text. */
+export function plainText(a: Pick<TeamsActivity, 'text' | 'entities' | 'recipient'>): string {
+  let text = a.text ?? '';
+  for (const e of a.entities ?? []) {
+    if (e.type === 'mention' && e.mentioned?.id === a.recipient.id && e.text !== undefined) {
+      text = text.split(e.text).join('');
+    }
+  }
+  return text
+    .replace(/<br\s*\/?>/gi, '\n')
+    .replace(/<\/p>/gi, '\n')
+    .replace(/<[^>]{0,2000}>/g, '')
+    .replace(/&(#\d{1,7}|[a-z]{2,6});/gi, (whole, name: string) => {
+      if (name.startsWith('#')) {
+        const code = Number(name.slice(1));
+        return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+      }
+      return ENTITIES[name.toLowerCase()] ?? whole;
+    })
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+}

@@ -1,0 +1,131 @@
+import {
+  type AuthConfiguration,
+  CloudAdapter,
+  ConnectionManager,
+  OutboundHostValidator,
+} from '@microsoft/agents-hosting';
+import type { Logger } from 'pino';
+import type { TeamsConfig } from '../../config/teams.js';
+import type { ChatAddressRows } from '../../core/chat-address-store.js';
+import type { ChatInbound } from '../../core/inbound.js';
+import type { ChannelDirectory } from '../../core/registry.js';
+import { AppTokens } from './app-token.js';
+import { ThreadBudget } from './budget.js';
+import { listenTeams, type TeamsEndpoint } from './http.js';
+import { TeamsInbound } from './inbound.js';
+import { TeamsSender } from './sender.js';
+import { TeamsSurface } from './surface.js';
+
+/**
+ * Microsoft Teams, wired: the Agents SDK's CloudAdapter with the app's connection (its client
+ * id as the audience inbound tokens must name, its tenant and authority as the issuer and keys
+ * they must come from, issuer checks on), the app's own tokens for outbound calls (./app-token.ts),
+ * the service URLs it may send to (Microsoft's and any named in TEAMS_SERVICE_URL_HOSTS), the
+ * engine's chat port (./surface.ts) and, once `listen` runs, the messaging endpoint feeding the
+ * engine (./http.ts, ./inbound.ts). docs/teams.md says how to register the app.
+ */
+
+export interface TeamsConnectOptions {
+  config: TeamsConfig;
+  logger: Logger;
+  bindings: ChannelDirectory;
+  addresses: ChatAddressRows;
+  /** Edits of a growing answer, at most one per this long (tests shorten it). */
+  editPaceMs?: number;
+}
+
+export class TeamsConnection {
+  readonly surface: TeamsSurface;
+  readonly #o: TeamsConnectOptions;
+  readonly #adapter: CloudAdapter;
+  readonly #sender: TeamsSender;
+  #inbound: Pick<ChatInbound, 'cancel'> | undefined;
+  #endpoint: TeamsEndpoint | undefined;
+
+  constructor(options: TeamsConnectOptions) {
+    this.#o = options;
+    const { config, logger } = options;
+    const connection: AuthConfiguration = {
+      clientId: config.appId,
+      tenantId: config.appTenantId,
+      authorityEndpoint: config.authority,
+      validateIssuer: true,
+    };
+    const connections = new Map([['serviceConnection', connection]]);
+    const connectionsMap = [{ serviceUrl: '*', connection: 'serviceConnection' }];
+    const auth: AuthConfiguration = { ...connection, connections, connectionsMap };
+    const hosts = new OutboundHostValidator({
+      enabled: true,
+      includeDefaultMicrosoftHosts: true,
+      hosts: config.serviceUrlHosts,
+    });
+    this.#adapter = new CloudAdapter(auth, undefined, undefined, { validateServiceUrl: true }, hosts);
+    const tokens = new AppTokens({
+      clientId: config.appId,
+      clientSecret: config.appSecret,
+      tenantId: config.appTenantId,
+      authority: config.authority,
+    });
+    this.#adapter.connectionManager = new ConnectionManager(() => tokens, connections, connectionsMap, auth);
+    // The SDK's default tells the person "the agent encountered an error": an activity the broker
+    // could not take is answered 500 instead, so Teams delivers it again.
+    this.#adapter.onTurnError = async (_ctx, error) => {
+      throw error;
+    };
+    this.#sender = new TeamsSender({
+      adapter: this.#adapter,
+      appId: config.appId,
+      addresses: options.addresses,
+      budget: new ThreadBudget(),
+      logger,
+    });
+    this.surface = new TeamsSurface({
+      sender: this.#sender,
+      logger,
+      ...(options.editPaceMs === undefined ? {} : { editPaceMs: options.editPaceMs }),
+      stop: (key, turnId, actorId) => {
+        const inbound = this.#inbound;
+        if (inbound === undefined) return;
+        inbound.cancel(key, { actor: { id: actorId ?? 'teams' }, turnId }).then(
+          (result) => logger.info({ turnId, status: result.status }, 'a person stopped an answer in Teams'),
+          (error: unknown) =>
+            logger.error(
+              { err: error instanceof Error ? error.name : typeof error },
+              'a Teams stop did not cancel',
+            ),
+        );
+      },
+    });
+  }
+
+  /** The messaging endpoint's URL, once listening. */
+  get url(): string | undefined {
+    return this.#endpoint?.url;
+  }
+
+  /** Listens on TEAMS_PORT (or `port`), feeding the engine. */
+  async listen(o: { inbound: Pick<ChatInbound, 'receive' | 'cancel'>; port?: number }): Promise<void> {
+    this.#inbound = o.inbound;
+    const inbound = new TeamsInbound({
+      tenants: this.#o.config.tenants,
+      bindings: this.#o.bindings,
+      addresses: this.#o.addresses,
+      sender: this.#sender,
+      inbound: o.inbound,
+      logger: this.#o.logger,
+    });
+    this.#endpoint = await listenTeams({
+      adapter: this.#adapter,
+      handle: (ctx) => inbound.handle(ctx),
+      host: this.#o.config.host,
+      port: o.port ?? this.#o.config.port,
+      logger: this.#o.logger,
+    });
+    this.#o.logger.info({ url: this.#endpoint.url }, 'Teams messaging endpoint listening');
+  }
+
+  async stop(): Promise<void> {
+    this.surface.close();
+    await this.#endpoint?.close();
+  }
+}

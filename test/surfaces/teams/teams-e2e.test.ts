@@ -1,0 +1,199 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { TEAMS_SURFACE } from '../../../src/surfaces/teams/address.js';
+import { NEW_STARTED_TEXT } from '../../../src/surfaces/teams/inbound.js';
+import { answer } from '../../peers/contract-agent/contract-agent.js';
+import { startTeamsHarness, type TeamsHarness, type TeamsHarnessOptions } from './harness.js';
+
+const SEND = 'SendStreamingMessage';
+const CANCEL = 'CancelTask';
+
+interface Sent {
+  parts: Array<{ text?: string }>;
+  contextId?: string;
+}
+
+function sent(h: TeamsHarness): Sent[] {
+  return h.agent.rpc(SEND).map((r) => (r.body as { params: { message: Sent } }).params.message);
+}
+
+describe('Microsoft Teams end to end: the real Agents SDK, the session engine and the contract agent', () => {
+  const harnesses: TeamsHarness[] = [];
+  afterEach(async () => {
+    await Promise.all(harnesses.splice(0).map((h) => h.close()));
+  });
+  async function harness(o: TeamsHarnessOptions = {}): Promise<TeamsHarness> {
+    const h = await startTeamsHarness(o);
+    harnesses.push(h);
+    return h;
+  }
+  const botMessages = (h: TeamsHarness, conversationId: string) =>
+    h.connector.messages(conversationId).filter((m) => m.from === 'bot');
+
+  it('a personal chat message is a turn with the label line; its answer streams with Teams streaming and ends exact', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(SEND, answer({ chunks: ['Hello', ' there', ', Ada.'], chunkDelayMs: 700 }));
+    const activity = h.connector.message({ conversation: h.personal, from: h.ada, text: 'restart the api' });
+    expect((await h.connector.deliver(h.endpoint, activity)).status).toBe(200);
+    await h.settled(1);
+    expect(sent(h)[0]?.parts[0]?.text).toBe(`[Teams: Ada Lovelace (${h.ada.aadObjectId})]\nrestart the api`);
+    await h.waitFor('the final message', () =>
+      botMessages(h, h.personal.id).some((m) => m.stream?.ended === 'final'),
+    );
+    const [streamed, ...others] = botMessages(h, h.personal.id);
+    expect(others).toEqual([]);
+    expect(streamed?.text).toBe('Hello there, Ada.');
+    // The stream showed the text growing before its final message.
+    expect(streamed?.stream?.updates).toBeGreaterThan(2);
+    expect(h.connector.throttled).toBe(0);
+  });
+
+  it('a channel post that mentions the app and its replies are one session; each answer is one message edited, exact at its end', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(SEND, answer({ chunks: ['One', ' two', ' three.'], chunkDelayMs: 400 }));
+    const root = h.connector.message({ conversation: h.channel, from: h.ada, text: 'count to three' });
+    expect((await h.connector.deliver(h.endpoint, root)).status).toBe(200);
+    await h.settled(1);
+    await h.waitFor('the answer', () =>
+      botMessages(h, h.channel.id).some((m) => m.text === 'One two three.'),
+    );
+    const [first] = botMessages(h, h.channel.id);
+    expect(first?.conversationId).toBe(`${h.channel.id};messageid=${root.id as string}`);
+    expect(first?.stream).toBeUndefined();
+    // A reply in the thread (it mentions the app) goes on in the same agent context.
+    h.agent.enqueueFor(SEND, answer({ chunks: ['Four.'] }));
+    const reply = h.connector.message({
+      conversation: h.channel,
+      from: h.ada,
+      text: 'and then?',
+      threadRoot: root.id as string,
+    });
+    expect((await h.connector.deliver(h.endpoint, reply)).status).toBe(200);
+    await h.settled(2);
+    await h.waitFor('the second answer', () => botMessages(h, h.channel.id).some((m) => m.text === 'Four.'));
+    const [one, two] = sent(h);
+    // The first turn starts the agent's context; the reply carries it.
+    expect(one?.contextId).toBeUndefined();
+    expect(two?.contextId).toEqual(expect.any(String));
+    expect(one?.parts[0]?.text).toContain('count to three');
+    expect(two?.parts[0]?.text).toContain('and then?');
+    const sessions = new Set(h.events.filter((e) => e.type === 'turn.settled').map((e) => e.sessionId));
+    expect(sessions.size).toBe(1);
+    expect(h.connector.throttled).toBe(0);
+  });
+
+  it('a redelivered activity is answered once', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(SEND, answer({ chunks: ['Once.'] }));
+    const activity = h.connector.message({ conversation: h.channel, from: h.ada, text: 'hello' });
+    expect((await h.connector.deliver(h.endpoint, activity)).status).toBe(200);
+    expect((await h.connector.deliver(h.endpoint, activity)).status).toBe(200);
+    await h.settled(1);
+    await h.waitFor('the answer', () => botMessages(h, h.channel.id).some((m) => m.text === 'Once.'));
+    expect(h.agent.rpc(SEND)).toHaveLength(1);
+    expect(botMessages(h, h.channel.id)).toHaveLength(1);
+  });
+
+  it('an unsigned activity, a token for another app, one signed by other keys and an expired one are refused 401 before anything is stored', async () => {
+    const h = await harness();
+    const attempts = [
+      null,
+      { audience: '99999999-2222-4333-8444-555555555555' },
+      { foreignKey: true },
+      { expired: true },
+    ];
+    for (const token of attempts) {
+      const activity = h.connector.message({ conversation: h.personal, from: h.ada, text: 'let me in' });
+      expect((await h.connector.deliver(h.endpoint, activity, token)).status).toBe(401);
+    }
+    expect(h.agent.rpc(SEND)).toHaveLength(0);
+    expect(await h.store.addresses().get(TEAMS_SURFACE, h.tenantId, h.personal.id)).toBeUndefined();
+    expect(h.events).toEqual([]);
+  });
+
+  it('an activity from a tenant the install does not allow reaches nothing', async () => {
+    const h = await harness();
+    const stranger = { ...h.personal, id: 'a:stranger', tenantId: '00000000-1111-4222-8333-444444444444' };
+    h.connector.conversation(stranger);
+    const activity = h.connector.message({ conversation: stranger, from: h.ada, text: 'hello' });
+    expect((await h.connector.deliver(h.endpoint, activity)).status).toBe(200);
+    expect(h.agent.rpc(SEND)).toHaveLength(0);
+    expect(await h.store.addresses().get(TEAMS_SURFACE, stranger.tenantId, stranger.id)).toBeUndefined();
+    expect(h.events).toEqual([]);
+    expect(h.logs.some((l) => String(l.msg).includes('tenant not allowed'))).toBe(true);
+  });
+
+  it('the person’s Stop on a streamed answer cancels the agent’s task; the partial answer stays, with the notice', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(
+      SEND,
+      answer({ chunks: Array.from({ length: 40 }, (_, i) => `part ${i}. `), chunkDelayMs: 250 }),
+    );
+    const activity = h.connector.message({ conversation: h.personal, from: h.ada, text: 'a long one' });
+    await h.connector.deliver(h.endpoint, activity);
+    await h.waitFor('the stream to show some text', () =>
+      botMessages(h, h.personal.id).some((m) => m.stream !== undefined && m.text.length > 0),
+    );
+    h.connector.stop(h.personal.id);
+    await h.waitFor('the agent asked to cancel', () => h.agent.rpc(CANCEL).length > 0, 15_000);
+    await h.settled(1);
+    const [streamed, ...rest] = botMessages(h, h.personal.id);
+    expect(streamed?.stream?.ended).toBe('stopped');
+    expect(streamed?.text.startsWith('part 0. ')).toBe(true);
+    expect(streamed?.text).not.toContain('part 39.');
+    expect(rest.map((m) => m.text).join('\n')).toMatch(/cancel|stop/i);
+  });
+
+  it('an answer past Teams’ streaming limit goes on in the same message, edited, exact at its end, and is not a stop', async () => {
+    const h = await harness({ streamLimitMs: 2_500 });
+    const chunks = Array.from({ length: 12 }, (_, i) => `line ${i}\n`);
+    h.agent.enqueueFor(SEND, answer({ chunks, chunkDelayMs: 400 }));
+    const activity = h.connector.message({ conversation: h.personal, from: h.ada, text: 'take your time' });
+    await h.connector.deliver(h.endpoint, activity);
+    await h.settled(1, 30_000);
+    await h.waitFor('the whole answer', () =>
+      botMessages(h, h.personal.id).some((m) => m.text === chunks.join('')),
+    );
+    const shown = botMessages(h, h.personal.id);
+    expect(shown).toHaveLength(1);
+    expect(shown[0]?.stream?.ended).toBe('timed-out');
+    expect(shown[0]?.edits).toBeGreaterThan(0);
+    expect(h.agent.rpc(CANCEL)).toHaveLength(0);
+    expect(h.connector.throttled).toBe(0);
+  });
+
+  it('"new" in a chat starts a fresh session; the app removed from the chat forgets its address', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(SEND, answer({ chunks: ['First.'] }), answer({ chunks: ['Second.'] }));
+    await h.connector.deliver(
+      h.endpoint,
+      h.connector.message({ conversation: h.personal, from: h.ada, text: 'hi' }),
+    );
+    await h.settled(1);
+    await h.connector.deliver(
+      h.endpoint,
+      h.connector.message({ conversation: h.personal, from: h.ada, text: 'new' }),
+    );
+    await h.waitFor('the new-conversation note', () =>
+      botMessages(h, h.personal.id).some((m) => m.text === NEW_STARTED_TEXT),
+    );
+    await h.connector.deliver(
+      h.endpoint,
+      h.connector.message({ conversation: h.personal, from: h.ada, text: 'hi again' }),
+    );
+    await h.settled(2);
+    const [first, second] = sent(h);
+    expect(first?.contextId).toBeUndefined();
+    // A fresh session: its first turn names no context.
+    expect(second?.contextId).toBeUndefined();
+    const sessions = new Set(h.events.filter((e) => e.type === 'turn.settled').map((e) => e.sessionId));
+    expect(sessions.size).toBe(2);
+
+    const removed = {
+      ...h.connector.message({ conversation: h.personal, from: h.ada, text: '' }),
+      type: 'installationUpdate',
+      action: 'remove',
+    };
+    expect((await h.connector.deliver(h.endpoint, removed)).status).toBe(200);
+    expect(await h.store.addresses().get(TEAMS_SURFACE, h.tenantId, h.personal.id)).toBeUndefined();
+  });
+});
