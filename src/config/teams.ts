@@ -16,6 +16,8 @@ import { InvalidConfigError } from '../core/errors.js';
  * - TEAMS_HOST (default 0.0.0.0).
  * - TEAMS_AUTHORITY (default https://login.microsoftonline.com): the Entra authority, for a
  *   sovereign cloud (and tests, which run a fake one).
+ * - TEAMS_GRAPH_URL (default https://graph.microsoft.com): Microsoft Graph, asked whether a person
+ *   is in an approver group (a sovereign cloud's Graph, or the tests' fake).
  * - TEAMS_SERVICE_URL_HOSTS: hosts beyond Microsoft's own the broker may send to (an activity
  *   naming another service URL is refused); tests name their fake Bot Connector's.
  */
@@ -23,6 +25,7 @@ import { InvalidConfigError } from '../core/errors.js';
 export const TEAMS_MESSAGES_PATH = '/api/messages';
 export const DEFAULT_TEAMS_PORT = 3978;
 export const DEFAULT_TEAMS_AUTHORITY = 'https://login.microsoftonline.com';
+export const DEFAULT_GRAPH_URL = 'https://graph.microsoft.com';
 
 export interface TeamsConfig {
   appId: string;
@@ -34,6 +37,8 @@ export interface TeamsConfig {
   port: number;
   /** No trailing slash. */
   authority: string;
+  /** No trailing slash. */
+  graphUrl: string;
   serviceUrlHosts: readonly string[];
 }
 
@@ -73,6 +78,12 @@ const schema = z.object({
       (v) => /^https?:\/\/[^/\s]+$/.test(v),
       'TEAMS_AUTHORITY must be an authority’s origin, such as https://login.microsoftonline.us',
     ),
+  TEAMS_GRAPH_URL: text
+    .transform((v) => (v ?? DEFAULT_GRAPH_URL).replace(/\/+$/, ''))
+    .refine(
+      (v) => /^https?:\/\/[^/\s]+$/.test(v),
+      'TEAMS_GRAPH_URL must be Microsoft Graph’s origin, such as https://graph.microsoft.us',
+    ),
   TEAMS_SERVICE_URL_HOSTS: text.transform((v) =>
     v === undefined
       ? []
@@ -102,6 +113,7 @@ export function loadTeamsConfig(env: Readonly<Record<string, string | undefined>
     host: v.TEAMS_HOST,
     port: v.TEAMS_PORT,
     authority: v.TEAMS_AUTHORITY,
+    graphUrl: v.TEAMS_GRAPH_URL,
     serviceUrlHosts: v.TEAMS_SERVICE_URL_HOSTS,
   };
 }

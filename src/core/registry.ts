@@ -34,6 +34,11 @@ export interface ToolApprovalSettings {
   approverGroups: readonly string[];
   /** People who may approve, named one by one (Slack user ids). */
   approvers: readonly string[];
+  /**
+   * Who may approve on a surface whose people and groups have ids of another kind, by surface
+   * name (Microsoft Teams: Entra group ids, and Entra object ids or emails).
+   */
+  perSurface?: Readonly<Record<string, { approverGroups: readonly string[]; approvers: readonly string[] }>>;
 }
 
 export interface LiveBinding {

@@ -204,6 +204,36 @@ export class FakeBotConnector {
     };
   }
 
+  /**
+   * A person's press of an Adaptive Card's Action.Execute on the app's message `messageId`, as
+   * Teams invokes the app (`adaptiveCard/action`, the card's inputs merged into the data).
+   */
+  cardAction(o: {
+    conversation: FakeConversation;
+    from: Member;
+    messageId: string;
+    /** A channel's: the thread's root. */
+    threadRoot?: string;
+    verb: string;
+    data: Record<string, unknown>;
+  }): Record<string, unknown> {
+    const base = this.message({
+      conversation: o.conversation,
+      from: o.from,
+      text: '',
+      threadRoot: o.threadRoot ?? o.messageId,
+    });
+    this.#messages.delete(`${(base.conversation as { id: string }).id}/${base.id as string}`);
+    return {
+      ...base,
+      type: 'invoke',
+      name: 'adaptiveCard/action',
+      text: undefined,
+      replyToId: o.messageId,
+      value: { action: { type: 'Action.Execute', verb: o.verb, data: o.data }, trigger: 'manual' },
+    };
+  }
+
   async close(): Promise<void> {
     const server = this.#server;
     if (server === undefined) return;

@@ -65,6 +65,14 @@ const slack = z
   })
   .meta({ description: 'Where in Slack this Binding listens.' });
 
+/** A Microsoft Entra object id (a GUID). */
+const entraId = z
+  .string()
+  .regex(
+    /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+    'must be a Microsoft Entra object id (a GUID)',
+  );
+
 /** A Teams channel's or group chat's conversation id (a channel's is the channel id). */
 const teamsConversationId = z
   .string()
@@ -265,13 +273,48 @@ const toolApprovals = withRules(
           }),
         'approvers',
       ).default([]),
+      teams: z
+        .object({
+          approverGroups: uniqueList(
+            z.array(entraId).max(32).meta({
+              description:
+                'Microsoft Entra group object ids whose members may approve a tool call in Teams (transitive membership, asked of Microsoft Graph).',
+            }),
+            'approverGroups',
+          ).default([]),
+          approvers: uniqueList(
+            z
+              .array(
+                z
+                  .string()
+                  .min(3)
+                  .max(320)
+                  .regex(
+                    /^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[^\s@]+@[^\s@]+)$/,
+                    'must be a Microsoft Entra user object id or an email',
+                  ),
+              )
+              .max(100)
+              .meta({
+                description:
+                  'People who may approve in Teams: Entra user object ids, or emails (matched against their email or UPN).',
+              }),
+            'approvers',
+          ).default([]),
+        })
+        .optional()
+        .meta({ description: 'Who may approve in Microsoft Teams, whose people and groups have Entra ids.' }),
     })
     .meta({ description: 'Tool approvals (kagent-v1): who may let the agent run a tool.' }),
   [
     {
-      cel: '!self.enabled || size(self.approverGroups) > 0 || size(self.approvers) > 0',
-      message: 'approverGroups or approvers must name someone when tool approvals are enabled',
-      check: (t) => !t.enabled || t.approverGroups.length > 0 || t.approvers.length > 0,
+      cel: '!self.enabled || size(self.approverGroups) > 0 || size(self.approvers) > 0 || (has(self.teams) && (size(self.teams.approverGroups) > 0 || size(self.teams.approvers) > 0))',
+      message: 'approverGroups or approvers (or teams’) must name someone when tool approvals are enabled',
+      check: (t) =>
+        !t.enabled ||
+        t.approverGroups.length > 0 ||
+        t.approvers.length > 0 ||
+        (t.teams !== undefined && t.teams.approverGroups.length + t.teams.approvers.length > 0),
     },
   ],
 );

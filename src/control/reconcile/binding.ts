@@ -269,6 +269,16 @@ function planClient(observed: BindingObservation): BindingPlan {
       enabled: approvals?.enabled ?? false,
       approverGroups: approvals?.approverGroups ?? [],
       approvers: approvals?.approvers ?? [],
+      ...(approvals?.teams === undefined
+        ? {}
+        : {
+            perSurface: {
+              teams: {
+                approverGroups: approvals.teams.approverGroups.map((g) => g.toLowerCase()),
+                approvers: approvals.teams.approvers.map((a) => a.toLowerCase()),
+              },
+            },
+          }),
     },
   };
   return plan;

@@ -1,10 +1,11 @@
+import { Activity } from '@microsoft/agents-activity';
 import type { TurnContext } from '@microsoft/agents-hosting';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ChatAddressRows } from '../../core/chat-address-store.js';
 import { actorFor } from '../../core/compose.js';
 import type { ChatInbound } from '../../core/inbound.js';
-import type { ChannelDirectory } from '../../core/registry.js';
+import type { ChannelDirectory, LiveBinding } from '../../core/registry.js';
 import type { SessionKey } from '../../core/store.js';
 import {
   baseConversationId,
@@ -13,6 +14,8 @@ import {
   TEAMS_SURFACE,
   type TeamsAddress,
 } from './address.js';
+import type { TeamsDecisions } from './cards/decisions.js';
+import { CARD_CONTENT_TYPE, stoppingCard, VERB_STOP } from './cards/question-card.js';
 import type { TeamsSender } from './sender.js';
 
 /**
@@ -70,16 +73,29 @@ const activitySchema = z.object({
   membersAdded: z.array(account).max(1000).optional(),
   membersRemoved: z.array(account).max(1000).optional(),
   action: z.string().max(64).optional(),
+  name: z.string().max(128).optional(),
+  replyToId: z.string().max(256).optional(),
+  value: z.unknown().optional(),
+});
+
+/** An Adaptive Card's Action.Execute, as Teams invokes the app with it. */
+const cardAction = z.object({
+  action: z.object({
+    type: z.literal('Action.Execute'),
+    verb: z.string().max(128),
+    data: z.record(z.string().max(64), z.unknown()).optional(),
+  }),
 });
 
 type TeamsActivity = z.infer<typeof activitySchema>;
 
 export interface TeamsInboundDeps {
   tenants: ReadonlySet<string>;
-  bindings: ChannelDirectory;
+  bindings: ChannelDirectory & { get(ref: string): LiveBinding | undefined };
+  decisions: TeamsDecisions;
   addresses: ChatAddressRows;
   sender: TeamsSender;
-  inbound: Pick<ChatInbound, 'receive'>;
+  inbound: Pick<ChatInbound, 'receive' | 'cancel'>;
   logger: Logger;
   now?: () => number;
 }
@@ -112,17 +128,84 @@ export class TeamsInbound {
       return;
     }
     if (a.type === 'message') return this.#message(a, tenant);
+    if (a.type === 'invoke' && a.name === 'adaptiveCard/action') return this.#cardAction(ctx, a, tenant);
     if (a.type === 'conversationUpdate' || a.type === 'installationUpdate')
       return this.#membership(a, tenant);
+  }
+
+  /** The Binding that takes the activity's conversation, if one does. */
+  #bindingOf(a: TeamsActivity, tenant: string): { ref: string } | undefined {
+    const type = a.conversation.conversationType ?? 'personal';
+    const base = baseConversationId(a.conversation.id);
+    return type === 'personal'
+      ? this.#d.bindings.forDirectMessages(TEAMS_SURFACE, tenant)
+      : this.#d.bindings.forChannel(TEAMS_SURFACE, base, tenant);
+  }
+
+  /** The session key of a conversation's current thread (a channel's: the activity's root). */
+  async #keyOf(a: TeamsActivity, tenant: string, rootFallback: string): Promise<SessionKey> {
+    const base = baseConversationId(a.conversation.id);
+    const threadId =
+      a.conversation.conversationType === 'channel'
+        ? (rootOf(a.conversation.id) ?? rootFallback)
+        : ((await this.#d.addresses.get(TEAMS_SURFACE, tenant, base))?.threadId ?? FIRST_CHAT_THREAD);
+    return { surface: TEAMS_SURFACE, workspaceId: tenant, channelId: base, threadId };
+  }
+
+  async #cardAction(ctx: TurnContext, a: TeamsActivity, tenant: string): Promise<void> {
+    const action = cardAction.safeParse(a.value);
+    const ref = this.#bindingOf(a, tenant)?.ref;
+    const binding = ref === undefined ? undefined : this.#d.bindings.get(ref);
+    if (!action.success || binding === undefined) {
+      await ctx.sendActivity(Activity.fromObject({ type: 'invokeResponse', value: { status: 400 } }));
+      return;
+    }
+    const key = await this.#keyOf(a, tenant, a.replyToId ?? '');
+    const actor = actorFor('Teams', { id: a.from.aadObjectId ?? a.from.id, name: a.from.name });
+    const turn = action.data.action.data?.turn;
+    const card =
+      action.data.action.verb === VERB_STOP && typeof turn === 'string'
+        ? await this.#stop(key, actor.id, turn)
+        : await this.#d.decisions.press({
+            key,
+            binding,
+            promptId: a.replyToId,
+            actor,
+            aadObjectId: a.from.aadObjectId,
+            memberId: a.from.id,
+            data: { ...action.data.action.data, verb: action.data.action.verb },
+          });
+    await ctx.sendActivity(
+      Activity.fromObject({
+        type: 'invokeResponse',
+        value: { status: 200, body: { statusCode: 200, type: CARD_CONTENT_TYPE, value: card.content } },
+      }),
+    );
+  }
+
+  /**
+   * A Stop pressed under an answer being written: the turn's task is cancelled (anyone in the
+   * conversation may: Teams sends the press only from its members). The answer stays as shown,
+   * and its end says it was stopped.
+   */
+  async #stop(key: SessionKey, actorId: string, turnId: string) {
+    const result = await this.#d.inbound
+      .cancel(key, { actor: { id: actorId }, turnId })
+      .catch((error: unknown) => {
+        this.#d.logger.error(
+          { err: error instanceof Error ? error.name : typeof error },
+          'a Teams stop did not cancel',
+        );
+        return undefined;
+      });
+    this.#d.logger.info({ turnId, status: result?.status }, 'a person stopped an answer in Teams');
+    return stoppingCard();
   }
 
   async #message(a: TeamsActivity, tenant: string): Promise<void> {
     const type = a.conversation.conversationType ?? 'personal';
     const base = baseConversationId(a.conversation.id);
-    const binding =
-      type === 'personal'
-        ? this.#d.bindings.forDirectMessages(TEAMS_SURFACE, tenant)
-        : this.#d.bindings.forChannel(TEAMS_SURFACE, base, tenant);
+    const binding = this.#bindingOf(a, tenant);
     if (binding === undefined || a.id === undefined) {
       this.#d.logger.debug(
         { tenant, type },
@@ -133,14 +216,8 @@ export class TeamsInbound {
     const text = plainText(a);
     if (text === '') return;
     await this.#remember(a, tenant, type, base);
-    let threadId: string;
-    if (type === 'channel') {
-      threadId = rootOf(a.conversation.id) ?? a.id;
-    } else {
-      if (text.toLowerCase() === NEW_COMMAND) return this.#newThread(tenant, base, a.id);
-      threadId = (await this.#d.addresses.get(TEAMS_SURFACE, tenant, base))?.threadId ?? FIRST_CHAT_THREAD;
-    }
-    const key: SessionKey = { surface: TEAMS_SURFACE, workspaceId: tenant, channelId: base, threadId };
+    if (type !== 'channel' && text.toLowerCase() === NEW_COMMAND) return this.#newThread(tenant, base, a.id);
+    const key = await this.#keyOf(a, tenant, a.id);
     await this.#d.inbound.receive({
       kind: 'person',
       key,

@@ -6,11 +6,14 @@ import {
 } from '@microsoft/agents-hosting';
 import type { Logger } from 'pino';
 import type { TeamsConfig } from '../../config/teams.js';
+import type { ApprovalAuditSink } from '../../core/approval-audit.js';
 import type { ChatAddressRows } from '../../core/chat-address-store.js';
 import type { ChatInbound } from '../../core/inbound.js';
-import type { ChannelDirectory } from '../../core/registry.js';
+import type { ChannelDirectory, LiveBinding } from '../../core/registry.js';
 import { AppTokens } from './app-token.js';
 import { ThreadBudget } from './budget.js';
+import { TeamsApprovers } from './cards/approvers.js';
+import { TeamsDecisions } from './cards/decisions.js';
 import { listenTeams, type TeamsEndpoint } from './http.js';
 import { TeamsInbound } from './inbound.js';
 import { TeamsSender } from './sender.js';
@@ -28,8 +31,10 @@ import { TeamsSurface } from './surface.js';
 export interface TeamsConnectOptions {
   config: TeamsConfig;
   logger: Logger;
-  bindings: ChannelDirectory;
+  bindings: ChannelDirectory & { get(ref: string): LiveBinding | undefined };
   addresses: ChatAddressRows;
+  /** Where each tool approval decided in Teams is recorded. */
+  audit?: ApprovalAuditSink;
   /** Edits of a growing answer, at most one per this long (tests shorten it). */
   editPaceMs?: number;
 }
@@ -40,6 +45,7 @@ export class TeamsConnection {
   readonly #adapter: CloudAdapter;
   readonly #sender: TeamsSender;
   #inbound: Pick<ChatInbound, 'cancel'> | undefined;
+  readonly #tokens: AppTokens;
   #endpoint: TeamsEndpoint | undefined;
 
   constructor(options: TeamsConnectOptions) {
@@ -66,6 +72,7 @@ export class TeamsConnection {
       tenantId: config.appTenantId,
       authority: config.authority,
     });
+    this.#tokens = tokens;
     this.#adapter.connectionManager = new ConnectionManager(() => tokens, connections, connectionsMap, auth);
     // The SDK's default tells the person "the agent encountered an error": an activity the broker
     // could not take is answered 500 instead, so Teams delivers it again.
@@ -104,11 +111,27 @@ export class TeamsConnection {
   }
 
   /** Listens on TEAMS_PORT (or `port`), feeding the engine. */
-  async listen(o: { inbound: Pick<ChatInbound, 'receive' | 'cancel'>; port?: number }): Promise<void> {
+  async listen(o: {
+    inbound: Pick<ChatInbound, 'receive' | 'cancel' | 'answer' | 'findSession'>;
+    port?: number;
+  }): Promise<void> {
     this.#inbound = o.inbound;
+    const { config, logger } = this.#o;
+    const decisions = new TeamsDecisions({
+      inbound: o.inbound,
+      approvers: new TeamsApprovers({
+        graphUrl: config.graphUrl,
+        token: () => this.#tokens.getAccessToken(config.graphUrl),
+        logger,
+      }),
+      sender: this.#sender,
+      ...(this.#o.audit === undefined ? {} : { audit: this.#o.audit }),
+      logger,
+    });
     const inbound = new TeamsInbound({
       tenants: this.#o.config.tenants,
       bindings: this.#o.bindings,
+      decisions,
       addresses: this.#o.addresses,
       sender: this.#sender,
       inbound: o.inbound,

@@ -15,6 +15,7 @@ import { cutWithMark } from '../../core/text.js';
 import { ToolCardTally } from '../common/tool-cards.js';
 import { EditedAnswer } from './answer/edited.js';
 import { StreamedAnswer } from './answer/streamed.js';
+import { questionCard, stopCard } from './cards/question-card.js';
 import type { TeamsSender } from './sender.js';
 
 /**
@@ -63,6 +64,7 @@ export class TeamsSurface implements ChatSurface {
         onRef,
         paceMs,
         logger: this.#d.logger,
+        working: stopCard(turnId),
       });
     return new DeferredSink(
       this.#d.sender.address(target.key).then((address) => {
@@ -95,6 +97,9 @@ export class TeamsSurface implements ChatSurface {
 
   async askQuestion(target: ChatTarget, prompt: QuestionPrompt): Promise<string | null> {
     const q = prompt.question;
+    if (q.kind === 'structured' && q.form !== undefined) {
+      return await this.#d.sender.post(target.key, { type: 'message', attachments: [questionCard(q)] });
+    }
     const choices = (q.choices ?? []).map((c) => `- ${cutWithMark(c, 200)}`).join('\n');
     const text = `${q.text}${choices === '' ? '' : `\n\n${choices}`}\n\n_Reply in this conversation to answer._`;
     return await this.#d.sender.post(target.key, { type: 'message', text });

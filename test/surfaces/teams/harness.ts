@@ -3,15 +3,19 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { A2AClient } from '../../../src/a2a/client.js';
 import { loadTeamsConfig } from '../../../src/config/teams.js';
+import type { ApprovalAudit } from '../../../src/core/approval-audit.js';
 import type { EngineEvent } from '../../../src/core/events.js';
+import type { ToolApprovalSettings } from '../../../src/core/registry.js';
 import { LiveRegistry } from '../../../src/core/registry.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import type { EngineTimings } from '../../../src/core/session/timings.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
+import { dialectSpec } from '../../../src/dialects/index.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { TeamsConnection } from '../../../src/surfaces/teams/index.js';
 import { FakeBotConnector, type FakeConversation, type Member } from '../../../testkit/teams/connector.js';
 import { type FakeEntra, startFakeEntra } from '../../../testkit/teams/entra.js';
+import { FakeGraph } from '../../../testkit/teams/graph.js';
 import { FAST_TIMINGS } from '../../helpers/engine-harness.js';
 import { type ContractAgent, startContractAgent } from '../../peers/contract-agent/contract-agent.js';
 
@@ -34,11 +38,16 @@ export interface TeamsHarnessOptions {
   agent?: ContractAgent;
   entra?: FakeEntra;
   connector?: FakeBotConnector;
+  /** The Binding's dialect (default a2a); kagent-v1: the agent's card lists kagent's HITL extension. */
+  dialect?: 'a2a' | 'kagent-v1';
+  toolApprovals?: ToolApprovalSettings;
 }
 
 export interface TeamsHarness {
   entra: FakeEntra;
   connector: FakeBotConnector;
+  graph: FakeGraph;
+  audits: ApprovalAudit[];
   agent: ContractAgent;
   store: SqliteStore;
   engine: SessionEngine;
@@ -60,7 +69,12 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
   const appId = '11111111-2222-4333-8444-555555555555';
   const entra = o.entra ?? (await startFakeEntra());
   const tenantId = entra.tenantId;
-  entra.register({ clientId: appId, secret: 'app-secret', resources: ['https://api.botframework.com'] });
+  const graph = await new FakeGraph(entra).start();
+  entra.register({
+    clientId: appId,
+    secret: 'app-secret',
+    resources: ['https://api.botframework.com', graph.url],
+  });
   const connector =
     o.connector ??
     (await new FakeBotConnector({
@@ -88,7 +102,13 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
     teamId: '19:team0general@thread.tacv2',
     members: [ada],
   });
-  const agent = o.agent ?? (await startContractAgent({ version: '1.0' }));
+  const kagent = o.dialect === 'kagent-v1';
+  const agent =
+    o.agent ??
+    (await startContractAgent({
+      version: '1.0',
+      ...(kagent ? { card: { extensions: [{ uri: dialectSpec('kagent-v1').extensions[0] ?? '' }] } } : {}),
+    }));
   const store = o.store ?? new SqliteStore(':memory:');
   await store.migrate();
   const registry = new LiveRegistry();
@@ -98,11 +118,12 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
       endpoint: agent.endpoint,
       identity: { kind: 'bearer', token: 'binding-token' },
       timeouts: { headersMs: 10_000, streamIdleMs: 10_000 },
+      ...(kagent ? { extensions: [...dialectSpec('kagent-v1').extensions] } : {}),
     }),
-    dialect: a2aDialect,
+    dialect: kagent ? dialectSpec('kagent-v1').dialect : a2aDialect,
     settings: { questionTimeoutMs: null },
     routes: { teams: { channels: [channel.id], allowDirectMessages: true, workspaceId: tenantId } },
-    toolApprovals: { enabled: false, approverGroups: [], approvers: [] },
+    toolApprovals: o.toolApprovals ?? { enabled: false, approverGroups: [], approvers: [] },
   });
   const logs: Array<Record<string, unknown>> = [];
   const logger = pino(
@@ -123,12 +144,15 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
     TEAMS_PORT: '0',
     TEAMS_AUTHORITY: entra.url,
     TEAMS_SERVICE_URL_HOSTS: '127.0.0.1',
+    TEAMS_GRAPH_URL: graph.url,
   });
+  const audits: ApprovalAudit[] = [];
   const teams = new TeamsConnection({
     config,
     logger,
     bindings: registry,
     addresses: store.addresses(),
+    audit: { record: (a) => audits.push(a) },
     editPaceMs: o.editPaceMs ?? 300,
   });
   const events: EngineEvent[] = [];
@@ -151,6 +175,8 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
   return {
     entra,
     connector,
+    graph,
+    audits,
     agent,
     store,
     engine,
@@ -181,6 +207,7 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
       await store.close();
       await agent.close();
       await connector.close();
+      await graph.close();
       await entra.close();
     },
   };

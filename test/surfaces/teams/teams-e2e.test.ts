@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { TEAMS_SURFACE } from '../../../src/surfaces/teams/address.js';
 import { NEW_STARTED_TEXT } from '../../../src/surfaces/teams/inbound.js';
-import { answer } from '../../peers/contract-agent/contract-agent.js';
+import { answer, kagentApproval } from '../../peers/contract-agent/contract-agent.js';
 import { startTeamsHarness, type TeamsHarness, type TeamsHarnessOptions } from './harness.js';
 
 const SEND = 'SendStreamingMessage';
@@ -143,6 +143,44 @@ describe('Microsoft Teams end to end: the real Agents SDK, the session engine an
     expect(rest.map((m) => m.text).join('\n')).toMatch(/cancel|stop/i);
   });
 
+  it('the Stop button under an answer being written in a channel cancels the task; the answer stays as shown, without the button', async () => {
+    const h = await harness();
+    h.agent.enqueueFor(
+      SEND,
+      answer({ chunks: Array.from({ length: 40 }, (_, i) => `part ${i}. `), chunkDelayMs: 250 }),
+    );
+    const root = h.connector.message({ conversation: h.channel, from: h.ada, text: 'a long one' });
+    await h.connector.deliver(h.endpoint, root);
+    await h.waitFor('the answer with its Stop button', () =>
+      botMessages(h, h.channel.id).some((m) => m.attachments.length > 0 && m.text !== ''),
+    );
+    const working = botMessages(h, h.channel.id)[0];
+    const card = working?.attachments[0] as { content: { actions: Array<{ verb: string; data: unknown }> } };
+    const stop = card.content.actions[0];
+    expect(stop?.verb).toBe('agentkourier.stop');
+    const pressed = await h.connector.deliver(
+      h.endpoint,
+      h.connector.cardAction({
+        conversation: h.channel,
+        from: h.ada,
+        messageId: working?.id ?? '',
+        threadRoot: root.id as string,
+        verb: stop?.verb ?? '',
+        data: stop?.data as Record<string, unknown>,
+      }),
+    );
+    expect(pressed.status).toBe(200);
+    expect(pressed.body).toContain('Stopping');
+    await h.waitFor('the agent asked to cancel', () => h.agent.rpc(CANCEL).length > 0, 15_000);
+    await h.settled(1);
+    await h.waitFor('the button gone', () => botMessages(h, h.channel.id)[0]?.attachments.length === 0);
+    const [answerShown, ...rest] = botMessages(h, h.channel.id);
+    expect(answerShown?.text.startsWith('part 0. ')).toBe(true);
+    expect(answerShown?.text).not.toContain('part 39.');
+    expect(rest.map((m) => m.text).join('\n')).toMatch(/cancel|stop/i);
+    expect(h.connector.throttled).toBe(0);
+  });
+
   it('an answer past Teams’ streaming limit goes on in the same message, edited, exact at its end, and is not a stop', async () => {
     const h = await harness({ streamLimitMs: 2_500 });
     const chunks = Array.from({ length: 12 }, (_, i) => `line ${i}\n`);
@@ -195,5 +233,128 @@ describe('Microsoft Teams end to end: the real Agents SDK, the session engine an
     };
     expect((await h.connector.deliver(h.endpoint, removed)).status).toBe(200);
     expect(await h.store.addresses().get(TEAMS_SURFACE, h.tenantId, h.personal.id)).toBeUndefined();
+  });
+});
+
+describe('Microsoft Teams approvals end to end: Adaptive Cards, Entra groups through Graph, a kagent-shaped agent', () => {
+  const harnesses: TeamsHarness[] = [];
+  afterEach(async () => {
+    await Promise.all(harnesses.splice(0).map((h) => h.close()));
+  });
+  const GROUP = 'bbbbbbbb-0000-4000-8000-0000000000a1';
+  const TWO_TOOLS = [
+    { id: 'adk-conf-1', callId: 'call_a', name: 'add_numbers', args: { b: 3, a: 2 } },
+    { id: 'adk-conf-2', callId: 'call_b', name: 'check_status', args: { service: 'api' } },
+  ];
+  const EVE = {
+    id: '29:eve',
+    name: 'Eve',
+    aadObjectId: 'eeeeeeee-0000-4000-8000-00000000e0e0',
+    email: 'eve@example.com',
+    userPrincipalName: 'eve@example.com',
+  };
+
+  async function approvals(): Promise<TeamsHarness> {
+    const h = await startTeamsHarness({
+      dialect: 'kagent-v1',
+      toolApprovals: {
+        enabled: true,
+        approverGroups: [],
+        approvers: [],
+        perSurface: { teams: { approverGroups: [GROUP], approvers: [] } },
+      },
+    });
+    harnesses.push(h);
+    h.channel.members.push(EVE);
+    return h;
+  }
+
+  interface CardMessage {
+    id: string;
+    card: { body: unknown[]; actions?: Array<{ verb: string; data: { q: string } }> };
+  }
+  const cardIn = (h: TeamsHarness): CardMessage | undefined => {
+    const m = h.connector
+      .messages(h.channel.id)
+      .find((x) => x.from === 'bot' && (x.attachments as Array<{ content?: unknown }>).length > 0);
+    if (m === undefined) return undefined;
+    return { id: m.id, card: (m.attachments[0] as { content: CardMessage['card'] }).content };
+  };
+
+  it('[Q-5] a tool approval is a card; a person outside the approver groups is refused in the card; an approver decides once, the card shows it to everyone, and only the approved tool runs', async () => {
+    const h = await approvals();
+    h.graph.group(GROUP, [h.ada.aadObjectId]);
+    h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));
+    const root = h.connector.message({ conversation: h.channel, from: h.ada, text: 'add and check' });
+    await h.connector.deliver(h.endpoint, root);
+    await h.waitFor('the approval card', () => cardIn(h) !== undefined);
+    const shown = cardIn(h) as CardMessage;
+    const action = shown.card.actions?.[0];
+    expect(action?.verb).toBe('agentkourier.decide');
+    expect(JSON.stringify(shown.card.body)).toContain('add_numbers');
+    const press = (who: typeof EVE) =>
+      h.connector.deliver(
+        h.endpoint,
+        h.connector.cardAction({
+          conversation: h.channel,
+          from: who,
+          messageId: shown.id,
+          threadRoot: root.id as string,
+          verb: action?.verb ?? '',
+          data: { ...action?.data, call0: 'approve', call1: 'deny' },
+        }),
+      );
+
+    const refused = await press(EVE);
+    expect(refused.status).toBe(200);
+    expect(refused.body).toContain('Only the approvers named for this agent');
+    expect(h.graph.calls.map((c) => [c.userId, c.status])).toEqual([[EVE.aadObjectId, 200]]);
+    expect(h.agent.rpc(SEND)).toHaveLength(1);
+
+    const taken = await press(h.ada);
+    expect(taken.status).toBe(200);
+    expect(taken.body).toContain('Decided by Ada Lovelace');
+    await h.settled(2);
+    expect(h.agent.kagent.ran.map((r) => r.name)).toEqual(['add_numbers']);
+    expect(h.agent.kagent.denied.map((d) => d.name)).toEqual(['check_status']);
+    // Everyone sees the decision: the prompt message itself is the decided card, with no action.
+    const after = cardIn(h) as CardMessage;
+    expect(after.id).toBe(shown.id);
+    expect(after.card.actions).toBeUndefined();
+    expect(JSON.stringify(after.card.body)).toContain('Approved: add_numbers');
+    expect(JSON.stringify(after.card.body)).toContain('Denied: check_status');
+    expect(h.audits.map((a) => [a.tool.name, a.decision, a.approver.id])).toEqual([
+      ['add_numbers', 'approved', h.ada.aadObjectId],
+      ['check_status', 'denied', h.ada.aadObjectId],
+    ]);
+    // A second press decides nothing more.
+    const again = await press(h.ada);
+    expect(again.body).toMatch(/no longer waiting|already decided/);
+    expect(h.agent.rpc(SEND)).toHaveLength(2);
+  });
+
+  it('[Q-5] when Graph cannot say, the press is refused (fail closed) and nothing is decided', async () => {
+    const h = await approvals();
+    h.graph.failing = true;
+    h.agent.enqueueFor(SEND, kagentApproval(TWO_TOOLS));
+    const root = h.connector.message({ conversation: h.channel, from: h.ada, text: 'add and check' });
+    await h.connector.deliver(h.endpoint, root);
+    await h.waitFor('the approval card', () => cardIn(h) !== undefined);
+    const shown = cardIn(h) as CardMessage;
+    const action = shown.card.actions?.[0];
+    const refused = await h.connector.deliver(
+      h.endpoint,
+      h.connector.cardAction({
+        conversation: h.channel,
+        from: h.ada,
+        messageId: shown.id,
+        threadRoot: root.id as string,
+        verb: action?.verb ?? '',
+        data: { ...action?.data, call0: 'approve', call1: 'approve' },
+      }),
+    );
+    expect(refused.body).toContain('could not check who may approve');
+    expect(h.agent.rpc(SEND)).toHaveLength(1);
+    expect(h.agent.kagent.ran).toEqual([]);
   });
 });

@@ -25,8 +25,8 @@ export interface EditedAnswerOptions {
   onRef: (ref: string) => void;
   paceMs: number;
   logger: Logger;
-  /** While the answer grows, a mark after its text (none in the final message). */
-  workingMark?: string;
+  /** While the answer grows, a card under its last page (the Stop button); gone at the end. */
+  working?: { contentType: string; content: Record<string, unknown> };
 }
 
 export class EditedAnswer implements AnswerSink {
@@ -72,19 +72,22 @@ export class EditedAnswer implements AnswerSink {
     const text = view.text();
     if (text === '' && this.#ids.length === 0) return;
     const pages = pagesOf(text);
-    const mark = final ? '' : (this.#o.workingMark ?? '');
+    const card = final || this.#o.working === undefined ? [] : [this.#o.working];
     for (let i = 0; i < pages.length; i++) {
-      const last = i === pages.length - 1;
-      const body = `${pages[i] ?? ''}${last ? mark : ''}`;
-      if (this.#shown[i] === body) continue;
+      const attachments = i === pages.length - 1 ? card : [];
+      const body = pages[i] ?? '';
+      // What the page shows, its card included: an unchanged page is not sent again.
+      const shown = `${attachments.length}\n${body}`;
+      if (this.#shown[i] === shown) continue;
       const id = this.#ids[i];
+      const activity = { type: 'message', text: body, attachments };
       if (id === undefined) {
-        this.#ids.push(await this.#o.sender.post(this.#o.key, { type: 'message', text: body }));
+        this.#ids.push(await this.#o.sender.post(this.#o.key, activity));
         this.#o.onRef(this.#ids.join(' '));
       } else {
-        await this.#o.sender.edit(this.#o.key, id, { type: 'message', text: body });
+        await this.#o.sender.edit(this.#o.key, id, activity);
       }
-      this.#shown[i] = body;
+      this.#shown[i] = shown;
     }
     this.#lastAt = Date.now();
   }
