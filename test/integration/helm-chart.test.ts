@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
+import { loadTeamsConfig } from '../../src/config/teams.js';
 import { loadWebChatSettings } from '../../src/config/webchat.js';
 import { tracingConfig } from '../../src/observability/tracing.js';
 import { goAvailable } from '../k8s/apiserver.js';
@@ -382,6 +383,51 @@ describe.skipIf(!HAS_GO)(
         'port-forward deployment/{{ include "agentkourier.fullname" . }} {{ .Values.webchat.port }}',
       );
       expect(notes).toContain('http://localhost:{{ .Values.webchat.port }}/#token=<token>');
+    });
+
+    it('renders Microsoft Teams when enabled: its port on the container and the Service, its settings, the secret from the Secret', async () => {
+      const helm = await helmBinary();
+      const tenant = '6f1c2e10-0000-4000-8000-000000000001';
+      const objects = await renderChart(helm, {
+        'teams.enabled': 'true',
+        'teams.appId': '11111111-2222-4333-8444-555555555555',
+        'teams.appTenantId': tenant,
+        'teams.tenants[0]': tenant,
+        'teams.tenants[1]': '6f1c2e10-0000-4000-8000-000000000002',
+        'networkPolicy.enabled': 'true',
+      });
+      const container = deploymentShape.parse(only(objects, 'Deployment')).spec.template.spec.containers[0];
+      expect(container?.ports.map((p) => [p.name, p.containerPort])).toContainEqual(['teams', 3978]);
+      const service = only(objects, 'Service').spec as { ports: Array<{ name: string; port: number }> };
+      expect(service.ports.map((p) => [p.name, p.port])).toContainEqual(['teams', 3978]);
+      const env = Object.fromEntries(container?.env.map((e) => [e.name, e]) ?? []);
+      // The broker's own parser takes what the chart renders (the secret as the Secret gives it).
+      const config = loadTeamsConfig({
+        TEAMS_APP_ID: env.TEAMS_APP_ID?.value,
+        TEAMS_APP_TENANT_ID: env.TEAMS_APP_TENANT_ID?.value,
+        TEAMS_TENANTS: env.TEAMS_TENANTS?.value,
+        TEAMS_PORT: env.TEAMS_PORT?.value,
+        TEAMS_APP_SECRET: 'a-secret-from-the-secret',
+      });
+      expect([config.port, [...config.tenants].length, config.appTenantId]).toEqual([3978, 2, tenant]);
+      expect(env.TEAMS_APP_SECRET?.value).toBeUndefined();
+      expect(env.TEAMS_APP_SECRET?.valueFrom?.secretKeyRef).toEqual({
+        name: 'agentkourier-teams',
+        key: 'app-secret',
+      });
+      const policy = only(objects, 'NetworkPolicy').spec as {
+        ingress: Array<{ ports: Array<{ port: string }> }>;
+      };
+      expect(policy.ingress.flatMap((r) => r.ports.map((p) => p.port))).toContain('teams');
+
+      const off = await renderChart(helm);
+      const plain = deploymentShape.parse(only(off, 'Deployment')).spec.template.spec.containers[0];
+      expect(plain?.ports.map((p) => p.name)).not.toContain('teams');
+      expect(Object.keys(envOf(off)).filter((n) => n.startsWith('TEAMS_'))).toEqual([]);
+
+      const refused = await runHelm(helm, ['template', 'ak', CHART, ...setArgs({ 'teams.enabled': 'true' })]);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('teams.enabled needs teams.appId');
     });
 
     it('refuses a web chat it could not run: no Secret, a port taken, several replicas', async () => {
