@@ -23,11 +23,17 @@ export interface TriggerSchedule {
   timeZone: string;
 }
 
-/** Where a trigger's threads go: a Slack channel of the Binding, or (unset) the web chat. */
+/**
+ * Where a trigger's threads go: a channel of the Binding on a chat surface, or (unset) the web
+ * chat.
+ */
 export interface TriggerTarget {
-  slackChannel?: string;
-  /** The Binding's Slack workspace, when it names one. */
-  slackTeamId?: string;
+  /** The surface ('slack', 'teams'); unset: the web chat. */
+  surface?: string;
+  /** The channel on that surface (one of the Binding's). */
+  channel?: string;
+  /** The channel's workspace (Slack's team, Teams' tenant), when the Binding names one. */
+  workspaceId?: string;
 }
 
 /** Why a trigger cannot take a delivery now (shown in status, answered with 503). */

@@ -64,23 +64,26 @@ export class SurfaceRouter implements ChatSurface {
 }
 
 /**
- * The trigger port over the running surfaces: a trigger that names a Slack channel starts its
- * threads in Slack when Slack runs; otherwise in the web chat when it runs (local mode); else
- * nowhere (the trigger answers 503 until a surface can take its threads).
+ * The trigger port over the running surfaces: a trigger that names a channel of a surface (Slack,
+ * Teams) starts its threads there when that surface runs; one that names none, in the web chat
+ * when it runs (local mode); else nowhere (the trigger answers 503 until a surface can take its
+ * threads).
  */
 export class TriggerChatRouter implements TriggerChat {
-  readonly #slack: TriggerChat | undefined;
+  readonly #surfaces: Readonly<Record<string, TriggerChat>>;
   readonly #webchat: TriggerChat | undefined;
 
-  constructor(surfaces: { slack?: TriggerChat | undefined; webchat?: TriggerChat | undefined }) {
-    this.#slack = surfaces.slack;
-    this.#webchat = surfaces.webchat;
+  constructor(surfaces: Readonly<Record<string, TriggerChat | undefined>>) {
+    const running: Record<string, TriggerChat> = {};
+    for (const [name, chat] of Object.entries(surfaces)) if (chat !== undefined) running[name] = chat;
+    this.#surfaces = running;
+    this.#webchat = running.webchat;
   }
 
   place(trigger: TriggerConfig): TriggerPlace | undefined {
-    if (trigger.target.slackChannel !== undefined && this.#slack !== undefined)
-      return this.#slack.place(trigger);
-    return this.#webchat?.place(trigger);
+    const { surface } = trigger.target;
+    if (surface === undefined) return this.#webchat?.place(trigger);
+    return this.#surfaces[surface]?.place(trigger);
   }
 
   startThread(place: TriggerPlace, message: TriggerMessage, ref: PostRef): Promise<SessionKey> {
@@ -92,7 +95,7 @@ export class TriggerChatRouter implements TriggerChat {
   }
 
   #for(surface: string): TriggerChat {
-    const chat = surface === 'slack' ? this.#slack : surface === 'webchat' ? this.#webchat : undefined;
+    const chat = this.#surfaces[surface];
     if (chat === undefined) throw new UnknownSurfaceError(surface);
     return chat;
   }

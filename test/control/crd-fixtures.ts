@@ -115,6 +115,31 @@ export const VALID: Fixture[] = [
       triggerLimits: { threadsPerMinute: 10 },
     }),
   },
+  {
+    title: 'a binding in Microsoft Teams: a channel, personal chats, Teams approvers and an alert thread there',
+    kind: 'Binding',
+    spec: binding({
+      teams: {
+        tenantId: '72f988bf-86f1-41af-91ab-2d7cd011db47',
+        channels: ['19:a1b2c3d4e5f6@thread.tacv2', '19:groupchat0example@thread.v2'],
+        allowPersonalChats: true,
+      },
+      interactions: {
+        toolApprovals: {
+          enabled: true,
+          teams: { approverGroups: ['0b6f3c1e-8d2a-4f5b-9c7e-1a2b3c4d5e6f'], approvers: ['ada@example.com'] },
+        },
+      },
+      triggers: [
+        {
+          name: 'alerts',
+          instruction: 'Look.',
+          tokenSecretRef: { name: 't', key: 'k' },
+          teams: { channel: '19:a1b2c3d4e5f6@thread.tacv2' },
+        },
+      ],
+    }),
+  },
 ];
 
 export const INVALID: Fixture[] = [
@@ -236,7 +261,8 @@ export const INVALID: Fixture[] = [
     title: 'tool approvals without approver groups or approvers',
     kind: 'Binding',
     spec: binding({ interactions: { toolApprovals: { enabled: true } } }),
-    refusedWith: 'approverGroups or approvers must name someone',
+    refusedWith:
+      'nobody may approve: name approverGroups or approvers (Slack), or teams.approverGroups or teams.approvers',
   },
   {
     title: 'an approver named by a name instead of a Slack user id',
@@ -287,6 +313,48 @@ export const INVALID: Fixture[] = [
       ],
     }),
     refusedWith: 'must be one of spec.slack.channels',
+  },
+  {
+    title: 'a Teams trigger in a channel the Binding does not list',
+    kind: 'Binding',
+    spec: binding({
+      teams: { tenantId: '72f988bf-86f1-41af-91ab-2d7cd011db47', channels: ['19:a1b2c3d4e5f6@thread.tacv2'] },
+      triggers: [
+        {
+          name: 'alerts',
+          instruction: 'Look.',
+          tokenSecretRef: { name: 't', key: 'k' },
+          teams: { channel: '19:another0channel@thread.tacv2' },
+        },
+      ],
+    }),
+    refusedWith: 'must be one of spec.teams.channels',
+  },
+  {
+    title: 'a trigger in Slack and in Teams at once',
+    kind: 'Binding',
+    spec: binding({
+      slack: { channels: ['C0123ABCD'] },
+      teams: { tenantId: '72f988bf-86f1-41af-91ab-2d7cd011db47', channels: ['19:a1b2c3d4e5f6@thread.tacv2'] },
+      triggers: [
+        {
+          name: 'alerts',
+          instruction: 'Look.',
+          tokenSecretRef: { name: 't', key: 'k' },
+          slack: { channel: 'C0123ABCD' },
+          teams: { channel: '19:a1b2c3d4e5f6@thread.tacv2' },
+        },
+      ],
+    }),
+    refusedWith: 'slack or teams, not both',
+  },
+  {
+    title: 'a Teams channel named by its display name',
+    kind: 'Binding',
+    spec: binding({
+      teams: { tenantId: '72f988bf-86f1-41af-91ab-2d7cd011db47', channels: ['General discussion'] },
+    }),
+    refusedWith: 'teams.channels',
   },
   {
     title: 'a cron expression of six fields',

@@ -86,7 +86,7 @@ describe.skipIf(alertmanagerMissing !== undefined)(
           kind: 'alertmanager',
           instruction: 'Investigate this alert and suggest a fix.',
           onResolved: 'notice',
-          target: { slackChannel: CHANNEL },
+          target: { surface: 'slack', channel: CHANNEL },
           threadsPerMinute: 5,
           tokenDigest: tokenDigest(TOKEN),
         },

@@ -309,7 +309,8 @@ const toolApprovals = withRules(
   [
     {
       cel: '!self.enabled || size(self.approverGroups) > 0 || size(self.approvers) > 0 || (has(self.teams) && (size(self.teams.approverGroups) > 0 || size(self.teams.approvers) > 0))',
-      message: 'approverGroups or approvers (or teams’) must name someone when tool approvals are enabled',
+      message:
+        'tool approvals are enabled but nobody may approve: name approverGroups or approvers (Slack), or teams.approverGroups or teams.approvers',
       check: (t) =>
         !t.enabled ||
         t.approverGroups.length > 0 ||
@@ -352,6 +353,15 @@ const trigger = withRules(
       .optional()
       .meta({
         description: 'The Slack channel the trigger’s threads start in; unset: the web chat (local mode).',
+      }),
+    teams: z
+      .object({
+        channel: teamsConversationId.meta({ description: 'One of spec.teams.channels (a channel).' }),
+      })
+      .optional()
+      .meta({
+        description:
+          'The Teams channel the trigger’s threads start in (a new post there); instead of slack. The app must have been added to its team.',
       }),
     schedule: z
       .object({
@@ -440,6 +450,19 @@ export const bindingSpec = withRules(
         (spec.triggers ?? []).every(
           (t) => t.slack === undefined || (spec.slack?.channels ?? []).includes(t.slack.channel),
         ),
+    },
+    {
+      cel: '!has(self.triggers) || self.triggers.all(t, !has(t.teams) || (has(self.teams) && t.teams.channel in self.teams.channels))',
+      message: 'a trigger’s teams.channel must be one of spec.teams.channels',
+      check: (spec) =>
+        (spec.triggers ?? []).every(
+          (t) => t.teams === undefined || (spec.teams?.channels ?? []).includes(t.teams.channel),
+        ),
+    },
+    {
+      cel: '!has(self.triggers) || self.triggers.all(t, !(has(t.slack) && has(t.teams)))',
+      message: 'a trigger starts its threads in one place: slack or teams, not both',
+      check: (spec) => (spec.triggers ?? []).every((t) => t.slack === undefined || t.teams === undefined),
     },
   ],
 );

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { backendObject, bindingObject, secrets } from '../../../test/control/objects.js';
 import { tokenDigest, tokenMatches } from '../../core/triggers.js';
-import type { BindingSpec } from '../crds/binding.js';
+import { type BindingSpec, bindingSpec } from '../crds/binding.js';
 import { findCondition } from '../status.js';
 import { bindingStatus, planBinding } from './binding.js';
 
@@ -39,7 +39,7 @@ describe('a Binding’s triggers', () => {
       binding: 'team-a/chat',
       name: 'alerts',
       kind: 'alertmanager',
-      target: { slackChannel: 'C0ALERTS' },
+      target: { surface: 'slack', channel: 'C0ALERTS' },
       threadsPerMinute: 9,
     });
     expect(config?.problem).toBeUndefined();
@@ -47,6 +47,31 @@ describe('a Binding’s triggers', () => {
     expect(tokenMatches('s3cret-token', config?.tokenDigest ?? Buffer.alloc(32))).toBe(true);
     expect(tokenMatches('s3cret-tokeN', config?.tokenDigest ?? Buffer.alloc(32))).toBe(false);
     expect(p.triggers.condition).toMatchObject({ type: 'TriggersReady', status: 'True' });
+  });
+
+  it('points a trigger with teams.channel at that Teams channel, in the Binding’s tenant', () => {
+    const channel = '19:alerts0channel@thread.tacv2';
+    const { slack: _none, ...teamsOnly } = webhook();
+    const p = plan({
+      teams: {
+        tenantId: 'AB12CD34-0000-4000-8000-00000000000A',
+        channels: [channel],
+        allowPersonalChats: false,
+      },
+      triggers: [{ ...teamsOnly, teams: { channel } }],
+    });
+    expect(p.triggers.configs[0]?.target).toEqual({
+      surface: 'teams',
+      channel,
+      workspaceId: 'ab12cd34-0000-4000-8000-00000000000a',
+    });
+    // The spec's rules: one of the Binding's Teams channels, and one place only.
+    const rules = bindingSpec.safeParse({
+      backendRef: { name: 'b' },
+      teams: { tenantId: 'ab12cd34-0000-4000-8000-00000000000a', channels: [channel] },
+      triggers: [{ ...teamsOnly, teams: { channel: '19:other0channel@thread.tacv2' } }],
+    });
+    expect(rules.success).toBe(false);
   });
 
   it('marks a trigger not ready when its Secret is missing, its schedule does not read or its channel is not served', () => {

@@ -1,6 +1,12 @@
 import { Cron } from 'croner';
-import { type TriggerConfig, type TriggerProblem, tokenDigest, triggerPath } from '../../core/triggers.js';
-import type { Binding, BindingStatus } from '../crds/binding.js';
+import {
+  type TriggerConfig,
+  type TriggerProblem,
+  type TriggerTarget,
+  tokenDigest,
+  triggerPath,
+} from '../../core/triggers.js';
+import type { Binding, BindingStatus, Trigger } from '../crds/binding.js';
 import {
   type ConditionState,
   ConditionTypes,
@@ -45,6 +51,26 @@ export function scheduleProblem(cron: string, timeZone: string): string | undefi
   }
 }
 
+/** A trigger's surface, channel and workspace, from its spec (none: the web chat). */
+function targetOf(t: Trigger, binding: TriggersInput['binding']): TriggerTarget {
+  if (t.slack !== undefined) {
+    const team = binding.spec.slack?.teamId;
+    return {
+      surface: 'slack',
+      channel: t.slack.channel,
+      ...(team === undefined ? {} : { workspaceId: team }),
+    };
+  }
+  if (t.teams !== undefined && binding.spec.teams !== undefined) {
+    return {
+      surface: 'teams',
+      channel: t.teams.channel,
+      workspaceId: binding.spec.teams.tenantId.toLowerCase(),
+    };
+  }
+  return {};
+}
+
 export function planTriggers(input: TriggersInput): TriggersPlan {
   const { binding } = input;
   const ref = `${binding.metadata.namespace}/${binding.metadata.name}`;
@@ -58,10 +84,7 @@ export function planTriggers(input: TriggersInput): TriggersPlan {
       kind: t.kind,
       instruction: t.instruction,
       onResolved: t.onResolved,
-      target: {
-        ...(t.slack === undefined ? {} : { slackChannel: t.slack.channel }),
-        ...(binding.spec.slack?.teamId === undefined ? {} : { slackTeamId: binding.spec.slack.teamId }),
-      },
+      target: targetOf(t, binding),
       threadsPerMinute,
     };
     if (t.schedule !== undefined) config.schedule = { cron: t.schedule.cron, timeZone: t.schedule.timeZone };

@@ -75,9 +75,12 @@ describe('SlackTriggerThreads', () => {
       onResolved: 'notice' as const,
       threadsPerMinute: 5,
     };
-    expect(threads.place({ ...base, target: { slackChannel: 'C0ALERTS' } })).toStrictEqual(place);
+    expect(threads.place({ ...base, target: { surface: 'slack', channel: 'C0ALERTS' } })).toStrictEqual(
+      place,
+    );
     expect(
-      threads.place({ ...base, target: { slackChannel: 'C0ALERTS', slackTeamId: 'T0TWO' } })?.workspaceId,
+      threads.place({ ...base, target: { surface: 'slack', channel: 'C0ALERTS', workspaceId: 'T0TWO' } })
+        ?.workspaceId,
     ).toBe('T0TWO');
     expect(threads.place({ ...base, target: {} })).toBeUndefined();
   });
@@ -133,7 +136,7 @@ describe('SlackTriggerThreads', () => {
       },
     });
     const harness = await startTriggerHarness(store, {
-      configs: [triggerConfig({ target: { slackChannel: 'C0ALERTS' } })],
+      configs: [triggerConfig({ target: { surface: 'slack', channel: 'C0ALERTS' } })],
       extra: { chat: threads },
     });
     try {

@@ -66,8 +66,9 @@ export class SlackTriggerThreads implements TriggerChat {
   }
 
   place(trigger: TriggerConfig): TriggerPlace | undefined {
-    const channel = trigger.target.slackChannel;
-    const workspaceId = trigger.target.slackTeamId ?? this.#o.teamId;
+    if (trigger.target.surface !== SURFACE) return undefined;
+    const channel = trigger.target.channel;
+    const workspaceId = trigger.target.workspaceId ?? this.#o.teamId;
     if (channel === undefined || workspaceId === undefined) return undefined;
     return {
       surface: SURFACE,
