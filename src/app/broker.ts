@@ -192,6 +192,8 @@ export function openBroker(options: BrokerOpenOptions): Broker {
               logger,
               bindings: o.registry,
               addresses: o.stores.addresses,
+              audit: obs.approvals,
+              counters: obs.metrics,
             });
       const gated = await gateInstalledWorkspaces(slack, o.registry, logger);
       stops.push(async () => gated.stop());
@@ -218,6 +220,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
         store: triggerStore,
         chat: new TriggerChatRouter({
           slack: slack?.triggers,
+          teams: teams?.triggers,
           ...(o.webchatTriggers === undefined ? {} : { webchat: o.webchatTriggers }),
         }),
         engine,

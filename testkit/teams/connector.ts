@@ -64,6 +64,9 @@ export interface ConnectorCall {
   kind: 'send' | 'update' | 'member' | 'other';
   status: number;
   at: number;
+  /** An accepted send or update: the message it left, and the text that message shows now. */
+  messageId?: string;
+  shows?: string;
 }
 
 export interface ConnectorOptions {
@@ -265,7 +268,9 @@ export class FakeBotConnector {
     }
     const [, , collection, item] = match;
     if (collection === 'members') {
-      const member = conversation.members.find((m) => m.id === decodeURIComponent(item ?? ''));
+      // By the 29: id, or by the Entra object id (which Teams takes too; assumed strictly here).
+      const wanted = decodeURIComponent(item ?? '');
+      const member = conversation.members.find((m) => m.id === wanted || m.aadObjectId === wanted);
       record('member', member === undefined ? 404 : 200);
       if (member === undefined)
         return send(res, 404, { error: { code: 'MemberNotFound', message: 'Not found' } });
@@ -285,7 +290,14 @@ export class FakeBotConnector {
         ? this.#update(conversationId, decodeURIComponent(item ?? ''), activity)
         : this.#send(conversation, conversationId, activity, now);
     if (refusal.status < 300) this.#windows.hit(conversationId, now);
+    const id = (refusal.body as { id?: unknown }).id;
+    const shown = typeof id === 'string' ? this.#messages.get(`${conversationId}/${id}`) : undefined;
     record(kind, refusal.status);
+    if (shown !== undefined && refusal.status < 300) {
+      const last = this.calls.at(-1) as ConnectorCall;
+      last.messageId = shown.id;
+      last.shows = shown.text;
+    }
     send(res, refusal.status, refusal.body);
   }
 

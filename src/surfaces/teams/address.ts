@@ -52,8 +52,15 @@ export function conversationIdOf(key: SessionKey, address: TeamsAddress): string
     : key.channelId;
 }
 
-/** Teams' conversation reference for a session's conversation, for the SDK's proactive sends. */
-export function referenceOf(key: SessionKey, address: TeamsAddress): ConversationReference {
+/**
+ * Teams' conversation reference for a session's conversation, for the SDK's proactive sends;
+ * `conversationId` another one of the same address (a channel itself, for a new post).
+ */
+export function referenceOf(
+  key: SessionKey,
+  address: TeamsAddress,
+  conversationId = conversationIdOf(key, address),
+): ConversationReference {
   return {
     serviceUrl: address.serviceUrl,
     channelId: 'msteams',
@@ -62,7 +69,7 @@ export function referenceOf(key: SessionKey, address: TeamsAddress): Conversatio
     // SDK wants a recipient; Teams routes by the conversation).
     user: { id: address.userId ?? key.channelId, name: '' },
     conversation: {
-      id: conversationIdOf(key, address),
+      id: conversationId,
       conversationType: address.conversationType,
       tenantId: key.workspaceId,
       isGroup: address.conversationType !== 'personal',

@@ -35,3 +35,10 @@ export class TeamsConversationUnknownError extends KourierError {
     super('teams_conversation_unknown', 'no address is stored for this Teams conversation');
   }
 }
+
+/** Microsoft Graph did not answer a membership question (an error status, or a body of another shape). */
+export class GraphRefusedError extends KourierError {
+  constructor(readonly status: number) {
+    super('teams_graph_refused', `Microsoft Graph answered ${status}`);
+  }
+}

@@ -16,6 +16,7 @@ import {
 } from './address.js';
 import type { TeamsDecisions } from './cards/decisions.js';
 import { CARD_CONTENT_TYPE, stoppingCard, VERB_STOP } from './cards/question-card.js';
+import type { TeamsPeople } from './people.js';
 import type { TeamsSender } from './sender.js';
 
 /**
@@ -95,6 +96,7 @@ export interface TeamsInboundDeps {
   decisions: TeamsDecisions;
   addresses: ChatAddressRows;
   sender: TeamsSender;
+  people: TeamsPeople;
   inbound: Pick<ChatInbound, 'receive' | 'cancel'>;
   logger: Logger;
   now?: () => number;
@@ -223,7 +225,11 @@ export class TeamsInbound {
       key,
       binding: binding.ref,
       chatMessageId: a.id,
-      actor: actorFor('Teams', { id: a.from.aadObjectId ?? a.from.id, name: a.from.name }),
+      actor: await this.#d.people.actor(key, {
+        memberId: a.from.id,
+        aadObjectId: a.from.aadObjectId,
+        name: a.from.name,
+      }),
       text,
       addressed: true,
     });
@@ -274,7 +280,7 @@ export class TeamsInbound {
       botId: a.recipient.id,
       conversationType: type,
       ...(a.channelData?.team?.id === undefined ? {} : { teamId: a.channelData.team.id }),
-      ...(type === 'personal' && a.type === 'message' ? { userId: a.from.id } : {}),
+      ...(type === 'personal' && a.from.id !== a.recipient.id ? { userId: a.from.id } : {}),
     };
     const json = JSON.stringify(address);
     const cacheKey = `${tenant}\n${base}`;

@@ -13,11 +13,13 @@ import type { ChannelDirectory, LiveBinding } from '../../core/registry.js';
 import { AppTokens } from './app-token.js';
 import { ThreadBudget } from './budget.js';
 import { TeamsApprovers } from './cards/approvers.js';
-import { TeamsDecisions } from './cards/decisions.js';
+import { type RefusalCounter, TeamsDecisions } from './cards/decisions.js';
 import { listenTeams, type TeamsEndpoint } from './http.js';
 import { TeamsInbound } from './inbound.js';
+import { TeamsPeople } from './people.js';
 import { TeamsSender } from './sender.js';
 import { TeamsSurface } from './surface.js';
+import { TeamsTriggerThreads } from './trigger-threads.js';
 
 /**
  * Microsoft Teams, wired: the Agents SDK's CloudAdapter with the app's connection (its client
@@ -35,17 +37,22 @@ export interface TeamsConnectOptions {
   addresses: ChatAddressRows;
   /** Where each tool approval decided in Teams is recorded. */
   audit?: ApprovalAuditSink;
+  /** Where refused approval presses are counted. */
+  counters?: RefusalCounter;
   /** Edits of a growing answer, at most one per this long (tests shorten it). */
   editPaceMs?: number;
 }
 
 export class TeamsConnection {
   readonly surface: TeamsSurface;
+  /** Alerts' and schedules' threads in Teams channels. */
+  readonly triggers: TeamsTriggerThreads;
   readonly #o: TeamsConnectOptions;
   readonly #adapter: CloudAdapter;
   readonly #sender: TeamsSender;
   #inbound: Pick<ChatInbound, 'cancel'> | undefined;
   readonly #tokens: AppTokens;
+  readonly #people: TeamsPeople;
   #endpoint: TeamsEndpoint | undefined;
 
   constructor(options: TeamsConnectOptions) {
@@ -86,8 +93,12 @@ export class TeamsConnection {
       budget: new ThreadBudget(),
       logger,
     });
+    this.triggers = new TeamsTriggerThreads(this.#sender);
+    const sender = this.#sender;
+    this.#people = new TeamsPeople((key, memberId, signal) => sender.member(key, memberId, signal));
     this.surface = new TeamsSurface({
       sender: this.#sender,
+      people: (key, actorId) => this.#people.member(key, actorId),
       logger,
       ...(options.editPaceMs === undefined ? {} : { editPaceMs: options.editPaceMs }),
       stop: (key, turnId, actorId) => {
@@ -126,12 +137,14 @@ export class TeamsConnection {
       }),
       sender: this.#sender,
       ...(this.#o.audit === undefined ? {} : { audit: this.#o.audit }),
+      ...(this.#o.counters === undefined ? {} : { counters: this.#o.counters }),
       logger,
     });
     const inbound = new TeamsInbound({
       tenants: this.#o.config.tenants,
       bindings: this.#o.bindings,
       decisions,
+      people: this.#people,
       addresses: this.#o.addresses,
       sender: this.#sender,
       inbound: o.inbound,

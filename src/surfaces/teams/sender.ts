@@ -91,6 +91,24 @@ export class TeamsSender {
     return response?.id ?? '';
   }
 
+  /**
+   * Posts a new root in a channel (a new thread); its id. Only a channel the app has an address
+   * for: refused (TeamsConversationUnknownError) otherwise.
+   */
+  async postRoot(workspaceId: string, channelId: string, activity: Partial<Activity>): Promise<string> {
+    const key: SessionKey = { surface: TEAMS_SURFACE, workspaceId, channelId, threadId: '' };
+    const address = await this.address(key);
+    if (address.conversationType !== 'channel') throw new TeamsConversationUnknownError();
+    await this.#budget.take(channelId);
+    const response = await this.open(
+      key,
+      address,
+      (ctx) => ctx.sendActivity(Activity.fromObject(activity)),
+      channelId,
+    );
+    return response?.id ?? '';
+  }
+
   /** Replaces a message the app posted. */
   async edit(key: SessionKey, id: string, activity: Partial<Activity>, signal?: AbortSignal): Promise<void> {
     await this.call(key, (ctx) => ctx.updateActivity(Activity.fromObject({ ...activity, id })), signal);
@@ -143,9 +161,15 @@ export class TeamsSender {
   }
 
   /** A turn context on the conversation, with no budget: the streaming answer paces itself. */
-  async open<T>(key: SessionKey, address: TeamsAddress, fn: (ctx: TurnContext) => Promise<T>): Promise<T> {
+  async open<T>(
+    key: SessionKey,
+    address: TeamsAddress,
+    fn: (ctx: TurnContext) => Promise<T>,
+    conversationId?: string,
+  ): Promise<T> {
     let result: T | undefined;
-    await this.#adapter.continueConversation(this.#appId, referenceOf(key, address), async (ctx) => {
+    const reference = referenceOf(key, address, conversationId);
+    await this.#adapter.continueConversation(this.#appId, reference, async (ctx) => {
       result = await fn(ctx);
     });
     return result as T;

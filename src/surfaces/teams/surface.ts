@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { AnswerView } from '../../core/answer.js';
 import { type Actor, actorFor } from '../../core/compose.js';
@@ -16,7 +17,7 @@ import { ToolCardTally } from '../common/tool-cards.js';
 import { EditedAnswer } from './answer/edited.js';
 import { StreamedAnswer } from './answer/streamed.js';
 import { questionCard, stopCard } from './cards/question-card.js';
-import type { TeamsSender } from './sender.js';
+import type { MemberInfo, TeamsSender } from './sender.js';
 
 /**
  * The engine's chat port for Microsoft Teams: answers streamed in personal chats and edited in
@@ -33,6 +34,8 @@ const STEP_MAX = 300;
 
 export interface TeamsSurfaceDeps {
   sender: TeamsSender;
+  /** A member of a session's conversation, by their Teams or Entra id (cached). */
+  people(key: SessionKey, memberId: string): Promise<MemberInfo | undefined>;
   logger: Logger;
   /** A person's Stop on a streamed answer: cancel the turn's task. */
   stop(key: SessionKey, turnId: string, actorId: string | undefined): void;
@@ -126,7 +129,10 @@ export class TeamsSurface implements ChatSurface {
   }
 
   async person(target: ChatTarget, actorId: string): Promise<Actor | undefined> {
-    const member = await this.#d.sender.member(target.key, actorId, AbortSignal.timeout(LOOKUP_TIMEOUT_MS));
+    const member = await Promise.race([
+      this.#d.people(target.key, actorId),
+      sleep(LOOKUP_TIMEOUT_MS, undefined, { ref: false }),
+    ]);
     if (member === undefined) return undefined;
     return actorFor('Teams', {
       id: actorId,

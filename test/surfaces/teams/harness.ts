@@ -41,6 +41,8 @@ export interface TeamsHarnessOptions {
   /** The Binding's dialect (default a2a); kagent-v1: the agent's card lists kagent's HITL extension. */
   dialect?: 'a2a' | 'kagent-v1';
   toolApprovals?: ToolApprovalSettings;
+  /** The agent works on when its client goes away, as a real one does (a restart reattaches). */
+  agentWorksOn?: boolean;
 }
 
 export interface TeamsHarness {
@@ -107,6 +109,7 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
     o.agent ??
     (await startContractAgent({
       version: '1.0',
+      ...(o.agentWorksOn === true ? { workOn: true } : {}),
       ...(kagent ? { card: { extensions: [{ uri: dialectSpec('kagent-v1').extensions[0] ?? '' }] } } : {}),
     }));
   const store = o.store ?? new SqliteStore(':memory:');
@@ -203,11 +206,11 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
         for (const line of logs) if (Number(line.level) >= 40) console.error(JSON.stringify(line));
       await teams.stop();
       await engine.stop();
+      await graph.close();
       if (c.keep === true) return;
       await store.close();
       await agent.close();
       await connector.close();
-      await graph.close();
       await entra.close();
     },
   };

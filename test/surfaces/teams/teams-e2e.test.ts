@@ -35,7 +35,22 @@ describe('Microsoft Teams end to end: the real Agents SDK, the session engine an
     const activity = h.connector.message({ conversation: h.personal, from: h.ada, text: 'restart the api' });
     expect((await h.connector.deliver(h.endpoint, activity)).status).toBe(200);
     await h.settled(1);
-    expect(sent(h)[0]?.parts[0]?.text).toBe(`[Teams: Ada Lovelace (${h.ada.aadObjectId})]\nrestart the api`);
+    expect(sent(h)[0]?.parts[0]?.text).toBe(
+      `[Teams: Ada Lovelace (${h.ada.aadObjectId}) <ada@example.com>]\nrestart the api`,
+    );
+    expect(h.agent.rpc(SEND)[0]?.body).toMatchObject({
+      params: {
+        message: {
+          metadata: {
+            'agentkourier.dev/actor': {
+              id: h.ada.aadObjectId,
+              name: 'Ada Lovelace',
+              email: 'ada@example.com',
+            },
+          },
+        },
+      },
+    });
     await h.waitFor('the final message', () =>
       botMessages(h, h.personal.id).some((m) => m.stream?.ended === 'final'),
     );
@@ -197,6 +212,32 @@ describe('Microsoft Teams end to end: the real Agents SDK, the session engine an
     expect(shown[0]?.edits).toBeGreaterThan(0);
     expect(h.agent.rpc(CANCEL)).toHaveLength(0);
     expect(h.connector.throttled).toBe(0);
+  });
+
+  it('the app removed from a team forgets the addresses of all the team’s channels, and of no other conversation', async () => {
+    const h = await harness();
+    const other = h.connector.conversation({ ...h.channel, id: '19:other0channel@thread.tacv2' });
+    for (const c of [h.channel, other, h.personal]) {
+      const added = {
+        ...h.connector.message({ conversation: c, from: h.ada, text: '' }),
+        type: 'conversationUpdate',
+        membersAdded: [{ id: `28:${h.appId}` }],
+        conversation: { id: c.id, conversationType: c.type, tenantId: h.tenantId },
+      };
+      expect((await h.connector.deliver(h.endpoint, added)).status).toBe(200);
+    }
+    const rows = h.store.addresses();
+    expect((await rows.get(TEAMS_SURFACE, h.tenantId, other.id))?.groupId).toBe(h.channel.teamId);
+    const removed = {
+      ...h.connector.message({ conversation: h.channel, from: h.ada, text: '' }),
+      type: 'conversationUpdate',
+      membersRemoved: [{ id: `28:${h.appId}` }],
+      conversation: { id: h.channel.id, conversationType: 'channel', tenantId: h.tenantId },
+    };
+    expect((await h.connector.deliver(h.endpoint, removed)).status).toBe(200);
+    expect(await rows.get(TEAMS_SURFACE, h.tenantId, h.channel.id)).toBeUndefined();
+    expect(await rows.get(TEAMS_SURFACE, h.tenantId, other.id)).toBeUndefined();
+    expect(await rows.get(TEAMS_SURFACE, h.tenantId, h.personal.id)).toBeDefined();
   });
 
   it('"new" in a chat starts a fresh session; the app removed from the chat forgets its address', async () => {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { GraphRefusedError } from '../errors.js';
 
 /**
  * Who may approve a tool call in Teams (Q-5): the people a Binding names for Teams (Microsoft
@@ -86,12 +87,5 @@ export class TeamsApprovers {
       if (parsed.data.value.some((g) => groupIds.includes(g))) return true;
     }
     return false;
-  }
-}
-
-export class GraphRefusedError extends Error {
-  constructor(readonly status: number) {
-    super(`Microsoft Graph answered ${status}`);
-    this.name = 'GraphRefusedError';
   }
 }

@@ -50,8 +50,14 @@ export interface Press {
   data: Record<string, unknown>;
 }
 
+/** Where refused presses are counted (`agentkourier_approval_refusals_total`, as for Slack). */
+export interface RefusalCounter {
+  approvalRefused(binding: string, reason: 'not-an-approver' | 'lookup-failed' | 'no-approver-groups'): void;
+}
+
 export interface DecisionDeps {
   inbound: Pick<ChatInbound, 'answer' | 'findSession'>;
+  counters?: RefusalCounter;
   approvers: TeamsApprovers;
   sender: TeamsSender;
   audit?: ApprovalAuditSink;
@@ -126,6 +132,7 @@ export class TeamsDecisions {
   async #gate(p: Press): Promise<string | undefined> {
     const settings = p.binding.toolApprovals.perSurface?.teams;
     if (settings === undefined || settings.approverGroups.length + settings.approvers.length === 0) {
+      this.#d.counters?.approvalRefused(p.binding.ref, 'no-approver-groups');
       return CARD_WORDS.noApprovers;
     }
     const addresses: string[] = [];
@@ -136,6 +143,10 @@ export class TeamsDecisions {
     }
     const verdict = await this.#d.approvers.verdict({ aadObjectId: p.aadObjectId, addresses }, settings);
     if (verdict === 'approver') return undefined;
+    this.#d.counters?.approvalRefused(
+      p.binding.ref,
+      verdict === 'unknown' ? 'lookup-failed' : 'not-an-approver',
+    );
     return verdict === 'unknown' ? CARD_WORDS.lookupFailed : CARD_WORDS.notApprover;
   }
 
