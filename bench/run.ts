@@ -17,6 +17,8 @@
  * freshness  how far behind the agent a thread's shown text is, 1, 10 and 50 answers at once
  *          under Slack's tiers, natively streamed and by edits (p99 ≤ 1.25 × the tiers' floor
  *          + 1 s, no call refused, every answer exact, fair shares), beside the peer's 2-second edits.
+ * teams-freshness  the same in Microsoft Teams at its documented limits: 50 answers, one starting
+ *          every second, in channel threads (edits) and personal chats (Teams' streaming).
  * ack      500 signed events within 2 s to a slow agent: p99 time to the HTTP ack (< 200 ms),
  *          every event answered once.
  * year     a year of settled threads (1,000,000, BENCH_YEAR_THREADS for fewer) with the scale
@@ -48,6 +50,7 @@ import { benchFreshness } from './freshness.js';
 import { benchIdentity, benchIdentityExchange } from './identity.js';
 import { benchScale } from './scale.js';
 import { benchSlack } from './slack-calls.js';
+import { benchTeamsFreshness } from './teams-freshness.js';
 import { benchYear } from './year.js';
 
 const TASK_ID = 'task-bench';
@@ -363,13 +366,14 @@ async function benchTurn(): Promise<void> {
   }
 }
 
-// BENCH_ONLY=codec, client, engine, slack, scale, freshness, ack, year or identity runs only that part.
+// BENCH_ONLY=codec, client, engine, slack, scale, freshness, teams-freshness, ack, year or identity runs
+// only that part.
 const only = process.env.BENCH_ONLY;
 const runs = (part: string): boolean => only === undefined || only === part;
 // `--json` (or `--json=<path>`): the figures are also written as JSON, next to the last run's.
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='));
 const jsonPath = jsonArg === undefined ? undefined : jsonArg.split('=')[1] || '.agentkourier/bench/last.json';
-if (only === undefined || ['engine', 'scale', 'freshness', 'ack', 'year'].includes(only))
+if (only === undefined || ['engine', 'scale', 'freshness', 'teams-freshness', 'ack', 'year'].includes(only))
   console.log(`The benchmarks' child processes run ${childrenRunFrom()}.`);
 if (runs('codec')) benchCodec();
 if (runs('client')) await benchTurn();
@@ -377,6 +381,7 @@ if (runs('engine')) await benchEngine();
 if (runs('slack')) await benchSlack();
 if (runs('scale')) await benchScale();
 if (runs('freshness')) await benchFreshness();
+if (runs('teams-freshness')) await benchTeamsFreshness();
 if (runs('ack')) await benchAck();
 if (runs('year')) await benchYear();
 if (runs('identity')) {
