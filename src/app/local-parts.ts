@@ -73,6 +73,10 @@ export class LocalParts {
   chatUrl = '';
   /** The demo agent's base URL, when it runs. */
   demoUrl: string | undefined;
+  /** Teams' messaging endpoint, when Teams' settings are in the environment. */
+  get teamsUrl(): string | undefined {
+    return this.#core?.teams?.url;
+  }
   readonly #broker: Broker;
   readonly #startup: Startup;
   readonly #config: BrokerConfig;
@@ -124,6 +128,7 @@ export class LocalParts {
         lines.push(`  trigger ${t.name} (${where})${t.ready ? '' : `: not ready (${t.message ?? ''})`}`);
       }
     }
+    if (this.teamsUrl !== undefined) lines.push(`Microsoft Teams: messaging endpoint ${this.teamsUrl}`);
     const { tracing } = this.#broker.observability;
     if (tracing.enabled) lines.push(`Traces: ${tracing.describe}`);
     // The token is never printed: whoever set it knows it, and the URL takes it after a #.

@@ -23,6 +23,8 @@ export interface RunningLocal {
   url: string;
   /** The demo agent's base URL, when it runs. */
   demoUrl?: string;
+  /** Teams' messaging endpoint, when Teams' settings are in the environment. */
+  teamsUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -70,8 +72,13 @@ export async function startLocal(options: LocalOptions): Promise<RunningLocal> {
     const parts = new LocalParts(broker, startup, config, options);
     await startup.run(parts.steps());
     for (const line of parts.summary()) options.out(line);
-    const { chatUrl, demoUrl } = parts;
-    return { url: chatUrl, ...(demoUrl === undefined ? {} : { demoUrl }), stop: broker.stop };
+    const { chatUrl, demoUrl, teamsUrl } = parts;
+    return {
+      url: chatUrl,
+      ...(demoUrl === undefined ? {} : { demoUrl }),
+      ...(teamsUrl === undefined ? {} : { teamsUrl }),
+      stop: broker.stop,
+    };
   } catch (error) {
     await broker.stop();
     throw error;
