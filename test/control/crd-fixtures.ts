@@ -116,7 +116,8 @@ export const VALID: Fixture[] = [
     }),
   },
   {
-    title: 'a binding in Microsoft Teams: a channel, personal chats, Teams approvers and an alert thread there',
+    title:
+      'a binding in Microsoft Teams: a channel, personal chats, Teams approvers and an alert thread there',
     kind: 'Binding',
     spec: binding({
       teams: {
