@@ -7,7 +7,9 @@ import { InvalidConfigError } from '../core/errors.js';
  *
  * - TEAMS_APP_ID (turns Teams on): the app's Microsoft Entra application (client) id, which is
  *   also the bot's id.
- * - TEAMS_APP_SECRET: a client secret of that app registration.
+ * - TEAMS_APP_SECRET: a client secret of that app registration; or, instead,
+ * - TEAMS_APP_CERTIFICATE_FILE and TEAMS_APP_KEY_FILE: PEM files of a certificate registered on
+ *   the app (RSA) and its private key (a kubernetes.io/tls Secret's tls.crt and tls.key).
  * - TEAMS_APP_TENANT_ID: the tenant the app is registered in (its tokens are asked there).
  * - TEAMS_TENANTS: the tenants whose activities the broker takes, comma separated: one install
  *   serves several, each allowed explicitly. An activity from any other reaches nothing.
@@ -27,9 +29,14 @@ export const DEFAULT_TEAMS_PORT = 3978;
 export const DEFAULT_TEAMS_AUTHORITY = 'https://login.microsoftonline.com';
 export const DEFAULT_GRAPH_URL = 'https://graph.microsoft.com';
 
+/** How the app proves itself to Entra: a client secret, or a certificate and its key (files). */
+export type TeamsAppCredential =
+  | { kind: 'secret'; secret: string }
+  | { kind: 'certificate'; certificateFile: string; keyFile: string };
+
 export interface TeamsConfig {
   appId: string;
-  appSecret: string;
+  credential: TeamsAppCredential;
   appTenantId: string;
   /** Lower case. */
   tenants: ReadonlySet<string>;
@@ -49,50 +56,78 @@ const text = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
-const schema = z.object({
-  TEAMS_APP_ID: z
-    .string()
-    .trim()
-    .regex(GUID, 'TEAMS_APP_ID must be the app registration’s client id (a GUID)'),
-  TEAMS_APP_SECRET: z.string().trim().min(1, 'TEAMS_APP_SECRET is required with TEAMS_APP_ID'),
-  TEAMS_APP_TENANT_ID: z
-    .string()
-    .trim()
-    .regex(GUID, 'TEAMS_APP_TENANT_ID must be the tenant the app is registered in (a GUID)'),
-  TEAMS_TENANTS: z
-    .string()
-    .trim()
-    .min(1, 'TEAMS_TENANTS must name the tenants allowed (comma separated GUIDs)')
-    .transform((v) => v.split(',').map((t) => t.trim().toLowerCase()))
-    .refine(
-      (list) => list.every((t) => GUID.test(t)),
-      'TEAMS_TENANTS must be comma separated tenant ids (GUIDs)',
+const schema = z
+  .object({
+    TEAMS_APP_ID: z
+      .string()
+      .trim()
+      .regex(GUID, 'TEAMS_APP_ID must be the app registration’s client id (a GUID)'),
+    TEAMS_APP_SECRET: text,
+    TEAMS_APP_CERTIFICATE_FILE: text,
+    TEAMS_APP_KEY_FILE: text,
+    TEAMS_APP_TENANT_ID: z
+      .string()
+      .trim()
+      .regex(GUID, 'TEAMS_APP_TENANT_ID must be the tenant the app is registered in (a GUID)'),
+    TEAMS_TENANTS: z
+      .string()
+      .trim()
+      .min(1, 'TEAMS_TENANTS must name the tenants allowed (comma separated GUIDs)')
+      .transform((v) => v.split(',').map((t) => t.trim().toLowerCase()))
+      .refine(
+        (list) => list.every((t) => GUID.test(t)),
+        'TEAMS_TENANTS must be comma separated tenant ids (GUIDs)',
+      ),
+    TEAMS_HOST: text.transform((v) => v ?? '0.0.0.0'),
+    TEAMS_PORT: text
+      .transform((v) => (v === undefined ? DEFAULT_TEAMS_PORT : Number(v)))
+      .refine((n) => Number.isInteger(n) && n >= 0 && n <= 65_535, 'TEAMS_PORT must be a port number'),
+    TEAMS_AUTHORITY: text
+      .transform((v) => (v ?? DEFAULT_TEAMS_AUTHORITY).replace(/\/+$/, ''))
+      .refine(
+        (v) => /^https?:\/\/[^/\s]+$/.test(v),
+        'TEAMS_AUTHORITY must be an authority’s origin, such as https://login.microsoftonline.us',
+      ),
+    TEAMS_GRAPH_URL: text
+      .transform((v) => (v ?? DEFAULT_GRAPH_URL).replace(/\/+$/, ''))
+      .refine(
+        (v) => /^https?:\/\/[^/\s]+$/.test(v),
+        'TEAMS_GRAPH_URL must be Microsoft Graph’s origin, such as https://graph.microsoft.us',
+      ),
+    TEAMS_SERVICE_URL_HOSTS: text.transform((v) =>
+      v === undefined
+        ? []
+        : v
+            .split(',')
+            .map((h) => h.trim())
+            .filter((h) => h !== ''),
     ),
-  TEAMS_HOST: text.transform((v) => v ?? '0.0.0.0'),
-  TEAMS_PORT: text
-    .transform((v) => (v === undefined ? DEFAULT_TEAMS_PORT : Number(v)))
-    .refine((n) => Number.isInteger(n) && n >= 0 && n <= 65_535, 'TEAMS_PORT must be a port number'),
-  TEAMS_AUTHORITY: text
-    .transform((v) => (v ?? DEFAULT_TEAMS_AUTHORITY).replace(/\/+$/, ''))
-    .refine(
-      (v) => /^https?:\/\/[^/\s]+$/.test(v),
-      'TEAMS_AUTHORITY must be an authority’s origin, such as https://login.microsoftonline.us',
-    ),
-  TEAMS_GRAPH_URL: text
-    .transform((v) => (v ?? DEFAULT_GRAPH_URL).replace(/\/+$/, ''))
-    .refine(
-      (v) => /^https?:\/\/[^/\s]+$/.test(v),
-      'TEAMS_GRAPH_URL must be Microsoft Graph’s origin, such as https://graph.microsoft.us',
-    ),
-  TEAMS_SERVICE_URL_HOSTS: text.transform((v) =>
-    v === undefined
-      ? []
-      : v
-          .split(',')
-          .map((h) => h.trim())
-          .filter((h) => h !== ''),
-  ),
-});
+  })
+  .superRefine((v, ctx) => {
+    const secret = v.TEAMS_APP_SECRET !== undefined;
+    const certificate = v.TEAMS_APP_CERTIFICATE_FILE !== undefined || v.TEAMS_APP_KEY_FILE !== undefined;
+    if (secret && certificate)
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'TEAMS_APP_SECRET and TEAMS_APP_CERTIFICATE_FILE are two ways to authenticate the app: set one',
+      });
+    else if (!secret && !certificate)
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'TEAMS_APP_ID needs the app’s credential: TEAMS_APP_SECRET, or TEAMS_APP_CERTIFICATE_FILE and TEAMS_APP_KEY_FILE',
+      });
+    else if (
+      certificate &&
+      (v.TEAMS_APP_CERTIFICATE_FILE === undefined || v.TEAMS_APP_KEY_FILE === undefined)
+    )
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'TEAMS_APP_CERTIFICATE_FILE and TEAMS_APP_KEY_FILE go together (the certificate and its private key)',
+      });
+  });
 
 export function teamsRequested(env: Readonly<Record<string, string | undefined>>): boolean {
   return (env.TEAMS_APP_ID ?? '').trim() !== '';
@@ -107,7 +142,14 @@ export function loadTeamsConfig(env: Readonly<Record<string, string | undefined>
   const v = parsed.data;
   return {
     appId: v.TEAMS_APP_ID.toLowerCase(),
-    appSecret: v.TEAMS_APP_SECRET,
+    credential:
+      v.TEAMS_APP_SECRET !== undefined
+        ? { kind: 'secret', secret: v.TEAMS_APP_SECRET }
+        : {
+            kind: 'certificate',
+            certificateFile: v.TEAMS_APP_CERTIFICATE_FILE ?? '',
+            keyFile: v.TEAMS_APP_KEY_FILE ?? '',
+          },
     appTenantId: v.TEAMS_APP_TENANT_ID.toLowerCase(),
     tenants: new Set(v.TEAMS_TENANTS),
     host: v.TEAMS_HOST,

@@ -430,6 +430,56 @@ describe.skipIf(!HAS_GO)(
       expect(refused.stderr).toContain('teams.enabled needs teams.appId');
     });
 
+    it('renders a Teams app that authenticates with a certificate from a TLS Secret, mounted as files the broker reads', async () => {
+      const helm = await helmBinary();
+      const tenant = '6f1c2e10-0000-4000-8000-000000000001';
+      const objects = await renderChart(helm, {
+        'teams.enabled': 'true',
+        'teams.appId': '11111111-2222-4333-8444-555555555555',
+        'teams.appTenantId': tenant,
+        'teams.tenants[0]': tenant,
+        'teams.certificate.existingSecret': 'teams-app-tls',
+      });
+      const pod = only(objects, 'Deployment').spec as {
+        template: {
+          spec: {
+            containers: Array<{
+              env: Array<{ name: string; value?: string }>;
+              volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean; subPath?: string }>;
+            }>;
+            volumes: Array<{
+              name: string;
+              secret?: { secretName: string; items: Array<{ key: string; path: string }> };
+            }>;
+          };
+        };
+      };
+      const container = pod.template.spec.containers[0];
+      const env = Object.fromEntries(container?.env.map((e) => [e.name, e.value]) ?? []);
+      expect(env.TEAMS_APP_SECRET).toBeUndefined();
+      expect(Object.keys(env)).not.toContain('TEAMS_APP_SECRET');
+      const config = loadTeamsConfig({ ...env });
+      expect(config.credential).toEqual({
+        kind: 'certificate',
+        certificateFile: '/etc/agentkourier/teams/tls.crt',
+        keyFile: '/etc/agentkourier/teams/tls.key',
+      });
+      const mount = container?.volumeMounts.find((m) => m.name === 'teams-certificate');
+      // A directory, not a subPath: a renewed Secret reaches the files without a restart.
+      expect(mount).toEqual({
+        name: 'teams-certificate',
+        mountPath: '/etc/agentkourier/teams',
+        readOnly: true,
+      });
+      expect(pod.template.spec.volumes.find((v) => v.name === 'teams-certificate')?.secret).toEqual({
+        secretName: 'teams-app-tls',
+        items: [
+          { key: 'tls.crt', path: 'tls.crt' },
+          { key: 'tls.key', path: 'tls.key' },
+        ],
+      });
+    });
+
     it('refuses a web chat it could not run: no Secret, a port taken, several replicas', async () => {
       const helm = await helmBinary();
       const on = { 'webchat.enabled': 'true', 'webchat.existingSecret': 'chat' };

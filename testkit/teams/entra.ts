@@ -7,23 +7,31 @@
  * - tokens minted for the tests: the channel's token on an inbound activity (`channelToken`),
  *   and a token of a stranger's keys or for another audience, which the bot must refuse.
  *
+ * An app proves itself with its secret or, as Entra's certificate credentials, with a client
+ * assertion (a JWT signed by a certificate registered on the app: PS256 or RS256, named by its
+ * `x5t#S256` or `x5t` thumbprint; audience the token endpoint; issuer and subject the app; a
+ * `jti` used once; at most ten minutes old).
+ *
  * Issued tokens are RS256 JWTs with `iss = <url>/<tenant>/v2.0`, `tid`, `aud`, and for app
  * tokens `appid`; lifetimes are an hour, as Entra's are. What Entra answers to a bad request
  * (400 `invalid_request`, 401 `invalid_client`, 400 `invalid_scope`) follows its OAuth 2.0 error
  * responses (learn.microsoft.com, "Microsoft identity platform and the OAuth 2.0 client
  * credentials flow").
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, X509Certificate } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose';
+import { decodeProtectedHeader, exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose';
 
 type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 type PublicKey = Awaited<ReturnType<typeof generateKeyPair>>['publicKey'];
 
 export interface EntraApp {
   clientId: string;
-  secret: string;
+  /** Its client secret, if it has one. */
+  secret?: string;
+  /** PEM certificates registered on it, whose keys may sign its client assertions. */
+  certificates?: string[];
   /** Resources (`https://api.botframework.com`, `https://graph.microsoft.com`) it may ask tokens for. */
   resources: string[];
 }
@@ -49,13 +57,14 @@ export interface FakeEntra {
   channelToken(options: ChannelTokenOptions): Promise<string>;
   /** Checks a token this authority issued for `resource`: its claims, or it throws. */
   verify(token: string, resource: string): Promise<Record<string, unknown>>;
-  /** Token requests answered, and refused. */
-  readonly issued: Array<{ clientId: string; resource: string }>;
+  /** Token requests answered (how the app proved itself), and refused. */
+  readonly issued: Array<{ clientId: string; resource: string; proof: 'secret' | 'certificate' }>;
   readonly refused: string[];
   close(): Promise<void>;
 }
 
 const HOUR_S = 3600;
+const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 export async function startFakeEntra(tenantId = randomUUID()): Promise<FakeEntra> {
   const keys = await generateKeyPair('RS256');
@@ -112,7 +121,19 @@ export async function startFakeEntra(tenantId = randomUUID()): Promise<FakeEntra
     };
     if (form.get('grant_type') !== 'client_credentials') return refuse(400, 'unsupported_grant_type');
     const app = apps.get(form.get('client_id') ?? '');
-    if (app === undefined || form.get('client_secret') !== app.secret) return refuse(401, 'invalid_client');
+    if (app === undefined) return refuse(401, 'invalid_client');
+    const assertion = form.get('client_assertion');
+    let proof: 'secret' | 'certificate';
+    if (assertion !== null) {
+      if (form.get('client_assertion_type') !== ASSERTION_TYPE) return refuse(400, 'invalid_request');
+      const endpoint = `${base}/${tenantId}/oauth2/v2.0/token`;
+      if (!(await assertionValid(app, assertion, endpoint))) return refuse(401, 'invalid_client');
+      proof = 'certificate';
+    } else {
+      if (app.secret === undefined || form.get('client_secret') !== app.secret)
+        return refuse(401, 'invalid_client');
+      proof = 'secret';
+    }
     const scope = form.get('scope') ?? '';
     if (!scope.endsWith('/.default')) return refuse(400, 'invalid_scope');
     const resource = scope.slice(0, -'/.default'.length);
@@ -122,13 +143,42 @@ export async function startFakeEntra(tenantId = randomUUID()): Promise<FakeEntra
       keys.privateKey,
       HOUR_S,
     );
-    issued.push({ clientId: app.clientId, resource });
+    issued.push({ clientId: app.clientId, resource, proof });
     json(res, 200, {
       token_type: 'Bearer',
       expires_in: HOUR_S,
       ext_expires_in: HOUR_S,
       access_token: accessToken,
     });
+  }
+
+  const usedJtis = new Set<string>();
+  /** A client assertion signed by one of the app's certificates, for this endpoint, fresh and new. */
+  async function assertionValid(app: EntraApp, assertion: string, endpoint: string): Promise<boolean> {
+    try {
+      const header = decodeProtectedHeader(assertion);
+      const certificate = (app.certificates ?? [])
+        .map((pem) => new X509Certificate(pem))
+        .find((c) =>
+          header.alg === 'PS256'
+            ? header['x5t#S256'] === createHash('sha256').update(c.raw).digest('base64url')
+            : header.alg === 'RS256' && header.x5t === createHash('sha1').update(c.raw).digest('base64url'),
+        );
+      if (certificate === undefined) return false;
+      const { payload } = await jwtVerify(assertion, certificate.publicKey, {
+        algorithms: ['PS256', 'RS256'],
+        audience: endpoint,
+        issuer: app.clientId,
+        subject: app.clientId,
+        maxTokenAge: '10m',
+        requiredClaims: ['jti', 'exp', 'nbf', 'iat'],
+      });
+      if (typeof payload.jti !== 'string' || usedJtis.has(payload.jti)) return false;
+      usedJtis.add(payload.jti);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,11 +1,12 @@
 import type { AuthConfiguration, AuthProvider } from '@microsoft/agents-hosting';
 import { z } from 'zod';
+import type { AppCredential } from './app-credential.js';
 import { TeamsTokenError, TeamsTokenKindError } from './errors.js';
 
 /**
  * The app's own tokens for the Bot Connector (and Graph), as the Agents SDK asks for them
- * through its AuthProvider port: OAuth 2.0 client credentials with the app's secret at the
- * configured authority's token endpoint, one cached token per scope until five minutes before
+ * through its AuthProvider port: OAuth 2.0 client credentials with the app's secret or
+ * certificate (app-credential.ts) at the configured authority's token endpoint, one cached token per scope until five minutes before
  * it expires, one request in flight per scope.
  *
  * Why not the SDK's MSAL provider: MSAL resolves an authority it does not know through Entra's
@@ -25,7 +26,7 @@ const REQUEST_TIMEOUT_MS = 30_000;
 
 export interface AppTokenSettings {
   clientId: string;
-  clientSecret: string;
+  credential: AppCredential;
   tenantId: string;
   /** The authority's origin, no trailing slash. */
   authority: string;
@@ -64,6 +65,7 @@ export class AppTokens implements AuthProvider {
   async #request(resource: string): Promise<string> {
     const url = `${this.#s.authority}/${this.#s.tenantId}/oauth2/v2.0/token`;
     const scope = resource.endsWith('/.default') ? resource : `${resource.replace(/\/+$/, '')}/.default`;
+    const proof = await this.#s.credential.form(url);
     let res: Response;
     try {
       res = await (this.#s.fetch ?? fetch)(url, {
@@ -72,7 +74,7 @@ export class AppTokens implements AuthProvider {
         body: new URLSearchParams({
           grant_type: 'client_credentials',
           client_id: this.#s.clientId,
-          client_secret: this.#s.clientSecret,
+          ...proof,
           scope,
         }).toString(),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),

@@ -15,6 +15,13 @@ export class TeamsTokenError extends KourierError {
   }
 }
 
+/** The app's certificate or its key cannot be used (unreadable, not RSA, or not a pair). */
+export class TeamsCredentialError extends KourierError {
+  constructor(problem: string) {
+    super('teams_credential', `the Teams app's certificate credential: ${problem}`);
+  }
+}
+
 /** The SDK asked for a kind of token the broker does not use (on-behalf-of, agentic). */
 export class TeamsTokenKindError extends KourierError {
   constructor(readonly kind: string) {

@@ -10,6 +10,7 @@ import type { ApprovalAuditSink } from '../../core/approval-audit.js';
 import type { ChatAddressRows } from '../../core/chat-address-store.js';
 import type { ChatInbound } from '../../core/inbound.js';
 import type { ChannelDirectory, LiveBinding } from '../../core/registry.js';
+import { appCredential, readCertificate } from './app-credential.js';
 import { AppTokens } from './app-token.js';
 import { ThreadBudget } from './budget.js';
 import { TeamsApprovers } from './cards/approvers.js';
@@ -43,6 +44,9 @@ export interface TeamsConnectOptions {
   editPaceMs?: number;
 }
 
+/** A certificate this close to its end is logged as a warning at start. */
+const CERTIFICATE_WARN_DAYS = 14;
+
 export class TeamsConnection {
   readonly surface: TeamsSurface;
   /** Alerts' and schedules' threads in Teams channels. */
@@ -75,7 +79,7 @@ export class TeamsConnection {
     this.#adapter = new CloudAdapter(auth, undefined, undefined, { validateServiceUrl: true }, hosts);
     const tokens = new AppTokens({
       clientId: config.appId,
-      clientSecret: config.appSecret,
+      credential: appCredential(config.appId, config.credential),
       tenantId: config.appTenantId,
       authority: config.authority,
     });
@@ -128,6 +132,17 @@ export class TeamsConnection {
   }): Promise<void> {
     this.#inbound = o.inbound;
     const { config, logger } = this.#o;
+    if (config.credential.kind === 'certificate') {
+      // A certificate that cannot be used stops the start, rather than every answer later.
+      const { notAfter } = await readCertificate(
+        config.credential.certificateFile,
+        config.credential.keyFile,
+      );
+      const daysLeft = (notAfter.getTime() - Date.now()) / 86_400_000;
+      if (daysLeft < CERTIFICATE_WARN_DAYS)
+        logger.warn({ notAfter: notAfter.toISOString() }, 'the Teams app certificate expires soon: renew it');
+      else logger.info({ notAfter: notAfter.toISOString() }, 'Teams app authenticates with its certificate');
+    }
     const decisions = new TeamsDecisions({
       inbound: o.inbound,
       approvers: new TeamsApprovers({

@@ -41,6 +41,8 @@ export interface TeamsHarnessOptions {
   /** The Binding's dialect (default a2a); kagent-v1: the agent's card lists kagent's HITL extension. */
   dialect?: 'a2a' | 'kagent-v1';
   toolApprovals?: ToolApprovalSettings;
+  /** The app authenticates with this certificate (registered at the fake Entra) instead of its secret. */
+  certificate?: { certificateFile: string; keyFile: string; pem: string };
   /** The agent works on when its client goes away, as a real one does (a restart reattaches). */
   agentWorksOn?: boolean;
 }
@@ -74,7 +76,7 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
   const graph = await new FakeGraph(entra).start();
   entra.register({
     clientId: appId,
-    secret: 'app-secret',
+    ...(o.certificate === undefined ? { secret: 'app-secret' } : { certificates: [o.certificate.pem] }),
     resources: ['https://api.botframework.com', graph.url],
   });
   const connector =
@@ -140,7 +142,12 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
   );
   const config = loadTeamsConfig({
     TEAMS_APP_ID: appId,
-    TEAMS_APP_SECRET: 'app-secret',
+    ...(o.certificate === undefined
+      ? { TEAMS_APP_SECRET: 'app-secret' }
+      : {
+          TEAMS_APP_CERTIFICATE_FILE: o.certificate.certificateFile,
+          TEAMS_APP_KEY_FILE: o.certificate.keyFile,
+        }),
     TEAMS_APP_TENANT_ID: tenantId,
     TEAMS_TENANTS: tenantId,
     TEAMS_HOST: '127.0.0.1',
