@@ -14,6 +14,7 @@
  * as a workspace without streams does). Beside each post-and-edit run, on a fake of its own, the
  * peer's way (peer-edits.ts: every thread edited every 2 s, as kagent's Slack bot does). The
  * three of a size run at once, each on its own fake (its own workspace and rate windows).
+ * Then 50 answers overlapped as people ask, one starting every second, both ways (no peer).
  *
  * Lag (lag.ts): at time t, t − E(|V(t)|), where V(t) is what the thread's message shows after
  * the last call Slack accepted by t and E(k) the time the agent had written the first k
@@ -25,17 +26,23 @@
  * most S = min(N, 20) answers can start a stream within the first minute (Tier 2); they share
  * chat.appendStream's 100, the other N − S share chat.update's 50, and the floor is the worse
  * of S·60/100 and (N − S)·60/50. p99 lag ≤ 1.25 × floor + 1 s; no call refused for rate; every
- * answer exact at its end; the slowest thread's mean lag ≤ 1.5 × the fastest's.
+ * answer exact at its end; the slowest thread's mean lag ≤ 1.5 × the fastest's. Overlapped, the
+ * floor is that of the answers under way at once: an answer lasts 20 s, so with one starting
+ * every second about 20 share the budgets at a time (and the floor is that of N = 20).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startFakeSlack } from '../testkit/slack/index.js';
 import { runChild } from './engine-children.js';
-import { figure } from './figures.js';
+import { type FreshnessResult, reportFreshness } from './freshness-report.js';
 import { quantile, shownTimeline, threadLag } from './lag.js';
 import { type PacedAgent, pacedText, pacedToken, startPacedAgent } from './paced-agent.js';
 import { runPeer } from './peer-edits.js';
 import { postEvent, signedMention } from './signed-events.js';
 
 const SIZES = [1, 10, 50];
+/** The overlapped run: this many answers, one starting every STAGGER_MS. */
+const OVERLAPPED = 50;
+const STAGGER_MS = 1_000;
 const ID = 'freshness';
 const TOKENS = 600;
 const RATE = 30;
@@ -51,16 +58,6 @@ const WHOLE = pacedText(TOKENS).trimEnd();
 
 type Mode = 'native' | 'edits';
 
-interface RunResult {
-  p50: number;
-  p99: number;
-  refused: number;
-  wrong: number;
-  /** Slowest thread's mean lag over the fastest's. */
-  fairness: number;
-  detail: string;
-}
-
 interface Thread {
   channel: string;
   root: string;
@@ -72,7 +69,7 @@ function measure(
   fake: Awaited<ReturnType<typeof startFakeSlack>>,
   threads: readonly Thread[],
   emitted: (t: Thread) => number[] | undefined,
-): Omit<RunResult, 'detail' | 'refused'> & { means: number[]; garbled: number } {
+): Omit<FreshnessResult, 'detail' | 'refused'> & { means: number[]; garbled: number } {
   const all: number[] = [];
   const means: number[] = [];
   let wrong = 0;
@@ -101,7 +98,7 @@ function measure(
   };
 }
 
-async function ours(agent: PacedAgent, mode: Mode, n: number): Promise<RunResult> {
+async function ours(agent: PacedAgent, mode: Mode, n: number, staggerMs = 0): Promise<FreshnessResult> {
   const fake = await startFakeSlack({ streaming: mode === 'native' });
   fake.addUser({ id: PERSON, name: 'ada', realName: 'Ada Lovelace', email: 'ada@example.com' });
   try {
@@ -114,14 +111,17 @@ async function ours(agent: PacedAgent, mode: Mode, n: number): Promise<RunResult
     const { message: ready } = await child.next('ready', 120_000);
     const threads: Thread[] = [];
     const events = Array.from({ length: n }, (_, i) => {
-      const tag = `${mode}-${n}-${i}`;
+      const tag = `${mode}-${n}${staggerMs > 0 ? '-overlapped' : ''}-${i}`;
       const channel = CHANNELS[i % CHANNELS.length] as string;
       const text = `<@${fake.botUserId}> [tag:${tag}][tokens:${TOKENS}][rate:${RATE}]`;
       const signed = signedMention(fake, SECRET, { channel, user: PERSON, text });
       threads.push({ channel, root: signed.root, tag });
       return signed;
     });
-    const statuses = await Promise.all(events.map((e) => postEvent(ready.url as string, e)));
+    const statuses =
+      staggerMs === 0
+        ? await Promise.all(events.map((e) => postEvent(ready.url as string, e)))
+        : await staggered(events, staggerMs, (e) => postEvent(ready.url as string, e));
     const { message: done } = await child.next('done', 600_000);
     await child.exited;
     const m = measure(fake, threads, (t) => agent.timeline(t.tag)?.emittedAt);
@@ -149,7 +149,17 @@ async function ours(agent: PacedAgent, mode: Mode, n: number): Promise<RunResult
   }
 }
 
-async function peer(n: number): Promise<RunResult> {
+/** Sends each event `staggerMs` after the one before, as people ask; the statuses in order. */
+async function staggered<E>(events: readonly E[], staggerMs: number, send: (e: E) => Promise<number>) {
+  const sent: Array<Promise<number>> = [];
+  for (const [i, e] of events.entries()) {
+    if (i > 0) await sleep(staggerMs);
+    sent.push(send(e));
+  }
+  return Promise.all(sent);
+}
+
+async function peer(n: number): Promise<FreshnessResult> {
   const fake = await startFakeSlack({});
   fake.addUser({ id: PERSON, name: 'ada' });
   try {
@@ -181,35 +191,17 @@ function floorOf(mode: Mode, n: number): number {
   return Math.max((streams * 60) / APPEND_TIER, ((n - streams) * 60) / UPDATE_TIER);
 }
 
-function report(mode: Mode, n: number, r: RunResult): void {
-  const floor = floorOf(mode, n);
-  const id = `${ID}.${mode}.${n}`;
-  const what = `${n} answer${n === 1 ? '' : 's'} at once, ${mode === 'native' ? 'native streaming' : 'post-and-edit'}`;
-  const p99Goal = Number((1.25 * floor + 1).toFixed(2));
-  const p99 = figure(`${id}.p99`, `lag p99, ${what}`, r.p99, 's', { op: '<=', value: p99Goal });
-  const refused = figure(`${id}.refused`, `calls refused for rate, ${what}`, r.refused, 'calls', {
-    op: '<=',
-    value: 0,
-  });
-  const wrong = figure(`${id}.wrong`, `answers not exact at their end, ${what}`, r.wrong, 'answers', {
-    op: '<=',
-    value: 0,
-  });
-  const fair = figure(
-    `${id}.fairness`,
-    `slowest thread's mean lag over the fastest's, ${what}`,
-    r.fairness,
-    'ratio',
-    {
-      op: '<=',
-      value: 1.5,
-    },
-  );
-  console.log(`  ${what} (floor ${s(floor)} s):`);
-  console.log(`    lag p50 ${s(r.p50)} s, p99 ${s(r.p99)} s ${p99}`);
-  console.log(`    refused for rate ${r.refused} ${refused}; answers not exact ${r.wrong} ${wrong}`);
-  console.log(`    fairness ${s(r.fairness)} ${fair}`);
-  console.log(`    ${r.detail}`);
+function report(mode: Mode, n: number, r: FreshnessResult, staggerMs = 0): void {
+  // Overlapped, the answers under way at once share the budgets (an answer lasts TOKENS/RATE s).
+  const atOnce = staggerMs === 0 ? n : Math.min(n, Math.ceil((TOKENS / RATE) * (1000 / staggerMs)));
+  const floor = floorOf(mode, atOnce);
+  const id = staggerMs === 0 ? `${ID}.${mode}.${n}` : `${ID}.${mode}.${n}-overlapped`;
+  const how = mode === 'native' ? 'native streaming' : 'post-and-edit';
+  const what =
+    staggerMs === 0
+      ? `${n} answer${n === 1 ? '' : 's'} at once, ${how}`
+      : `${n} answers, one starting every ${staggerMs / 1000} s (${atOnce} under way at once), ${how}`;
+  reportFreshness(id, what, floor, r);
 }
 
 export async function benchFreshness(): Promise<void> {
@@ -219,7 +211,9 @@ export async function benchFreshness(): Promise<void> {
   );
   const agent = await startPacedAgent();
   try {
-    for (const n of SIZES) {
+    // BENCH_FRESHNESS=overlapped runs the overlapped answers only.
+    const sizes = process.env.BENCH_FRESHNESS === 'overlapped' ? [] : SIZES;
+    for (const n of sizes) {
       const [native, edits, peers] = await Promise.all([
         ours(agent, 'native', n),
         ours(agent, 'edits', n),
@@ -232,6 +226,12 @@ export async function benchFreshness(): Promise<void> {
           ` p99 ${s(peers.p99)} s; refused for rate ${peers.refused}; answers not exact ${peers.wrong}; ${peers.detail}`,
       );
     }
+    const [native, edits] = await Promise.all([
+      ours(agent, 'native', OVERLAPPED, STAGGER_MS),
+      ours(agent, 'edits', OVERLAPPED, STAGGER_MS),
+    ]);
+    report('native', OVERLAPPED, native, STAGGER_MS);
+    report('edits', OVERLAPPED, edits, STAGGER_MS);
   } finally {
     await agent.close();
   }

@@ -24,7 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type ConnectorCall, FakeBotConnector, type FakeConversation } from '../testkit/teams/connector.js';
 import { startFakeEntra } from '../testkit/teams/entra.js';
 import { runChild } from './engine-children.js';
-import { figure } from './figures.js';
+import { type FreshnessResult, reportFreshness } from './freshness-report.js';
 import { quantile, type Shown, threadLag } from './lag.js';
 import { type PacedAgent, pacedText, pacedToken, startPacedAgent } from './paced-agent.js';
 
@@ -48,15 +48,6 @@ interface Thread {
   tag: string;
 }
 
-interface RunResult {
-  p50: number;
-  p99: number;
-  refused: number;
-  wrong: number;
-  fairness: number;
-  detail: string;
-}
-
 /** What the answer's message showed after each accepted call, in order. */
 function shownOf(calls: readonly ConnectorCall[], messageId: string): Shown[] {
   return calls
@@ -64,7 +55,7 @@ function shownOf(calls: readonly ConnectorCall[], messageId: string): Shown[] {
     .map((c) => ({ at: c.at, text: c.shows as string }));
 }
 
-async function run(agent: PacedAgent, where: Where): Promise<RunResult> {
+async function run(agent: PacedAgent, where: Where): Promise<FreshnessResult> {
   const entra = await startFakeEntra();
   entra.register({ clientId: APP_ID, secret: SECRET, resources: ['https://api.botframework.com'] });
   const connector = await new FakeBotConnector({ entra, botId: APP_ID }).start();
@@ -162,36 +153,10 @@ async function run(agent: PacedAgent, where: Where): Promise<RunResult> {
   }
 }
 
-const s = (x: number): string => x.toFixed(2);
-
-function report(where: Where, r: RunResult): void {
+function report(where: Where, r: FreshnessResult): void {
   const floor = where === 'channel' ? 2 : 1;
-  const id = `teams-freshness.${where}.${ANSWERS}`;
-  const what = `${ANSWERS} answers one a second, ${where === 'channel' ? 'channel threads (edits)' : 'personal chats (streaming)'}`;
-  const p99 = figure(`${id}.p99`, `lag p99, ${what}`, r.p99, 's', { op: '<=', value: 1.25 * floor + 1 });
-  const refused = figure(`${id}.refused`, `calls refused for rate, ${what}`, r.refused, 'calls', {
-    op: '<=',
-    value: 0,
-  });
-  const wrong = figure(`${id}.wrong`, `answers not exact at their end, ${what}`, r.wrong, 'answers', {
-    op: '<=',
-    value: 0,
-  });
-  const fair = figure(
-    `${id}.fairness`,
-    `slowest thread's mean lag over the fastest's, ${what}`,
-    r.fairness,
-    'ratio',
-    {
-      op: '<=',
-      value: 1.5,
-    },
-  );
-  console.log(`  ${what} (floor ${s(floor)} s):`);
-  console.log(`    lag p50 ${s(r.p50)} s, p99 ${s(r.p99)} s ${p99}`);
-  console.log(`    refused for rate ${r.refused} ${refused}; answers not exact ${r.wrong} ${wrong}`);
-  console.log(`    fairness ${s(r.fairness)} ${fair}`);
-  console.log(`    ${r.detail}`);
+  const how = where === 'channel' ? 'channel threads (edits)' : 'personal chats (streaming)';
+  reportFreshness(`teams-freshness.${where}.${ANSWERS}`, `${ANSWERS} answers one a second, ${how}`, floor, r);
 }
 
 export async function benchTeamsFreshness(): Promise<void> {
