@@ -261,7 +261,7 @@ export function openBroker(options: BrokerOpenOptions): Broker {
       const { slack, teams, engine, triggers } = core;
       if (teams !== undefined) {
         stops.push(() => teams.stop());
-        await teams.listen({ inbound: engine });
+        await teams.listen({ inbound: engine, ...(o.signOut === undefined ? {} : { signOut: o.signOut }) });
       }
       if (slack !== undefined) {
         // Pushed first: a listen that ends early (the signal, in Socket Mode) still gets its stop.

@@ -5,8 +5,10 @@ import { z } from 'zod';
 import type { ChatAddressRows } from '../../core/chat-address-store.js';
 import { actorFor } from '../../core/compose.js';
 import type { ChatInbound } from '../../core/inbound.js';
+import type { SignOut } from '../../core/ports.js';
 import type { ChannelDirectory, LiveBinding } from '../../core/registry.js';
 import type { SessionKey } from '../../core/store.js';
+import { isSignOutCommand, NOT_SIGNED_IN, SIGNED_OUT } from '../common/sign-out.js';
 import {
   baseConversationId,
   FIRST_CHAT_THREAD,
@@ -25,6 +27,7 @@ import type { TeamsSender } from './sender.js';
  * - a person's message becomes a turn of the session its conversation and thread stand for, for
  *   the Binding that takes the conversation (a channel or group chat it lists, or personal chats
  *   in its tenant), labelled with who wrote it; `new` alone in a chat starts a fresh session;
+ *   `sign out` ends the person's sign-in links at identity providers (docs/identity.md);
  * - the app added to a conversation stores the conversation's address (so alerts and answers
  *   find it), and the app removed from it, or from its team, removes what was stored for it.
  * Every field used is checked here (zod); the SDK's Activity type is not trusted for shape.
@@ -97,7 +100,9 @@ export interface TeamsInboundDeps {
   addresses: ChatAddressRows;
   sender: TeamsSender;
   people: TeamsPeople;
-  inbound: Pick<ChatInbound, 'receive' | 'cancel'>;
+  inbound: Pick<ChatInbound, 'receive' | 'cancel' | 'claimEvent'>;
+  /** The "sign out" command (src/identity/sign-in/); unset: nobody is signed in anywhere. */
+  signOut?: SignOut;
   logger: Logger;
   now?: () => number;
 }
@@ -220,19 +225,41 @@ export class TeamsInbound {
     await this.#remember(a, tenant, type, base);
     if (type !== 'channel' && text.toLowerCase() === NEW_COMMAND) return this.#newThread(tenant, base, a.id);
     const key = await this.#keyOf(a, tenant, a.id);
+    const actor = await this.#d.people.actor(key, {
+      memberId: a.from.id,
+      aadObjectId: a.from.aadObjectId,
+      name: a.from.name,
+    });
+    if (isSignOutCommand(text)) return this.#signOut(key, actor.id, a.id);
     await this.#d.inbound.receive({
       kind: 'person',
       key,
       binding: binding.ref,
       chatMessageId: a.id,
-      actor: await this.#d.people.actor(key, {
-        memberId: a.from.id,
-        aadObjectId: a.from.aadObjectId,
-        name: a.from.name,
-      }),
+      actor,
       text,
       addressed: true,
     });
+  }
+
+  /**
+   * "sign out": the person's sign-in links end, and the answer says how many. Teams has no
+   * message shown to one person only: it is written where the command was (their personal chat,
+   * or the thread).
+   */
+  async #signOut(key: SessionKey, personId: string, messageId: string): Promise<void> {
+    // Not a turn: the command is claimed on its own, so a redelivery answers once.
+    if (
+      !(await this.#d.inbound.claimEvent(`${TEAMS_SURFACE}:${key.workspaceId}:${key.channelId}:${messageId}`))
+    )
+      return;
+    const { signOut } = this.#d;
+    const ended =
+      signOut === undefined
+        ? 0
+        : await signOut({ surface: TEAMS_SURFACE, workspaceId: key.workspaceId, id: personId });
+    this.#d.logger.info({ links: ended }, 'a person signed out in Teams');
+    await this.#d.sender.post(key, { type: 'message', text: ended > 0 ? SIGNED_OUT(ended) : NOT_SIGNED_IN });
   }
 
   async #newThread(tenant: string, base: string, messageId: string): Promise<void> {

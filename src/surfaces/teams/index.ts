@@ -9,6 +9,7 @@ import type { TeamsConfig } from '../../config/teams.js';
 import type { ApprovalAuditSink } from '../../core/approval-audit.js';
 import type { ChatAddressRows } from '../../core/chat-address-store.js';
 import type { ChatInbound } from '../../core/inbound.js';
+import type { SignOut } from '../../core/ports.js';
 import type { ChannelDirectory, LiveBinding } from '../../core/registry.js';
 import { appCredential, readCertificate } from './app-credential.js';
 import { AppTokens } from './app-token.js';
@@ -127,7 +128,9 @@ export class TeamsConnection {
 
   /** Listens on TEAMS_PORT (or `port`), feeding the engine. */
   async listen(o: {
-    inbound: Pick<ChatInbound, 'receive' | 'cancel' | 'answer' | 'findSession'>;
+    inbound: Pick<ChatInbound, 'receive' | 'cancel' | 'answer' | 'findSession' | 'claimEvent'>;
+    /** The "sign out" command (src/identity/sign-in/). */
+    signOut?: SignOut;
     port?: number;
   }): Promise<void> {
     this.#inbound = o.inbound;
@@ -163,6 +166,7 @@ export class TeamsConnection {
       addresses: this.#o.addresses,
       sender: this.#sender,
       inbound: o.inbound,
+      ...(o.signOut === undefined ? {} : { signOut: o.signOut }),
       logger: this.#o.logger,
     });
     this.#endpoint = await listenTeams({

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { NOT_SIGNED_IN, SIGNED_OUT } from '../../../src/surfaces/slack/inbound/events.js';
+import { NOT_SIGNED_IN, SIGNED_OUT } from '../../../src/surfaces/common/sign-out.js';
 import { ADA, type SlackHarness, startSlackHarness } from './e2e-harness.js';
 
 /**

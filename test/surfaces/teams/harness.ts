@@ -5,12 +5,14 @@ import { A2AClient } from '../../../src/a2a/client.js';
 import { loadTeamsConfig } from '../../../src/config/teams.js';
 import type { ApprovalAudit } from '../../../src/core/approval-audit.js';
 import type { EngineEvent } from '../../../src/core/events.js';
+import type { SignOut } from '../../../src/core/ports.js';
 import type { ToolApprovalSettings } from '../../../src/core/registry.js';
 import { LiveRegistry } from '../../../src/core/registry.js';
 import { SessionEngine } from '../../../src/core/session/engine.js';
 import type { EngineTimings } from '../../../src/core/session/timings.js';
 import { a2aDialect } from '../../../src/dialects/a2a.js';
 import { dialectSpec } from '../../../src/dialects/index.js';
+import type { AssertionSigner } from '../../../src/identity/index.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { TeamsConnection } from '../../../src/surfaces/teams/index.js';
 import { FakeBotConnector, type FakeConversation, type Member } from '../../../testkit/teams/connector.js';
@@ -43,6 +45,10 @@ export interface TeamsHarnessOptions {
   toolApprovals?: ToolApprovalSettings;
   /** The app authenticates with this certificate (registered at the fake Entra) instead of its secret. */
   certificate?: { certificateFile: string; keyFile: string; pem: string };
+  /** The Binding's identity is per person, its assertions signed by this signer (docs/identity.md). */
+  perPerson?: AssertionSigner;
+  /** The "sign out" command's port (the identity's sign-in links). */
+  signOut?: SignOut;
   /** The agent works on when its client goes away, as a real one does (a restart reattaches). */
   agentWorksOn?: boolean;
 }
@@ -121,7 +127,16 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
     ref: BINDING,
     client: new A2AClient({
       endpoint: agent.endpoint,
-      identity: { kind: 'bearer', token: 'binding-token' },
+      identity:
+        o.perPerson === undefined
+          ? { kind: 'bearer', token: 'binding-token' }
+          : {
+              kind: 'person',
+              audience: 'urn:test:teams-agent',
+              header: 'Authorization',
+              userIdHeader: false,
+            },
+      ...(o.perPerson === undefined ? {} : { assertions: o.perPerson.sourceFor(BINDING) }),
       timeouts: { headersMs: 10_000, streamIdleMs: 10_000 },
       ...(kagent ? { extensions: [...dialectSpec('kagent-v1').extensions] } : {}),
     }),
@@ -174,7 +189,7 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
     timings: { ...FAST_TIMINGS, ...o.timings },
   });
   await engine.start();
-  await teams.listen({ inbound: engine });
+  await teams.listen({ inbound: engine, ...(o.signOut === undefined ? {} : { signOut: o.signOut }) });
   const waitFor = async (what: string, predicate: () => boolean, timeoutMs = 10_000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
     while (!predicate()) {

@@ -1,4 +1,7 @@
+import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AssertionSigner, KeyRing } from '../../../src/identity/index.js';
+import { NOT_SIGNED_IN, SIGNED_OUT } from '../../../src/surfaces/common/sign-out.js';
 import { TEAMS_SURFACE } from '../../../src/surfaces/teams/address.js';
 import { NEW_STARTED_TEXT } from '../../../src/surfaces/teams/inbound.js';
 import { answer, kagentApproval } from '../../peers/contract-agent/contract-agent.js';
@@ -274,6 +277,51 @@ describe('Microsoft Teams end to end: the real Agents SDK, the session engine an
     };
     expect((await h.connector.deliver(h.endpoint, removed)).status).toBe(200);
     expect(await h.store.addresses().get(TEAMS_SURFACE, h.tenantId, h.personal.id)).toBeUndefined();
+  });
+
+  it('on a per-person Binding, a Teams person’s call carries an assertion naming them by tenant and Entra object id, with their email', async () => {
+    const signer = new AssertionSigner({ issuer: 'https://broker.example', keys: await KeyRing.ephemeral() });
+    const h = await harness({ perPerson: signer });
+    h.agent.enqueueFor(SEND, answer({ chunks: ['Yours.'] }));
+    await h.connector.deliver(
+      h.endpoint,
+      h.connector.message({ conversation: h.personal, from: h.ada, text: 'what is mine?' }),
+    );
+    await h.settled(1);
+    const raw = String(h.agent.rpc(SEND)[0]?.headers.authorization ?? '').replace(/^Bearer /, '');
+    const { payload } = await jwtVerify(raw, createLocalJWKSet(signer.jwks() as JSONWebKeySet), {
+      issuer: 'https://broker.example',
+      audience: 'urn:test:teams-agent',
+    });
+    expect(payload.sub).toBe(`${TEAMS_SURFACE}:${h.tenantId}:${h.ada.aadObjectId}`);
+    expect(payload.email).toBe('ada@example.com');
+    expect(payload.name).toBe('Ada Lovelace');
+  });
+
+  it('"sign out" ends the person’s sign-in links (by their Entra id), says how many, once for a redelivery, and asks no agent', async () => {
+    const calls: Array<{ surface: string; workspaceId: string; id: string }> = [];
+    const links = [2, 0];
+    const h = await harness({
+      signOut: async (person) => {
+        calls.push(person);
+        return links.shift() ?? 0;
+      },
+    });
+    const command = h.connector.message({ conversation: h.personal, from: h.ada, text: 'Sign out' });
+    expect((await h.connector.deliver(h.endpoint, command)).status).toBe(200);
+    expect((await h.connector.deliver(h.endpoint, command)).status).toBe(200);
+    await h.waitFor('the sign-out answer', () => botMessages(h, h.personal.id).length > 0);
+    expect(calls).toEqual([{ surface: TEAMS_SURFACE, workspaceId: h.tenantId, id: h.ada.aadObjectId }]);
+
+    // In a channel, mentioning the app: the answer is in the post's thread.
+    const post = h.connector.message({ conversation: h.channel, from: h.ada, text: 'sign-out' });
+    await h.connector.deliver(h.endpoint, post);
+    await h.waitFor('the channel’s answer', () => botMessages(h, h.channel.id).length > 0);
+    expect(botMessages(h, h.personal.id).map((m) => m.text)).toEqual([SIGNED_OUT(2)]);
+    expect(botMessages(h, h.channel.id).map((m) => [m.conversationId, m.text])).toEqual([
+      [`${h.channel.id};messageid=${post.id as string}`, NOT_SIGNED_IN],
+    ]);
+    expect(h.agent.rpc(SEND)).toEqual([]);
   });
 });
 

@@ -11,6 +11,7 @@ import type { ChatInbound } from '../../../core/inbound.js';
 import type { SignOut } from '../../../core/ports.js';
 import type { ChannelDirectory, SharedClaim } from '../../../core/registry.js';
 import { type SessionKey, sessionIdOf } from '../../../core/store.js';
+import { isSignOutCommand, NOT_SIGNED_IN, SIGNED_OUT } from '../../common/sign-out.js';
 import type { Bounded, SlackListeners } from '../listeners.js';
 import type { SlackApi } from '../web-api/client.js';
 import {
@@ -118,13 +119,8 @@ export const DM_HINT =
 
 /** The command that ends a person's sign-in links: "sign out" and nothing else, to the app. */
 function isSignOut(text: string, botUserId: string): boolean {
-  return /^sign[ -]?out[.!]?$/i.test(slackToPlain(text, botUserId));
+  return isSignOutCommand(slackToPlain(text, botUserId));
 }
-
-export const SIGNED_OUT = (links: number): string =>
-  `You are signed out (${links} sign-in${links === 1 ? '' : 's'} at identity providers ended). An agent that needs you signed in asks again with your next message.`;
-export const NOT_SIGNED_IN =
-  'You are not signed in at any identity provider here, so there was nothing to sign out of.';
 
 /** Decides what an event is. Pure: the tests walk every rule through it. */
 export function route(event: SlackEvent, team: string, botUserId: string, bindings: ChannelDirectory): Route {
