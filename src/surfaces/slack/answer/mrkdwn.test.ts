@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { fenceAfter } from '../../common/markdown-fences.js';
 import { labelFitsTarget, looksLikeAddress } from './link-label.js';
-import { escapeSlack, fenceAfter, markdownForStream, markdownToMrkdwn } from './mrkdwn.js';
+import { escapeSlack, markdownForStream, markdownToMrkdwn } from './mrkdwn.js';
 
 describe('markdownToMrkdwn', () => {
   it.each([

@@ -10,6 +10,7 @@
  * Markdown), with inline formatting inside a line; emphasis spanning lines stays literal.
  */
 
+import { fenceAfter } from '../../common/markdown-fences.js';
 import { labelFitsTarget } from './link-label.js';
 
 /** Private-use characters standing in for rendered pieces while the rest is converted. */
@@ -21,26 +22,6 @@ const PRIVATE = /[\uE000-\uE002]/g;
 /** Slack's three control characters, escaped the way Slack documents. */
 export function escapeSlack(text: string): string {
   return text.replace(/[&<>]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : '&gt;'));
-}
-
-/** An opening code fence: up to 3 spaces, then ``` or ~~~ (3 or more), then an info string. */
-const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
-
-/** The fence state after a complete line: the opening fence while inside a code block. */
-export function fenceAfter(open: string | null, line: string): string | null {
-  const match = FENCE.exec(line);
-  if (open === null) {
-    if (match === null) return null;
-    const marker = match[1] ?? '';
-    // A backtick fence's info string may not contain backticks (CommonMark 4.5).
-    if (marker.startsWith('`') && (match[2] ?? '').includes('`')) return null;
-    return marker;
-  }
-  if (match !== null) {
-    const marker = match[1] ?? '';
-    if (marker[0] === open[0] && marker.length >= open.length && (match[2] ?? '').trim() === '') return null;
-  }
-  return open;
 }
 
 /** Converts a Markdown text to Slack mrkdwn, escaping everything else. */

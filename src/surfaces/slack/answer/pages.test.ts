@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { settledPart } from '../../common/markdown-pages.js';
 import { markdownToMrkdwn } from './mrkdwn.js';
-import { DEFAULT_PAGE_LIMITS, paginate, settledPart } from './pages.js';
+import { DEFAULT_PAGE_LIMITS, slackPages as paginate } from './pages.js';
 
 const squash = (s: string): string => s.replace(/```\w*/g, '').replace(/\s+/g, '');
 const fences = (s: string): number => (s.match(/^ {0,3}```/gm) ?? []).length;

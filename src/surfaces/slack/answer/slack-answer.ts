@@ -6,6 +6,7 @@ import type { AnswerView } from '../../../core/answer.js';
 import { backoffDelay } from '../../../core/backoff.js';
 import { type Clock, WAIT_OVER } from '../../../core/clock.js';
 import type { AnswerEnd, AnswerSink } from '../../../core/ports.js';
+import { settledPart } from '../../common/markdown-pages.js';
 import { feedbackBlock } from '../agent-app/feedback.js';
 import { BudgetClosedError } from '../web-api/budget.js';
 import {
@@ -24,7 +25,7 @@ import {
   STREAM_ENDED,
 } from '../web-api/errors.js';
 import { markdownForStream, markdownToMrkdwn } from './mrkdwn.js';
-import { DEFAULT_PAGE_LIMITS, type PageLimits, paginate, settledPart } from './pages.js';
+import { DEFAULT_PAGE_LIMITS, slackPages } from './pages.js';
 import { nextStep, type ShownPage, type Step } from './plan.js';
 import { decodeAnswerRef, encodeAnswerRef } from './ref.js';
 
@@ -55,7 +56,7 @@ export interface AnswerPlace {
 }
 
 export interface AnswerSettings {
-  limits: PageLimits;
+  limits: typeof DEFAULT_PAGE_LIMITS;
   /** Least time between two calls for one answer while it grows: updates coalesce within it. */
   intervalMs: number;
   /** Use native streams where the workspace has them. */
@@ -312,7 +313,7 @@ export class SlackAnswer {
     const text = view.text();
     const known = this.#split;
     if (known !== undefined && known.text === text && known.final === this.#final) return known.pages;
-    const pages = paginate(text, this.#deps.settings.limits);
+    const pages = slackPages(text, this.#deps.settings.limits);
     const out = pages.map((page, i) => {
       const body = page.replace(/^\n+/, '');
       return this.#final || i < pages.length - 1 ? body.trimEnd() : settledPart(body);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AnswerView } from '../../../core/answer.js';
 import type { AnswerSink } from '../../../core/ports.js';
 import type { SessionKey } from '../../../core/store.js';
+import { paginate, utf8Cost } from '../../common/markdown-pages.js';
 import type { TeamsSender } from '../sender.js';
 
 /**
@@ -16,6 +17,8 @@ import type { TeamsSender } from '../sender.js';
 
 /** A message's text stays under Teams' size limit (about 28 KB with its envelope). */
 export const PAGE_BYTES = 20_000;
+/** A page closes at the first paragraph break past this many bytes. */
+const PAGE_SOFT_BYTES = 16_000;
 
 export interface EditedAnswerOptions {
   sender: TeamsSender;
@@ -101,23 +104,7 @@ export class EditedAnswer implements AnswerSink {
   }
 }
 
-/** The text cut into pages of at most PAGE_BYTES (UTF-8), at a line break when one is near. */
+/** The text cut into pages of at most PAGE_BYTES (UTF-8), code blocks whole on each (as Slack's). */
 export function pagesOf(text: string): string[] {
-  if (Buffer.byteLength(text) <= PAGE_BYTES) return [text];
-  const pages: string[] = [];
-  let rest = text;
-  while (Buffer.byteLength(rest) > PAGE_BYTES) {
-    // Characters are at most 4 bytes: this many always fit.
-    let cut = Math.floor(PAGE_BYTES / 4);
-    while (cut < rest.length && Buffer.byteLength(rest.slice(0, cut + 256)) <= PAGE_BYTES) cut += 256;
-    const newline = rest.lastIndexOf('\n', cut);
-    if (newline > cut / 2) cut = newline + 1;
-    // Never split a surrogate pair.
-    const code = rest.charCodeAt(cut - 1);
-    if (code >= 0xd800 && code <= 0xdbff) cut--;
-    pages.push(rest.slice(0, cut));
-    rest = rest.slice(cut);
-  }
-  pages.push(rest);
-  return pages;
+  return paginate(text, { soft: PAGE_SOFT_BYTES, hard: PAGE_BYTES, cost: utf8Cost });
 }
