@@ -99,6 +99,40 @@ describe('Microsoft Teams end to end: the real Agents SDK, the session engine an
     expect(h.connector.throttled).toBe(0);
   });
 
+  it('an answer longer than a Teams message goes on in more messages, each within the size limit, a code block cut in two closed and opened again', async () => {
+    const h = await harness();
+    const prose = Array.from(
+      { length: 120 },
+      (_, i) => `Paragraph ${i}: Grüße aus der Schleife, ${'日本'.repeat(20)}.\n\n`,
+    );
+    const code = [
+      '```yaml\n',
+      ...Array.from({ length: 500 }, (_, i) => `key${i}: ${'ü'.repeat(24)}\n`),
+      '```\n',
+    ];
+    const chunks = [...prose, ...code, 'The end.'];
+    h.agent.enqueueFor(SEND, answer({ chunks }));
+    const root = h.connector.message({ conversation: h.channel, from: h.ada, text: 'the whole config' });
+    await h.connector.deliver(h.endpoint, root);
+    await h.settled(1, 30_000);
+    await h.waitFor(
+      'the last page',
+      () => botMessages(h, h.channel.id).some((m) => m.text.endsWith('The end.')),
+      30_000,
+    );
+    const pages = botMessages(h, h.channel.id).map((m) => m.text);
+    expect(pages.length).toBeGreaterThan(2);
+    for (const page of pages) expect(Buffer.byteLength(page)).toBeLessThanOrEqual(20_000);
+    // Nothing lost: the pages hold the answer (only whitespace at a cut goes), and each renders
+    // its code whole.
+    const squash = (t: string) => t.replace(/```(yaml)?/g, '').replace(/\s+/g, '');
+    expect(squash(pages.join(''))).toBe(squash(chunks.join('')));
+    const cut = pages.findIndex((p) => p.includes('key0:') && !p.includes('key499:'));
+    expect(pages[cut]?.endsWith('\n```')).toBe(true);
+    expect(pages[cut + 1]?.startsWith('```yaml\n')).toBe(true);
+    expect(h.connector.calls.filter((c) => c.status === 413)).toEqual([]);
+  });
+
   it('a redelivered activity is answered once', async () => {
     const h = await harness();
     h.agent.enqueueFor(SEND, answer({ chunks: ['Once.'] }));
