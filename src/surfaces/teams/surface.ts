@@ -147,11 +147,15 @@ export class TeamsSurface implements ChatSurface {
   }
 }
 
-/** A tool step as one line: the tool, and what it was called with or returned, in a code span. */
+/**
+ * A tool step as one line: the tool's name and what it was called with or returned, each in a
+ * code span, so an agent's text shows as written (a name like `restart_deployment` keeps its
+ * underscores, and nothing in it becomes formatting).
+ */
 export function toolStepLine(step: ToolStep): string {
-  const name = cutWithMark(step.toolName, 100).replace(/[*_`]/g, '');
+  const name = cutWithMark(step.toolName, 100).replace(/`/g, "'");
   const summary = cutWithMark(step.summary, STEP_MAX).replace(/`/g, "'");
-  const head = step.kind === 'call' ? `🛠️ **${name}**` : `✅ **${name}** returned`;
+  const head = step.kind === 'call' ? `🛠️ \`${name}\`` : `✅ \`${name}\` returned`;
   return summary === '' ? head : `${head} \`${summary}\``;
 }
 

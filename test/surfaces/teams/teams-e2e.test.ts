@@ -1,10 +1,12 @@
 import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
+import { taskFailed } from '../../../src/core/session/notices.js';
 import { AssertionSigner, KeyRing } from '../../../src/identity/index.js';
 import { NOT_SIGNED_IN, SIGNED_OUT } from '../../../src/surfaces/common/sign-out.js';
+import { moreToolCallsText } from '../../../src/surfaces/common/tool-cards.js';
 import { TEAMS_SURFACE } from '../../../src/surfaces/teams/address.js';
 import { NEW_STARTED_TEXT } from '../../../src/surfaces/teams/inbound.js';
-import { answer, kagentApproval } from '../../peers/contract-agent/contract-agent.js';
+import { answer, kagentApproval, type Step, script } from '../../peers/contract-agent/contract-agent.js';
 import { startTeamsHarness, type TeamsHarness, type TeamsHarnessOptions } from './harness.js';
 
 const SEND = 'SendStreamingMessage';
@@ -131,6 +133,46 @@ describe('Microsoft Teams end to end: the real Agents SDK, the session engine an
     expect(pages[cut]?.endsWith('\n```')).toBe(true);
     expect(pages[cut + 1]?.startsWith('```yaml\n')).toBe(true);
     expect(h.connector.calls.filter((c) => c.status === 413)).toEqual([]);
+  });
+
+  it('in a channel, a flood of tool steps shows five lines and one message counting the rest, then the answer; a failed task says so in the words Slack uses', async () => {
+    const h = await harness();
+    const steps: Step[] = [{ event: 'task' }];
+    for (let i = 0; i < 40; i++)
+      steps.push({
+        event: 'working',
+        parts: [{ data: { name: `tool_${i}`, args: { i } }, metadata: { adk_type: 'function_call' } }],
+      });
+    steps.push({ event: 'chunk', text: 'Done after the tools.' }, { event: 'completed' }, { event: 'task' });
+    h.agent.enqueueFor(SEND, script(steps));
+    const root = h.connector.message({ conversation: h.channel, from: h.ada, text: 'use the tools' });
+    await h.connector.deliver(h.endpoint, root);
+    await h.settled(1, 30_000);
+    const thread = () => botMessages(h, h.channel.id).map((m) => m.text);
+    await h.waitFor(
+      'the count of the other tool calls',
+      () => thread().includes(moreToolCallsText(35)),
+      20_000,
+    );
+    const lines = thread().filter((t) => t.startsWith('🛠️ `tool_'));
+    expect(lines).toEqual(Array.from({ length: 5 }, (_, i) => `🛠️ \`tool_${i}\` \`{"i":${i}}\``));
+    expect(thread()).toContain('Done after the tools.');
+    expect(thread()).toHaveLength(7);
+
+    h.agent.enqueueFor(
+      SEND,
+      answer({ chunks: [], state: 'failed', statusText: 'rate limit exceeded at 10.1.2.3' }),
+    );
+    await h.connector.deliver(
+      h.endpoint,
+      h.connector.message({ conversation: h.personal, from: h.ada, text: 'again' }),
+    );
+    await h.settled(2);
+    const failure = taskFailed('rate limit').text;
+    await h.waitFor('the failure notice', () =>
+      botMessages(h, h.personal.id).some((m) => m.text.includes(failure)),
+    );
+    expect(JSON.stringify(botMessages(h, h.personal.id))).not.toContain('10.1.2.3');
   });
 
   it('a redelivered activity is answered once', async () => {
