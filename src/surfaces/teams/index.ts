@@ -16,6 +16,7 @@ import { AppTokens } from './app-token.js';
 import { ThreadBudget } from './budget.js';
 import { TeamsApprovers } from './cards/approvers.js';
 import { type RefusalCounter, TeamsDecisions } from './cards/decisions.js';
+import { TeamsTokenError } from './errors.js';
 import { listenTeams, type TeamsEndpoint } from './http.js';
 import { TeamsInbound } from './inbound.js';
 import { TeamsPeople } from './people.js';
@@ -44,6 +45,15 @@ export interface TeamsConnectOptions {
   /** Edits of a growing answer, at most one per this long (tests shorten it). */
   editPaceMs?: number;
 }
+
+/** The Bot Connector's token audience, as the SDK picks it: the US government cloud's, or the public one. */
+function botConnectorScope(authority: string): string {
+  return /login\.microsoftonline\.us/i.test(authority)
+    ? 'https://api.botframework.us'
+    : 'https://api.botframework.com';
+}
+
+const errorName = (error: unknown): string => (error instanceof Error ? error.name : typeof error);
 
 /** A certificate this close to its end is logged as a warning at start. */
 const CERTIFICATE_WARN_DAYS = 14;
@@ -146,6 +156,7 @@ export class TeamsConnection {
         logger.warn({ notAfter: notAfter.toISOString() }, 'the Teams app certificate expires soon: renew it');
       else logger.info({ notAfter: notAfter.toISOString() }, 'Teams app authenticates with its certificate');
     }
+    await this.#checkCredentials();
     const decisions = new TeamsDecisions({
       inbound: o.inbound,
       approvers: new TeamsApprovers({
@@ -177,6 +188,24 @@ export class TeamsConnection {
       logger: this.#o.logger,
     });
     this.#o.logger.info({ url: this.#endpoint.url }, 'Teams messaging endpoint listening');
+  }
+
+  /**
+   * Asks Entra for the Bot Connector token at start (kept for the first sends): credentials
+   * Entra refuses stop the start with its error code, rather than every answer later; an Entra
+   * that cannot be reached is logged, and asked again when a send needs the token.
+   */
+  async #checkCredentials(): Promise<void> {
+    const { config, logger } = this.#o;
+    try {
+      await this.#tokens.getAccessToken(botConnectorScope(config.authority));
+    } catch (error) {
+      if (error instanceof TeamsTokenError && error.status !== undefined && error.status < 500) throw error;
+      logger.warn(
+        { err: error instanceof TeamsTokenError ? error.entraError : errorName(error) },
+        'Microsoft Entra did not answer at start: the Teams app token is asked for again when needed',
+      );
+    }
   }
 
   async stop(): Promise<void> {

@@ -3,11 +3,15 @@ import { mkdtemp, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadTeamsConfig } from '../../../src/config/teams.js';
+import { LiveRegistry } from '../../../src/core/registry.js';
+import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { appCredential, readCertificate } from '../../../src/surfaces/teams/app-credential.js';
 import { AppTokens } from '../../../src/surfaces/teams/app-token.js';
 import { TeamsCredentialError, TeamsTokenError } from '../../../src/surfaces/teams/errors.js';
+import { TeamsConnection } from '../../../src/surfaces/teams/index.js';
 import { type FakeEntra, startFakeEntra } from '../../../testkit/teams/entra.js';
 import { answer } from '../../peers/contract-agent/contract-agent.js';
 import { startTeamsHarness, type TeamsHarness } from './harness.js';
@@ -204,6 +208,49 @@ describe('the Teams app authenticates with a certificate', () => {
     const keyText = await readFile(a.keyFile, 'utf8');
     const message = await readCertificate(a.keyFile, a.keyFile).catch((e: Error) => e.message);
     expect(message).not.toContain(keyText.split('\n')[1]);
+  });
+
+  it('a broker whose credentials Entra refuses does not start, saying so; one that cannot reach Entra starts and says that', async () => {
+    const { entra } = await setUp();
+    entra.register({ clientId: APP_ID, secret: 'the-right-one', resources: [CONNECTOR] });
+    const store = new SqliteStore(':memory:');
+    await store.migrate();
+    const logs: string[] = [];
+    const connection = (authority: string) =>
+      new TeamsConnection({
+        config: loadTeamsConfig({
+          TEAMS_APP_ID: APP_ID,
+          TEAMS_APP_SECRET: 'a-wrong-one',
+          TEAMS_APP_TENANT_ID: entra.tenantId,
+          TEAMS_TENANTS: entra.tenantId,
+          TEAMS_AUTHORITY: authority,
+          TEAMS_HOST: '127.0.0.1',
+          TEAMS_PORT: '0',
+        }),
+        logger: pino({ level: 'info' }, { write: (line: string) => logs.push(line) }),
+        bindings: new LiveRegistry(),
+        addresses: store.addresses(),
+      });
+    const engine = { receive: async () => undefined } as unknown as Parameters<
+      TeamsConnection['listen']
+    >[0]['inbound'];
+    const refused = connection(entra.url);
+    const error = await refused.listen({ inbound: engine }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TeamsTokenError);
+    expect((error as Error).message).toBe('Microsoft Entra did not issue the app a token: invalid_client');
+    expect(refused.url).toBeUndefined();
+    expect(logs.join('\n')).not.toContain('a-wrong-one');
+
+    // Nothing listens at this authority: the broker starts, and asks again when it must send.
+    const closed = await startFakeEntra();
+    const nowhere = closed.url;
+    await closed.close();
+    const started = connection(nowhere);
+    await started.listen({ inbound: engine });
+    expect(started.url).toMatch(/^http:/);
+    expect(logs.some((l) => l.includes('Microsoft Entra did not answer at start'))).toBe(true);
+    await started.stop();
+    await store.close();
   });
 
   it('takes a secret or a certificate from the environment, not both and not half of one', () => {
