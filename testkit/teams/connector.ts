@@ -96,6 +96,8 @@ export class FakeBotConnector {
   readonly #messages = new Map<string, ShownMessage>();
   readonly #streams = new Map<string, Stream>();
   readonly #windows = new Windows();
+  /** Until then every send and edit is refused with 429, as when Teams throttles the app. */
+  #throttledUntil = 0;
 
   constructor(options: ConnectorOptions) {
     this.#o = options;
@@ -131,6 +133,14 @@ export class FakeBotConnector {
   stop(conversationId: string): void {
     for (const s of this.#streams.values())
       if (s.conversationId === conversationId && !s.ended) s.stopped = true;
+  }
+
+  /**
+   * For `ms` from now, every send and edit is refused with 429 and a `Retry-After` of the time
+   * left, as Teams does when it throttles the app for reasons of its own (service-wide load).
+   */
+  throttleFor(ms: number): void {
+    this.#throttledUntil = Date.now() + ms;
   }
 
   /** Sends are refused with 429 meanwhile; how many so far. */
@@ -279,7 +289,7 @@ export class FakeBotConnector {
     const activity = JSON.parse(await body(req)) as Record<string, unknown>;
     const kind = req.method === 'PUT' ? 'update' : 'send';
     const now = Date.now();
-    const wait = this.#windows.wait(conversationId, now);
+    const wait = Math.max(this.#windows.wait(conversationId, now), this.#throttledUntil - now);
     if (wait > 0) {
       record(kind, 429);
       res.setHeader('retry-after', String(Math.ceil(wait / 1000)));

@@ -175,6 +175,29 @@ describe('Microsoft Teams end to end: the real Agents SDK, the session engine an
     expect(JSON.stringify(botMessages(h, h.personal.id))).not.toContain('10.1.2.3');
   });
 
+  it('Teams throttling the app (429 with Retry-After) delays the answer’s edits, none sent before the time given, and the answer still ends exact', async () => {
+    const h = await harness();
+    const chunks = Array.from({ length: 12 }, (_, i) => `part ${i} `);
+    h.agent.enqueueFor(SEND, answer({ chunks, chunkDelayMs: 250 }));
+    const root = h.connector.message({ conversation: h.channel, from: h.ada, text: 'slowly' });
+    await h.connector.deliver(h.endpoint, root);
+    await h.waitFor('the answer’s first words', () => botMessages(h, h.channel.id).length > 0);
+    const from = Date.now();
+    h.connector.throttleFor(2_000);
+    await h.settled(1, 20_000);
+    await h.waitFor('the whole answer', () =>
+      botMessages(h, h.channel.id).some((m) => m.text === chunks.join('')),
+    );
+    const during = h.connector.calls.filter(
+      (c) => c.at >= from && c.at < from + 1_950 && c.kind !== 'member',
+    );
+    expect(during.length).toBeGreaterThan(0);
+    expect(during.every((c) => c.status === 429)).toBe(true);
+    // Retry-After was 2 s: the broker waited it out rather than retrying at once.
+    expect(during.length).toBeLessThanOrEqual(2);
+    expect(botMessages(h, h.channel.id)).toHaveLength(1);
+  });
+
   it('a redelivered activity is answered once', async () => {
     const h = await harness();
     h.agent.enqueueFor(SEND, answer({ chunks: ['Once.'] }));
