@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Activity } from '@microsoft/agents-activity';
 import {
   type CloudAdapter,
@@ -133,8 +132,9 @@ export class TeamsSender {
           { status: (error as HttpError).status, waitMs: wait },
           'Teams asked to wait; trying again',
         );
+        // The hold makes this call's next turn in the budget, and every other call to the
+        // conversation, wait the time Teams gave; the call keeps its place in the queue.
         this.#budget.hold(conversation, wait);
-        await sleep(wait, undefined, signal === undefined ? {} : { signal });
       }
     }
   }
