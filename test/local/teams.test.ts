@@ -124,5 +124,10 @@ describe('local mode with Microsoft Teams', () => {
     );
     expect(press.status).toBe(200);
     expect(press.body).toContain('No approvers are set for this agent in Teams');
+    // Counted where the broker counts Slack's refusals, on local mode's /metrics.
+    const metrics = await (await fetch(new URL('metrics', running.url))).text();
+    expect(metrics).toMatch(
+      /agentkourier_approval_refusals_total\{[^}]*binding="default\/demo"[^}]*reason="no-approver-groups"[^}]*\} 1/,
+    );
   });
 });
