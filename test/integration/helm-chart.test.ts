@@ -46,6 +46,13 @@ const SECRET_RULES = [{ apiGroups: [''], resources: ['secrets'], verbs: ['list',
 /** In a namespace it watches by a Role (watchNamespaces), both. */
 const WATCH_RULES = [...RESOURCE_RULES, ...SECRET_RULES];
 const NAMES_NOT_CREDENTIALS = new Set(['AGENTKOURIER_STORE', 'AGENTKOURIER_SECRET_READER_ROLE']);
+/** The least a Teams install needs: the app, its tenant, and that tenant allowed. */
+const TEAMS_VALUES = {
+  'teams.enabled': 'true',
+  'teams.appId': '11111111-2222-4333-8444-555555555555',
+  'teams.appTenantId': '6f1c2e10-0000-4000-8000-000000000001',
+  'teams.tenants[0]': '6f1c2e10-0000-4000-8000-000000000001',
+} as const;
 const SUBJECTS = [{ kind: 'ServiceAccount', name: 'ak-agentkourier', namespace: 'agentkourier' }];
 const READER_REF = {
   apiGroup: 'rbac.authorization.k8s.io',
@@ -387,12 +394,9 @@ describe.skipIf(!HAS_GO)(
 
     it('renders Microsoft Teams when enabled: its port on the container and the Service, its settings, the secret from the Secret', async () => {
       const helm = await helmBinary();
-      const tenant = '6f1c2e10-0000-4000-8000-000000000001';
+      const tenant = TEAMS_VALUES['teams.appTenantId'];
       const objects = await renderChart(helm, {
-        'teams.enabled': 'true',
-        'teams.appId': '11111111-2222-4333-8444-555555555555',
-        'teams.appTenantId': tenant,
-        'teams.tenants[0]': tenant,
+        ...TEAMS_VALUES,
         'teams.tenants[1]': '6f1c2e10-0000-4000-8000-000000000002',
         'networkPolicy.enabled': 'true',
       });
@@ -432,12 +436,8 @@ describe.skipIf(!HAS_GO)(
 
     it('renders a Teams app that authenticates with a certificate from a TLS Secret, mounted as files the broker reads', async () => {
       const helm = await helmBinary();
-      const tenant = '6f1c2e10-0000-4000-8000-000000000001';
       const objects = await renderChart(helm, {
-        'teams.enabled': 'true',
-        'teams.appId': '11111111-2222-4333-8444-555555555555',
-        'teams.appTenantId': tenant,
-        'teams.tenants[0]': tenant,
+        ...TEAMS_VALUES,
         'teams.certificate.existingSecret': 'teams-app-tls',
       });
       const pod = only(objects, 'Deployment').spec as {

@@ -5,8 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildPageScript } from '../../scripts/build-webchat.js';
 import { type RunningLocal, startLocal } from '../../src/app/local.js';
 import { createLogger } from '../../src/observability/logging.js';
-import { FakeBotConnector, type Member } from '../../testkit/teams/connector.js';
+import { FakeBotConnector } from '../../testkit/teams/connector.js';
 import { type FakeEntra, startFakeEntra } from '../../testkit/teams/entra.js';
+import { ADA } from '../surfaces/teams/harness.js';
 
 const APP_ID = '11111111-2222-4333-8444-555555555555';
 
@@ -43,13 +44,7 @@ describe('local mode with Microsoft Teams', () => {
     entra = await startFakeEntra();
     entra.register({ clientId: APP_ID, secret: 'app-secret', resources: ['https://api.botframework.com'] });
     connector = await new FakeBotConnector({ entra, botId: APP_ID }).start();
-    const ada: Member = {
-      id: '29:ada',
-      name: 'Ada Lovelace',
-      aadObjectId: 'aaaaaaaa-0000-4000-8000-00000000ada0',
-      email: 'ada@example.com',
-      userPrincipalName: 'ada@example.com',
-    };
+    const ada = ADA;
     const chat = connector.conversation({
       id: 'a:ada-personal',
       type: 'personal',

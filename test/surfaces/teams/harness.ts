@@ -30,6 +30,15 @@ import { type ContractAgent, startContractAgent } from '../../peers/contract-age
 
 export const BINDING = 'team-a/support';
 
+/** The person who writes in the tests' conversations, as Teams' roster knows her. */
+export const ADA: Member = {
+  id: '29:ada',
+  name: 'Ada Lovelace',
+  aadObjectId: 'aaaaaaaa-0000-4000-8000-00000000ada0',
+  email: 'ada@example.com',
+  userPrincipalName: 'ada@example.com',
+};
+
 export interface TeamsHarnessOptions {
   timings?: Partial<EngineTimings>;
   /** Teams' streaming limit in the fake (default two minutes). */
@@ -92,13 +101,7 @@ export async function startTeamsHarness(o: TeamsHarnessOptions = {}): Promise<Te
       botId: appId,
       ...(o.streamLimitMs === undefined ? {} : { streamLimitMs: o.streamLimitMs }),
     }).start());
-  const ada: Member = {
-    id: '29:ada',
-    name: 'Ada Lovelace',
-    aadObjectId: 'aaaaaaaa-0000-4000-8000-00000000ada0',
-    email: 'ada@example.com',
-    userPrincipalName: 'ada@example.com',
-  };
+  const ada = ADA;
   const personal = connector.conversation({
     id: 'a:ada-personal',
     type: 'personal',
